@@ -1,0 +1,53 @@
+// Compute work distributor: hands CTAs to SMs as occupancy allows (first a
+// full wave, breadth-first over SMs, then one new CTA per completed CTA) and,
+// once every CTA has finished, tells the memory side that the kernel ended.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "models/messages.hpp"
+#include "sim/engine/port.hpp"
+#include "traces/trace.hpp"
+
+namespace atomsim::model {
+
+struct SmLimits {
+  std::uint32_t max_warps;
+  std::uint32_t max_ctas;
+  std::uint32_t registers;
+  std::uint32_t register_allocation_unit;
+  std::uint64_t shared_memory_bytes;
+};
+
+// CTAs of this kernel one SM can hold at once; 0 when one does not fit.
+std::uint32_t ctas_per_sm(const trace::KernelInfo& kernel, const SmLimits& limits);
+
+class CtaDispatcher : public Unit {
+ public:
+  CtaDispatcher(const sc_core::sc_module_name& name, std::uint32_t sms, std::uint32_t l1s, StatRegistry& stats);
+  OutPort<CtaLaunch>& to_sm(std::uint32_t sm) { return *to_sm_[sm]; }
+  InPort<CtaDone>& from_sm(std::uint32_t sm) { return *from_sm_[sm]; }
+  OutPort<KernelEnd>& kernel_end(std::uint32_t l1) { return *kernel_end_[l1]; }
+
+  void begin_kernel(std::uint64_t ctas, std::uint32_t per_sm);
+  bool kernel_done() const { return finished_ == total_; }
+  std::uint64_t finished() const { return finished_; }
+  std::uint64_t total() const { return total_; }
+
+ protected:
+  void evaluate() override;
+
+ private:
+  bool launch_next(std::uint32_t sm);
+  std::vector<std::unique_ptr<OutPort<CtaLaunch>>> to_sm_;
+  std::vector<std::unique_ptr<InPort<CtaDone>>> from_sm_;
+  std::vector<std::unique_ptr<OutPort<KernelEnd>>> kernel_end_;
+  std::uint64_t total_ = 0, next_cta_ = 0, finished_ = 0;
+  std::uint32_t per_sm_ = 0;
+  bool initial_wave_pending_ = false;
+  bool end_sent_ = false;
+  std::uint64_t launched_ = 0;
+};
+
+}  // namespace atomsim::model

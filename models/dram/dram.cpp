@@ -1,0 +1,50 @@
+#include "models/dram/dram.hpp"
+
+#include <algorithm>
+
+namespace atomsim::model {
+
+Dram::Dram(const sc_core::sc_module_name& name, const DramParams& p, std::uint32_t ports, StatRegistry& stats)
+    : Unit(name), params_(p), channels_(p.channels, RateServer(p.bytes_per_cycle_per_channel)) {
+  StatGroup& g = stats.group("dram", "");
+  for (std::uint32_t i = 0; i < ports; ++i) {
+    requests_.push_back(std::make_unique<InPort<DramRequest>>(*this, p.queue_depth));
+    replies_.push_back(std::make_unique<OutPort<DramRequest>>(*this));
+  }
+  g.add_counter("reads", &reads_, "line reads");
+  g.add_counter("writes", &writes_, "line writebacks");
+  g.add_counter("bytes", &bytes_, "bytes transferred");
+  g.add_busy("channel_utilization", &busy_scaled_, "mean busy fraction of the channels");
+}
+
+void Dram::evaluate() {
+  const Cycle now = Unit::now();
+  Cycle next = kNever;
+  for (auto& port : requests_) {
+    while (port->ready(now)) {
+      DramRequest r = port->front();
+      port->pop();
+      RateServer& channel = channels_[(r.line / params_.interleave_bytes) % channels_.size()];
+      std::uint64_t before = *channel.busy_scaled();
+      Cycle done = channel.occupy(now, r.bytes);
+      busy_scaled_ += (*channel.busy_scaled() - before) / channels_.size();
+      bytes_ += r.bytes;
+      if (r.write) {
+        ++writes_;
+      } else {
+        ++reads_;
+        in_flight_.push(Pending{done + params_.latency, sequence_++, r});
+      }
+    }
+    next = std::min(next, port->next_ready());
+  }
+  while (!in_flight_.empty() && in_flight_.top().ready <= now) {
+    const DramRequest& r = in_flight_.top().request;
+    if (!replies_[r.slice]->try_send(r)) break;  // the slice frees space and wakes us
+    in_flight_.pop();
+  }
+  if (!in_flight_.empty() && in_flight_.top().ready > now) next = std::min(next, in_flight_.top().ready);
+  if (next != kNever) wake_at(std::max(next, now + 1));
+}
+
+}  // namespace atomsim::model

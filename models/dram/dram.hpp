@@ -1,0 +1,55 @@
+// DRAM: independent channels, each a bandwidth-limited server followed by a
+// fixed access latency. Lines map to channels by address interleaving.
+#pragma once
+
+#include <memory>
+#include <queue>
+#include <vector>
+
+#include "models/messages.hpp"
+#include "sim/engine/params.hpp"
+#include "sim/engine/port.hpp"
+
+namespace atomsim::model {
+
+struct DramParams {
+  std::uint32_t channels = 1;
+  double bytes_per_cycle_per_channel = 32;
+  Cycle latency = 100;
+  std::uint32_t queue_depth = 64;
+  std::uint32_t interleave_bytes = 256;
+  void declare(ParamBinder& b) {
+    b.integer("channels", channels, 1, 1024, "independent DRAM channels");
+    b.real("bytes_per_cycle_per_channel", bytes_per_cycle_per_channel, 0.01, 4096, "peak bytes one channel moves per SM cycle");
+    b.integer("latency", latency, 1, 100000, "cycles from a channel starting a read to the data leaving it");
+    b.integer("queue_depth", queue_depth, 1, 1 << 20, "requests buffered per slice port");
+    b.integer("interleave_bytes", interleave_bytes, 32, 1 << 20, "consecutive bytes mapped to one channel");
+  }
+};
+
+class Dram : public Unit {
+ public:
+  Dram(const sc_core::sc_module_name& name, const DramParams& p, std::uint32_t ports, StatRegistry& stats);
+  InPort<DramRequest>& request(std::uint32_t port) { return *requests_[port]; }
+  OutPort<DramRequest>& reply(std::uint32_t port) { return *replies_[port]; }
+
+ protected:
+  void evaluate() override;
+
+ private:
+  struct Pending {
+    Cycle ready;
+    std::uint64_t sequence;
+    DramRequest request;
+    bool operator>(const Pending& o) const { return ready != o.ready ? ready > o.ready : sequence > o.sequence; }
+  };
+  const DramParams params_;
+  std::vector<std::unique_ptr<InPort<DramRequest>>> requests_;
+  std::vector<std::unique_ptr<OutPort<DramRequest>>> replies_;
+  std::vector<RateServer> channels_;
+  std::priority_queue<Pending, std::vector<Pending>, std::greater<>> in_flight_;
+  std::uint64_t sequence_ = 0;
+  std::uint64_t reads_ = 0, writes_ = 0, bytes_ = 0, busy_scaled_ = 0;
+};
+
+}  // namespace atomsim::model

@@ -1,0 +1,26 @@
+#include "models/interconnect/address_map.hpp"
+
+#include <bit>
+#include <stdexcept>
+
+namespace atomsim::model {
+
+AddressMap::AddressMap(const AddressMapParams& p)
+    : slices_(p.slices), partitions_(p.partitions), line_bytes_(p.line_bytes), xor_hash_(p.hash == "xor") {
+  if (!std::has_single_bit(line_bytes_)) throw std::invalid_argument("line size must be a power of two");
+  if (partitions_ == 0 || slices_ % partitions_ != 0) throw std::invalid_argument("slices must divide into partitions");
+}
+
+std::uint32_t AddressMap::slice_of(std::uint64_t address) const {
+  std::uint64_t line = address / line_bytes_;
+  if (xor_hash_) {
+    // Fold upper address bits into the index so that power-of-two strides
+    // spread over slices, as GPU L2 hashes do.
+    line ^= (line >> 7) ^ (line >> 13) ^ (line >> 19);
+    line *= 0x9E3779B97F4A7C15ull;
+    line >>= 32;
+  }
+  return static_cast<std::uint32_t>(line % slices_);
+}
+
+}  // namespace atomsim::model

@@ -1,0 +1,33 @@
+// Maps physical addresses to L2 slices and partitions. The hash is chosen by
+// name from the configuration.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace atomsim::model {
+
+struct AddressMapParams {
+  std::uint32_t slices = 1;
+  std::uint32_t partitions = 1;
+  std::uint32_t line_bytes = 128;
+  std::string hash = "xor";
+};
+
+class AddressMap {
+ public:
+  explicit AddressMap(const AddressMapParams& p);
+  std::uint64_t line_of(std::uint64_t address) const { return address & ~std::uint64_t(line_bytes_ - 1); }
+  std::uint32_t slice_of(std::uint64_t address) const;
+  std::uint32_t partition_of_slice(std::uint32_t slice) const { return slice * partitions_ / slices_; }
+  std::uint32_t partition_of_sm(std::uint32_t sm) const { return sm % partitions_; }
+  std::uint32_t slices() const { return slices_; }
+
+ private:
+  std::uint32_t slices_;
+  std::uint32_t partitions_;
+  std::uint32_t line_bytes_;
+  bool xor_hash_;
+};
+
+}  // namespace atomsim::model

@@ -1,0 +1,54 @@
+#include "models/interconnect/crossbar.hpp"
+
+#include <algorithm>
+
+namespace atomsim::model {
+
+Crossbar::Crossbar(const sc_core::sc_module_name& name, const CrossbarParams& p, std::uint32_t inputs,
+                   std::uint32_t outputs, StatRegistry& stats)
+    : Unit(name), params_(p), input_links_(inputs, RateServer(p.input_flits_per_cycle)),
+      output_links_(outputs, RateServer(p.output_flits_per_cycle)) {
+  StatGroup& g = stats.group(std::string(basename()), "");
+  for (std::uint32_t i = 0; i < inputs; ++i) {
+    inputs_.push_back(std::make_unique<InPort<MemPacket>>(*this, p.input_buffer_flits));
+    inputs_.back()->register_stats(g, "input");
+  }
+  for (std::uint32_t o = 0; o < outputs; ++o) outputs_.push_back(std::make_unique<OutPort<MemPacket>>(*this));
+  g.add_counter("packets", &packets_, "packets switched");
+  g.add_counter("flits", &flits_, "flits switched");
+  g.add_busy("output_utilization", &output_busy_scaled_, "mean busy fraction of output links (sum over outputs / outputs)");
+}
+
+void Crossbar::evaluate() {
+  const Cycle now = Unit::now();
+  const std::uint32_t n = static_cast<std::uint32_t>(inputs_.size());
+  Cycle next = kNever;
+  for (std::uint32_t k = 0; k < n; ++k) {
+    std::uint32_t i = (round_robin_ + k) % n;
+    InPort<MemPacket>& in = *inputs_[i];
+    while (!in.empty()) {
+      if (!in.ready(now)) { next = std::min(next, in.next_ready()); break; }
+      if (!input_links_[i].free(now)) { next = std::min(next, input_links_[i].free_at()); break; }
+      MemPacket& packet = in.front();
+      RateServer& link = output_links_[packet.destination];
+      if (!link.free(now)) { next = std::min(next, link.free_at()); break; }
+      std::uint32_t flits = packet.flits();
+      if (!outputs_[packet.destination]->has_room(flits)) {
+        outputs_[packet.destination]->watch_credits();  // woken when the destination frees space
+        break;
+      }
+      input_links_[i].occupy(now, flits);
+      std::uint64_t before = *link.busy_scaled();
+      Cycle done = link.occupy(now, flits);
+      output_busy_scaled_ += (*link.busy_scaled() - before) / outputs_.size();
+      ++packets_;
+      flits_ += flits;
+      outputs_[packet.destination]->try_send(packet, done > now + 1 ? done - now - 1 : 0);
+      in.pop();
+    }
+  }
+  round_robin_ = (round_robin_ + 1) % n;
+  if (next != kNever) wake_at(next);
+}
+
+}  // namespace atomsim::model

@@ -1,0 +1,51 @@
+// Crossbar between SMs and L2 slices (one instance per direction). Each input
+// has a bounded buffer and injects at a fixed flit rate; each output link
+// carries a fixed flit rate to its destination. Packets are routed on their
+// `destination` field; a blocked head blocks its input (head-of-line).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "models/messages.hpp"
+#include "sim/engine/params.hpp"
+#include "sim/engine/port.hpp"
+
+namespace atomsim::model {
+
+struct CrossbarParams {
+  Cycle latency = 1;
+  std::uint32_t input_buffer_flits = 16;
+  double input_flits_per_cycle = 1;
+  double output_flits_per_cycle = 1;
+  void declare(ParamBinder& b) {
+    b.integer("latency", latency, 1, 10000, "cycles from entering the crossbar to arriving at the destination buffer");
+    b.integer("input_buffer_flits", input_buffer_flits, 1, 1 << 20, "flits each input buffers");
+    b.real("input_flits_per_cycle", input_flits_per_cycle, 0.001, 1024, "injection bandwidth of one input port");
+    b.real("output_flits_per_cycle", output_flits_per_cycle, 0.001, 1024, "bandwidth of one output port");
+  }
+};
+
+class Crossbar : public Unit {
+ public:
+  Crossbar(const sc_core::sc_module_name& name, const CrossbarParams& p, std::uint32_t inputs, std::uint32_t outputs,
+           StatRegistry& stats);
+  InPort<MemPacket>& input(std::uint32_t i) { return *inputs_[i]; }
+  OutPort<MemPacket>& output(std::uint32_t o) { return *outputs_[o]; }
+
+ protected:
+  void evaluate() override;
+
+ private:
+  const CrossbarParams params_;
+  std::vector<std::unique_ptr<InPort<MemPacket>>> inputs_;
+  std::vector<std::unique_ptr<OutPort<MemPacket>>> outputs_;
+  std::vector<RateServer> input_links_;
+  std::vector<RateServer> output_links_;
+  std::uint32_t round_robin_ = 0;
+  std::uint64_t packets_ = 0;
+  std::uint64_t flits_ = 0;
+  std::uint64_t output_busy_scaled_ = 0;
+};
+
+}  // namespace atomsim::model

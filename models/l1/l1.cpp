@@ -1,0 +1,313 @@
+#include "models/l1/l1.hpp"
+
+#include <algorithm>
+#include <bit>
+
+namespace atomsim::model {
+
+using trace::OpClass;
+
+L1::L1(const sc_core::sc_module_name& name, const L1Params& p, std::uint16_t sm, std::uint32_t subcores,
+       const AddressMap& map, LaneOpPool& pool, StatRegistry& stats)
+    : Unit(name), params_(p), sm_(sm), map_(map), pool_(pool), tags_(p.capacity_bytes, p.line_bytes, p.ways),
+      to_sm_(*this), to_l2_(*this), from_l2_(*this, 1 << 16), kernel_end_(*this, 4), pipeline_(p.sectors_per_cycle),
+      inflight_(p.max_inflight_instructions) {
+  if (p.atomic_buffer) atomic_buffer_.emplace(p.atomic_buffer_entries);
+  StatGroup& g = stats.group("l1", basename());
+  for (std::uint32_t s = 0; s < subcores; ++s) {
+    lg_queues_.push_back(std::make_unique<InPort<LsuOp>>(*this, p.lg_queue_depth));
+    lg_queues_.back()->register_stats(g, "lg_queue");
+  }
+  for (std::uint32_t i = 0; i < p.max_inflight_instructions; ++i) free_inflight_.push_back(p.max_inflight_instructions - 1 - i);
+  g.add_counter("instructions", &instructions_, "memory instructions taken from the LG queues");
+  g.add_counter("load_sectors", &load_sectors_, "sectors read by loads");
+  g.add_counter("load_line_hits", &load_hits_, "load line lookups that hit");
+  g.add_counter("load_line_misses", &load_misses_, "load line lookups that missed");
+  g.add_counter("store_sectors", &store_sectors_, "sectors written through to L2");
+  g.add_counter("atomic_lane_ops_in", &atomic_lane_ops_in_, "atomic lane operations arriving from warps");
+  g.add_counter("atomic_ops_to_l2", &atomic_ops_to_l2_, "atomic operations leaving the L1 for L2");
+  g.add_counter("atomic_packets_to_l2", &atomic_packets_to_l2_, "atomic packets leaving the L1");
+  g.add_counter("atomic_buffer_combines", &buffered_combines_, "updates combined into a buffered entry");
+  g.add_counter("atomic_buffer_evictions", &buffer_evictions_, "entries sent to L2 to make room");
+  g.add_counter("backpressure_cycles", &stall_cycles_, "cycles the pipeline waited on the interconnect");
+  g.add_integral("inflight_instructions", &inflight_integral_, "time-averaged instructions awaiting L2");
+  g.add_busy("pipeline_utilization", pipeline_.busy_scaled(), "busy fraction of the L1 pipeline");
+}
+
+std::uint32_t L1::allocate_inflight(const LsuOp& op) {
+  std::uint32_t slot = free_inflight_.back();
+  free_inflight_.pop_back();
+  Inflight& f = inflight_[slot];
+  f.valid = true;
+  f.remaining = 0;
+  f.completion = Completion{};
+  f.completion.warp_slot = op.warp_slot;
+  if (op.op == OpClass::LoadGlobal || op.op == OpClass::Atom) {
+    f.completion.kind = Completion::Kind::Registers;
+    f.completion.num_dst = op.num_dst;
+    f.completion.dst = op.dst;
+    f.completion.also_acks_memory = true;
+  } else {
+    f.completion.kind = Completion::Kind::MemoryAck;
+  }
+  Cycle now = Unit::now();
+  inflight_integral_ += inflight_level_ * (now - inflight_changed_);
+  inflight_changed_ = now;
+  ++inflight_level_;
+  return slot;
+}
+
+void L1::send_completion(const Completion& c, Cycle ready) {
+  Cycle now = Unit::now();
+  if (completion_backlog_.empty() && to_sm_.try_send(c, ready > now + 1 ? ready - now - 1 : 0)) return;
+  completion_backlog_.emplace_back(ready, c);
+}
+
+void L1::complete(std::uint32_t slot, Cycle ready) {
+  Inflight& f = inflight_[slot];
+  send_completion(f.completion, ready);
+  f.valid = false;
+  free_inflight_.push_back(slot);
+  Cycle now = Unit::now();
+  inflight_integral_ += inflight_level_ * (now - inflight_changed_);
+  inflight_changed_ = now;
+  --inflight_level_;
+}
+
+void L1::issue_loads(LsuOp& op, std::uint32_t slot, Cycle now) {
+  scratch_.clear();
+  for (std::uint32_t m = op.active_mask; m; m &= m - 1) {
+    std::uint64_t a = op.address[std::countr_zero(m)];
+    std::uint64_t first = a & ~std::uint64_t(params_.sector_bytes - 1);
+    std::uint64_t last = (a + op.access_bytes - 1) & ~std::uint64_t(params_.sector_bytes - 1);
+    for (std::uint64_t s = first; s <= last; s += params_.sector_bytes) scratch_.push_back(s);
+  }
+  std::sort(scratch_.begin(), scratch_.end());
+  scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
+  load_sectors_ += scratch_.size();
+  Cycle done = pipeline_.occupy(now, std::max<std::size_t>(1, scratch_.size()));
+  Inflight& f = inflight_[slot];
+  for (std::size_t i = 0; i < scratch_.size();) {
+    std::uint64_t line = map_.line_of(scratch_[i]);
+    std::uint8_t sectors = 0;
+    while (i < scratch_.size() && map_.line_of(scratch_[i]) == line) { ++sectors; ++i; }
+    if (tags_.access(line)) {
+      ++load_hits_;
+      continue;
+    }
+    ++load_misses_;
+    MemPacket p;
+    p.kind = MemPacket::Kind::Read;
+    p.source = sm_;
+    p.destination = static_cast<std::uint16_t>(map_.slice_of(line));
+    p.request = slot;
+    p.line = line;
+    p.sectors = sectors;
+    outgoing_.push_back(p);
+    ++f.remaining;
+  }
+  if (f.remaining == 0) complete(slot, done + params_.hit_latency);
+}
+
+void L1::issue_stores(LsuOp& op, std::uint32_t slot) {
+  scratch_.clear();
+  for (std::uint32_t m = op.active_mask; m; m &= m - 1)
+    scratch_.push_back(op.address[std::countr_zero(m)] & ~std::uint64_t(params_.sector_bytes - 1));
+  std::sort(scratch_.begin(), scratch_.end());
+  scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
+  store_sectors_ += scratch_.size();
+  pipeline_.occupy(Unit::now(), std::max<std::size_t>(1, scratch_.size()));
+  Inflight& f = inflight_[slot];
+  for (std::size_t i = 0; i < scratch_.size();) {
+    std::uint64_t line = map_.line_of(scratch_[i]);
+    std::uint8_t sectors = 0;
+    while (i < scratch_.size() && map_.line_of(scratch_[i]) == line) { ++sectors; ++i; }
+    MemPacket p;
+    p.kind = MemPacket::Kind::Write;
+    p.source = sm_;
+    p.destination = static_cast<std::uint16_t>(map_.slice_of(line));
+    p.request = slot;
+    p.line = line;
+    p.sectors = sectors;
+    outgoing_.push_back(p);
+    ++f.remaining;
+    ++outstanding_writes_;
+  }
+  if (f.remaining == 0) complete(slot, Unit::now() + params_.hit_latency);
+}
+
+void L1::send_evicted(const BufferedUpdate& update) {
+  MemPacket p;
+  p.kind = MemPacket::Kind::Reduction;
+  p.source = sm_;
+  p.line = map_.line_of(update.op.address);
+  p.destination = static_cast<std::uint16_t>(map_.slice_of(p.line));
+  p.request = kFlushRequest;
+  p.atomic_op = update.kind;
+  p.atomic_type = update.type;
+  p.ops = pool_.acquire();
+  pool_.ops(p.ops).push_back(update.op);
+  p.op_count = 1;
+  outgoing_.push_back(p);
+  ++outstanding_writes_;
+  ++atomic_ops_to_l2_;
+  ++atomic_packets_to_l2_;
+}
+
+void L1::flush_atomic_buffer() {
+  if (!atomic_buffer_) return;
+  for (const BufferedUpdate& u : atomic_buffer_->drain()) send_evicted(u);
+}
+
+void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
+  const std::uint32_t lanes = static_cast<std::uint32_t>(std::popcount(op.active_mask));
+  atomic_lane_ops_in_ += lanes;
+  // Every lane is its own L1 access: the H100 counts one L1 sector and one L2
+  // request per active lane of a RED, even when all lanes share an address.
+  Cycle done = pipeline_.occupy(now, std::max<std::uint32_t>(1, lanes));
+  Inflight& f = inflight_[slot];
+  const bool buffered = atomic_buffer_ && op.op == OpClass::Red && AtomicBuffer::combinable(op.atomic_op, op.atomic_type);
+  if (buffered) {
+    for (std::uint32_t m = op.active_mask; m; m &= m - 1) {
+      int lane = std::countr_zero(m);
+      std::uint64_t before = atomic_buffer_->combined();
+      auto evicted = atomic_buffer_->absorb(BufferedUpdate{LaneOp{op.address[lane], op.value[lane], 1}, op.atomic_op, op.atomic_type});
+      buffered_combines_ += atomic_buffer_->combined() - before;
+      if (evicted) {
+        ++buffer_evictions_;
+        send_evicted(*evicted);
+      }
+    }
+    complete(slot, done + params_.hit_latency);
+    return;
+  }
+  // Group lanes by line, keeping lane order inside each packet.
+  scratch_.clear();
+  for (std::uint32_t m = op.active_mask; m; m &= m - 1) scratch_.push_back(map_.line_of(op.address[std::countr_zero(m)]));
+  std::sort(scratch_.begin(), scratch_.end());
+  scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
+  for (std::uint64_t line : scratch_) {
+    MemPacket p;
+    p.kind = op.op == OpClass::Atom ? MemPacket::Kind::Atomic : MemPacket::Kind::Reduction;
+    p.source = sm_;
+    p.destination = static_cast<std::uint16_t>(map_.slice_of(line));
+    p.request = slot;
+    p.line = line;
+    p.atomic_op = op.atomic_op;
+    p.atomic_type = op.atomic_type;
+    p.ops = pool_.acquire();
+    auto& ops = pool_.ops(p.ops);
+    for (std::uint32_t m = op.active_mask; m; m &= m - 1) {
+      int lane = std::countr_zero(m);
+      if (map_.line_of(op.address[lane]) != line) continue;
+      if (atomic_buffer_) {
+        // An atomic that bypasses the buffer must follow any buffered update of its word.
+        if (auto pending = atomic_buffer_->take(op.address[lane])) send_evicted(*pending);
+      }
+      ops.push_back(LaneOp{op.address[lane], op.value[lane], 1});
+    }
+    p.op_count = static_cast<std::uint16_t>(ops.size());
+    atomic_ops_to_l2_ += ops.size();
+    ++atomic_packets_to_l2_;
+    outgoing_.push_back(p);
+    ++f.remaining;
+    ++outstanding_writes_;
+  }
+  if (f.remaining == 0) complete(slot, done + params_.hit_latency);
+}
+
+void L1::take_instruction(LsuOp& op, Cycle now) {
+  ++instructions_;
+  switch (op.kind) {
+    case LsuOp::Kind::Membar:
+      flush_atomic_buffer();
+      membar_waiters_.push_back(op.warp_slot);
+      return;
+    case LsuOp::Kind::BarrierFlush:
+      flush_atomic_buffer();
+      return;
+    case LsuOp::Kind::Memory:
+      break;
+  }
+  std::uint32_t slot = allocate_inflight(op);
+  switch (op.op) {
+    case OpClass::LoadGlobal: issue_loads(op, slot, now); break;
+    case OpClass::StoreGlobal: issue_stores(op, slot); break;
+    default: issue_atomics(op, slot, now); break;
+  }
+}
+
+void L1::handle_reply(const MemPacket& reply, Cycle now) {
+  if (reply.kind == MemPacket::Kind::ReadReply) {
+    tags_.insert(reply.line, false);
+  } else {
+    --outstanding_writes_;
+  }
+  if (reply.request == kFlushRequest) return;
+  Inflight& f = inflight_[reply.request];
+  if (--f.remaining == 0) complete(reply.request, now + 1);
+}
+
+void L1::evaluate() {
+  const Cycle now = Unit::now();
+  while (!completion_backlog_.empty()) {
+    auto& [ready, c] = completion_backlog_.front();
+    if (!to_sm_.try_send(c, ready > now + 1 ? ready - now - 1 : 0)) break;
+    completion_backlog_.pop_front();
+  }
+  while (from_l2_.ready(now)) {
+    handle_reply(from_l2_.front(), now);
+    from_l2_.pop();
+  }
+  while (kernel_end_.ready(now)) {
+    kernel_end_.pop();
+    flush_atomic_buffer();
+  }
+
+  // Send what the pipeline produced; the interconnect's credit wakes us when blocked.
+  bool blocked = false;
+  while (!outgoing_.empty()) {
+    if (!to_l2_.try_send(outgoing_.front())) {
+      blocked = true;
+      ++stall_cycles_;
+      break;
+    }
+    outgoing_.pop_front();
+  }
+
+  // Take the next instruction once the pipeline is free and nothing waits to leave.
+  const bool can_take = !blocked && outgoing_.empty() && !free_inflight_.empty();
+  if (can_take && pipeline_.free(now)) {
+    const std::uint32_t n = static_cast<std::uint32_t>(lg_queues_.size());
+    for (std::uint32_t k = 0; k < n; ++k) {
+      InPort<LsuOp>& q = *lg_queues_[(round_robin_ + k) % n];
+      if (!q.ready(now)) continue;
+      round_robin_ = (round_robin_ + k + 1) % n;
+      take_instruction(q.front(), now);
+      q.pop();  // the credit tells the sub-core its source registers were read
+      break;
+    }
+  }
+  if (!membar_waiters_.empty() && outstanding_writes_ == 0 && outgoing_.empty()) {
+    for (std::uint16_t warp : membar_waiters_) {
+      Completion c;
+      c.kind = Completion::Kind::MembarDone;
+      c.warp_slot = warp;
+      send_completion(c, now + 1);
+    }
+    membar_waiters_.clear();
+  }
+  // Blocked sends and a full completion port wake us through their credits;
+  // a full in-flight table through the L2's replies.
+  Cycle next = kNever;
+  if (!outgoing_.empty() && !blocked) next = now + 1;
+  if (!blocked && outgoing_.empty() && !free_inflight_.empty()) {
+    Cycle take_at = std::max(pipeline_.free_at(), now + 1);
+    for (auto& q : lg_queues_)
+      if (!q->empty()) next = std::min(next, std::max(q->next_ready(), take_at));
+  }
+  next = std::min(next, from_l2_.next_ready());
+  if (next != kNever) wake_at(next);
+}
+
+}  // namespace atomsim::model

@@ -1,0 +1,108 @@
+// L1 data cache and LSU pipeline of one SM. It drains the sub-cores' LG
+// queues one instruction at a time, coalesces lanes into 32-byte sectors and
+// 128-byte lines, serves load hits, writes through, and sends atomics to the
+// L2 (or combines reductions in the optional atomic buffer). Back-pressure
+// from the interconnect stalls the pipeline and so fills the LG queues.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "models/cache/tag_array.hpp"
+#include "models/interconnect/address_map.hpp"
+#include "models/l1/atomic_buffer.hpp"
+#include "models/messages.hpp"
+#include "sim/engine/params.hpp"
+#include "sim/engine/port.hpp"
+
+namespace atomsim::model {
+
+struct L1Params {
+  std::uint64_t capacity_bytes = 256 << 10;
+  std::uint32_t line_bytes = 128;
+  std::uint32_t sector_bytes = 32;
+  std::uint32_t ways = 4;
+  Cycle hit_latency = 30;
+  double sectors_per_cycle = 4;
+  std::uint32_t lg_queue_depth = 8;
+  std::uint32_t max_inflight_instructions = 256;
+  bool atomic_buffer = false;
+  std::uint32_t atomic_buffer_entries = 64;
+
+  void declare(ParamBinder& b) {
+    b.integer("capacity_bytes", capacity_bytes, 1024, 1 << 24, "L1 data capacity (the part not used as shared memory)");
+    b.integer("line_bytes", line_bytes, 32, 1024, "line size");
+    b.integer("sector_bytes", sector_bytes, 4, 1024, "sector size: the unit of coalescing and of L2 traffic");
+    b.integer("ways", ways, 1, 256, "associativity");
+    b.integer("hit_latency", hit_latency, 1, 10000, "cycles from the L1 taking a load to its data returning on a hit");
+    b.real("sectors_per_cycle", sectors_per_cycle, 0.01, 64, "sector (or atomic lane) accesses the L1 pipeline handles per cycle");
+    b.integer("lg_queue_depth", lg_queue_depth, 1, 1024, "LG (LSU) queue entries per sub-core");
+    b.integer("max_inflight_instructions", max_inflight_instructions, 1, 1 << 16, "memory instructions the L1 tracks at once");
+    ParamBinder lab = b.sub("atomic_buffer");
+    lab.boolean("enabled", atomic_buffer, "LAB-style combining of reductions in the L1");
+    lab.integer("entries", atomic_buffer_entries, 1, 1 << 16, "atomic buffer entries (one word each)");
+  }
+};
+
+class L1 : public Unit {
+ public:
+  L1(const sc_core::sc_module_name& name, const L1Params& p, std::uint16_t sm, std::uint32_t subcores,
+     const AddressMap& map, LaneOpPool& pool, StatRegistry& stats);
+  InPort<LsuOp>& lg_queue(std::uint32_t subcore) { return *lg_queues_[subcore]; }
+  OutPort<Completion>& to_sm() { return to_sm_; }
+  OutPort<MemPacket>& to_l2() { return to_l2_; }
+  InPort<MemPacket>& from_l2() { return from_l2_; }
+  InPort<KernelEnd>& kernel_end() { return kernel_end_; }
+
+ protected:
+  void evaluate() override;
+
+ private:
+  struct Inflight {
+    Completion completion;
+    std::uint32_t remaining = 0;
+    bool valid = false;
+  };
+  static constexpr std::uint32_t kFlushRequest = 0xFFFFFFFFu;
+
+  void take_instruction(LsuOp& op, Cycle now);
+  void issue_loads(LsuOp& op, std::uint32_t slot, Cycle now);
+  void issue_stores(LsuOp& op, std::uint32_t slot);
+  void issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now);
+  void send_evicted(const BufferedUpdate& update);
+  void flush_atomic_buffer();
+  void handle_reply(const MemPacket& reply, Cycle now);
+  void complete(std::uint32_t slot, Cycle ready);
+  void send_completion(const Completion& c, Cycle ready);
+  std::uint32_t allocate_inflight(const LsuOp& op);
+
+  const L1Params params_;
+  const std::uint16_t sm_;
+  const AddressMap& map_;
+  LaneOpPool& pool_;
+  TagArray tags_;
+  std::optional<AtomicBuffer> atomic_buffer_;
+  std::vector<std::unique_ptr<InPort<LsuOp>>> lg_queues_;
+  OutPort<Completion> to_sm_;
+  OutPort<MemPacket> to_l2_;
+  InPort<MemPacket> from_l2_;
+  InPort<KernelEnd> kernel_end_;
+  RateServer pipeline_;
+  std::uint32_t round_robin_ = 0;
+  std::deque<MemPacket> outgoing_;
+  std::deque<std::pair<Cycle, Completion>> completion_backlog_;
+  std::vector<Inflight> inflight_;
+  std::vector<std::uint32_t> free_inflight_;
+  std::uint64_t outstanding_writes_ = 0;  // stores, atomics and flushes not yet acknowledged
+  std::vector<std::uint16_t> membar_waiters_;
+  std::vector<std::uint64_t> scratch_;
+
+  std::uint64_t instructions_ = 0, load_sectors_ = 0, load_hits_ = 0, load_misses_ = 0, store_sectors_ = 0,
+                atomic_lane_ops_in_ = 0, atomic_ops_to_l2_ = 0, atomic_packets_to_l2_ = 0, buffered_combines_ = 0,
+                buffer_evictions_ = 0, stall_cycles_ = 0, inflight_level_ = 0, inflight_integral_ = 0;
+  Cycle inflight_changed_ = 0;
+};
+
+}  // namespace atomsim::model

@@ -1,0 +1,209 @@
+#include "models/l2/l2_slice.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+namespace atomsim::model {
+
+using trace::AtomicOp;
+using trace::DataType;
+
+L2Slice::L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::uint32_t index, const AddressMap& map,
+                 LaneOpPool& pool, StatRegistry& stats)
+    : Unit(name), params_(p), index_(index), map_(map), pool_(pool), tags_(p.slice_bytes, p.line_bytes, p.ways),
+      requests_(*this, p.input_buffer_flits), replies_(*this), to_dram_(*this), from_dram_(*this, p.mshrs + 1),
+      lookups_(p.lookups_per_cycle), rop_units_(p.rop_units_per_slice, RateServer(p.rop_ops_per_cycle)) {
+  StatGroup& g = stats.group("l2_slice", basename());
+  requests_.register_stats(g, "input");
+  g.add_counter("hits", &hits_, "lookups that found their line");
+  g.add_counter("misses", &misses_, "lookups that went to DRAM");
+  g.add_counter("reads", &reads_, "read requests");
+  g.add_counter("writes", &writes_, "write requests");
+  g.add_counter("atomic_packets", &atomic_packets_, "atomic/reduction packets");
+  g.add_counter("atomic_ops", &atomic_ops_, "atomic operations processed by the ROP units");
+  g.add_counter("atomic_lane_updates", &atomic_updates_, "lane updates those operations carry (more than ops when L1 combined them)");
+  g.add_counter("far_partition_requests", &far_requests_, "requests from SMs of the other partition");
+  g.add_counter("writebacks", &writebacks_, "dirty lines written back to DRAM");
+  g.add_busy("lookup_utilization", lookups_.busy_scaled(), "busy fraction of the tag pipeline");
+  g.add_busy("rop_utilization", &rop_busy_scaled_, "busy fraction of the ROP units (mean over units)");
+}
+
+void L2Slice::schedule_reply(Cycle ready, const MemPacket& packet) {
+  pending_replies_.push(Reply{ready, reply_sequence_++, packet});
+}
+
+void L2Slice::apply(const LaneOp& op, AtomicOp kind, DataType type) {
+  AtomicCell& cell = memory_[op.address];
+  cell.type = type;
+  cell.updates += op.updates;
+  auto f32 = [](std::uint64_t bits) { float f; std::uint32_t b = static_cast<std::uint32_t>(bits); std::memcpy(&f, &b, 4); return f; };
+  auto f32_bits = [](float f) { std::uint32_t b; std::memcpy(&b, &f, 4); return std::uint64_t(b); };
+  auto f64 = [](std::uint64_t bits) { return std::bit_cast<double>(bits); };
+  const bool wide = type == DataType::U64 || type == DataType::S64 || type == DataType::F64;
+  const std::uint64_t mask = wide ? ~0ull : 0xFFFFFFFFull;
+  std::uint64_t a = cell.bits, b = op.value & mask;
+  switch (kind) {
+    case AtomicOp::Add:
+      if (type == DataType::F32) cell.bits = f32_bits(f32(a) + f32(b));
+      else if (type == DataType::F64) cell.bits = std::bit_cast<std::uint64_t>(f64(a) + f64(b));
+      else cell.bits = (a + b) & mask;
+      break;
+    case AtomicOp::Min: case AtomicOp::Max: {
+      bool take;
+      if (type == DataType::F32) take = kind == AtomicOp::Min ? f32(b) < f32(a) : f32(b) > f32(a);
+      else if (type == DataType::S32) take = kind == AtomicOp::Min ? std::int32_t(b) < std::int32_t(a) : std::int32_t(b) > std::int32_t(a);
+      else if (type == DataType::S64) take = kind == AtomicOp::Min ? std::int64_t(b) < std::int64_t(a) : std::int64_t(b) > std::int64_t(a);
+      else take = kind == AtomicOp::Min ? b < a : b > a;
+      if (take || cell.updates == op.updates) cell.bits = b;
+      break;
+    }
+    case AtomicOp::And: cell.bits = a & b; break;
+    case AtomicOp::Or: cell.bits = a | b; break;
+    case AtomicOp::Xor: cell.bits = a ^ b; break;
+    case AtomicOp::Exch: cell.bits = b; break;
+    case AtomicOp::Inc: cell.bits = a >= b ? 0 : (a + 1) & mask; break;
+    case AtomicOp::Dec: cell.bits = (a == 0 || a > b) ? b : (a - 1) & mask; break;
+    case AtomicOp::Cas: case AtomicOp::None: break;  // v1 traces carry no compare operand
+  }
+}
+
+Cycle L2Slice::run_atomic(MemPacket& packet, Cycle start) {
+  auto& ops = pool_.ops(packet.ops);
+  // The unit owning this line serializes updates of one address: a packet
+  // whose lanes hit one word waits for each read-modify-write in turn.
+  same_address_scratch_.clear();
+  for (const LaneOp& op : ops) same_address_scratch_.push_back(op.address);
+  std::sort(same_address_scratch_.begin(), same_address_scratch_.end());
+  std::uint64_t longest_run = 0, run = 0;
+  for (std::size_t i = 0; i < same_address_scratch_.size(); ++i) {
+    run = (i > 0 && same_address_scratch_[i] == same_address_scratch_[i - 1]) ? run + 1 : 1;
+    longest_run = std::max(longest_run, run);
+  }
+  RateServer& unit = rop_units_[(packet.line / params_.line_bytes) % rop_units_.size()];
+  std::uint64_t before = *unit.busy_scaled();
+  Cycle done = unit.occupy(start, ops.size());
+  Cycle serialized = start + static_cast<Cycle>(static_cast<double>(longest_run) * params_.rop_same_address_interval);
+  if (serialized > done) {
+    // Hold the unit until the dependent chain completes.
+    done = unit.occupy(done, static_cast<std::uint64_t>((serialized - done) * params_.rop_ops_per_cycle));
+  }
+  rop_busy_scaled_ += (*unit.busy_scaled() - before) / rop_units_.size();
+  for (const LaneOp& op : ops) {
+    apply(op, packet.atomic_op, packet.atomic_type);
+    atomic_updates_ += op.updates;
+  }
+  atomic_ops_ += ops.size();
+  ++atomic_packets_;
+  return done + params_.rop_latency;
+}
+
+void L2Slice::serve(MemPacket& packet, Cycle start) {
+  MemPacket reply = packet;
+  reply.destination = packet.source;
+  reply.source = static_cast<std::uint16_t>(index_);
+  Cycle extra = map_.partition_of_sm(packet.source) != map_.partition_of_slice(index_) ? params_.far_partition_latency : 0;
+  switch (packet.kind) {
+    case MemPacket::Kind::Read:
+      ++reads_;
+      reply.kind = MemPacket::Kind::ReadReply;
+      schedule_reply(start + params_.hit_latency + extra, reply);
+      break;
+    case MemPacket::Kind::Write:
+      ++writes_;
+      tags_.mark_dirty(packet.line);
+      reply.kind = MemPacket::Kind::WriteAck;
+      schedule_reply(start + params_.hit_latency + extra, reply);
+      break;
+    case MemPacket::Kind::Atomic:
+    case MemPacket::Kind::Reduction: {
+      Cycle done = run_atomic(packet, start);
+      tags_.mark_dirty(packet.line);
+      reply.kind = packet.kind == MemPacket::Kind::Atomic ? MemPacket::Kind::AtomicReply : MemPacket::Kind::ReductionAck;
+      pool_.release(packet.ops);
+      schedule_reply(done + extra, reply);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+bool L2Slice::accept(MemPacket& packet, Cycle now, bool refill) {
+  if (!refill) {
+    std::uint64_t lookups = packet.flits();
+    if (map_.partition_of_sm(packet.source) != map_.partition_of_slice(index_)) {
+      ++far_requests_;
+      lookups += static_cast<std::uint64_t>(params_.far_partition_extra_lookups * lookups + 0.5);
+    }
+    Cycle start = std::max(now, lookups_.free_at());
+    bool hit = tags_.access(packet.line);
+    if (!hit && packet.kind == MemPacket::Kind::Write) {
+      // Writes allocate without fetching: partial lines are merged on writeback.
+      if (auto victim = tags_.insert(packet.line, true); victim && victim->dirty) {
+        ++writebacks_;
+        to_dram_.try_send(DramRequest{true, static_cast<std::uint16_t>(index_), victim->line, params_.line_bytes});
+      }
+      hit = true;
+    }
+    if (!hit) {
+      auto it = mshrs_.find(packet.line);
+      if (it == mshrs_.end()) {
+        if (mshrs_.size() >= params_.mshrs || !to_dram_.has_room(1)) return false;
+        to_dram_.try_send(DramRequest{false, static_cast<std::uint16_t>(index_), packet.line, params_.line_bytes});
+        it = mshrs_.emplace(packet.line, std::vector<MemPacket>{}).first;
+      }
+      lookups_.occupy(now, lookups);
+      ++misses_;
+      it->second.push_back(packet);
+      return true;
+    }
+    lookups_.occupy(now, lookups);
+    ++hits_;
+    serve(packet, start + 1);
+    return true;
+  }
+  serve(packet, now);
+  return true;
+}
+
+void L2Slice::evaluate() {
+  const Cycle now = Unit::now();
+  // Lines back from DRAM release the requests waiting on them.
+  while (from_dram_.ready(now)) {
+    std::uint64_t line = from_dram_.front().line;
+    from_dram_.pop();
+    if (auto victim = tags_.insert(line, false); victim && victim->dirty) {
+      ++writebacks_;
+      to_dram_.try_send(DramRequest{true, static_cast<std::uint16_t>(index_), victim->line, params_.line_bytes});
+    }
+    auto it = mshrs_.find(line);
+    if (it != mshrs_.end()) {
+      for (auto& p : it->second) refilled_.push_back(p);
+      mshrs_.erase(it);
+    }
+  }
+  for (auto& p : refilled_) accept(p, now, true);
+  refilled_.clear();
+
+  while (requests_.ready(now) && lookups_.free(now)) {
+    if (!accept(requests_.front(), now, false)) break;
+    requests_.pop();
+  }
+
+  while (!pending_replies_.empty() && pending_replies_.top().ready <= now) {
+    if (!replies_.try_send(pending_replies_.top().packet)) break;  // woken by the crossbar's credit
+    pending_replies_.pop();
+  }
+
+  Cycle next = kNever;
+  if (!pending_replies_.empty() && pending_replies_.top().ready > now) next = pending_replies_.top().ready;
+  if (!requests_.empty()) {
+    Cycle head = std::max(requests_.next_ready(), lookups_.free_at());
+    if (head > now || mshrs_.size() < params_.mshrs) next = std::min(next, std::max(head, now + 1));
+  }
+  next = std::min(next, from_dram_.next_ready());
+  if (next != kNever) wake_at(next);
+}
+
+}  // namespace atomsim::model

@@ -1,0 +1,114 @@
+// One L2 slice: a tag pipeline that accepts requests at the L2 clock, MSHRs
+// for misses to DRAM, and ROP atomic units that apply atomics functionally.
+// Atomics to one address are serialized inside the unit that owns the address.
+#pragma once
+
+#include <cstdint>
+#include <queue>
+#include <unordered_map>
+#include <vector>
+
+#include "models/cache/tag_array.hpp"
+#include "models/interconnect/address_map.hpp"
+#include "models/messages.hpp"
+#include "sim/engine/params.hpp"
+#include "sim/engine/port.hpp"
+
+namespace atomsim::model {
+
+struct L2Params {
+  std::uint32_t slices = 1;
+  std::uint32_t partitions = 1;
+  std::uint64_t slice_bytes = 1 << 20;
+  std::uint32_t line_bytes = 128;
+  std::uint32_t ways = 16;
+  std::string hash = "xor";
+  double lookups_per_cycle = 1;
+  Cycle hit_latency = 1;
+  std::uint32_t mshrs = 64;
+  std::uint32_t input_buffer_flits = 64;
+  double far_partition_extra_lookups = 0;
+  Cycle far_partition_latency = 0;
+  std::uint32_t rop_units_per_slice = 1;
+  double rop_ops_per_cycle = 1;
+  Cycle rop_latency = 1;
+  double rop_same_address_interval = 1;
+
+  void declare(ParamBinder& b) {
+    b.integer("slices", slices, 1, 4096, "L2 slices (LTS units) in the GPU");
+    b.integer("partitions", partitions, 1, 16, "L2 partitions; a request to a slice of another partition than its SM's pays the far-partition costs");
+    b.integer("slice_bytes", slice_bytes, 1024, 1ll << 34, "capacity of one slice");
+    b.integer("line_bytes", line_bytes, 32, 1024, "line size");
+    b.integer("ways", ways, 1, 256, "associativity");
+    b.choice("hash", hash, {"xor", "modulo"}, "address-to-slice hash");
+    b.real("lookups_per_cycle", lookups_per_cycle, 0.001, 64, "tag lookups per SM cycle per slice (one per L2 clock)");
+    b.integer("hit_latency", hit_latency, 1, 10000, "cycles from lookup to reply for a hit");
+    b.integer("mshrs", mshrs, 1, 1 << 16, "outstanding line misses per slice");
+    b.integer("input_buffer_flits", input_buffer_flits, 1, 1 << 20, "request flits buffered at the slice input");
+    b.real("far_partition_extra_lookups", far_partition_extra_lookups, 0, 8, "extra lookups a request from the other partition costs");
+    b.integer("far_partition_latency", far_partition_latency, 0, 10000, "extra cycles for a request from the other partition");
+    b.integer("rop_units_per_slice", rop_units_per_slice, 1, 64, "ROP atomic units per slice");
+    b.real("rop_ops_per_cycle", rop_ops_per_cycle, 0.001, 64, "lane operations one ROP unit applies per SM cycle");
+    b.integer("rop_latency", rop_latency, 1, 10000, "cycles from an atomic's start in the ROP to its reply");
+    b.real("rop_same_address_interval", rop_same_address_interval, 0, 1000, "cycles between two updates of one address (read-modify-write dependency)");
+  }
+  AddressMapParams address_map() const { return {slices, partitions, line_bytes, hash}; }
+};
+
+// Functional state of atomically updated words, for checking the final image.
+struct AtomicCell {
+  std::uint64_t bits = 0;
+  std::uint64_t updates = 0;
+  trace::DataType type = trace::DataType::None;
+};
+
+class L2Slice : public Unit {
+ public:
+  L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::uint32_t index, const AddressMap& map,
+          LaneOpPool& pool, StatRegistry& stats);
+  InPort<MemPacket>& requests() { return requests_; }
+  OutPort<MemPacket>& replies() { return replies_; }
+  OutPort<DramRequest>& to_dram() { return to_dram_; }
+  InPort<DramRequest>& from_dram() { return from_dram_; }
+  const std::unordered_map<std::uint64_t, AtomicCell>& atomic_memory() const { return memory_; }
+
+ protected:
+  void evaluate() override;
+
+ private:
+  struct Reply {
+    Cycle ready;
+    std::uint64_t sequence;
+    MemPacket packet;
+    bool operator>(const Reply& o) const { return ready != o.ready ? ready > o.ready : sequence > o.sequence; }
+  };
+  // Returns false when the packet cannot be taken now (resources busy).
+  bool accept(MemPacket& packet, Cycle now, bool refill);
+  void serve(MemPacket& packet, Cycle start);
+  Cycle run_atomic(MemPacket& packet, Cycle start);
+  void apply(const LaneOp& op, trace::AtomicOp kind, trace::DataType type);
+  void schedule_reply(Cycle ready, const MemPacket& packet);
+
+  const L2Params params_;
+  const std::uint32_t index_;
+  const AddressMap& map_;
+  LaneOpPool& pool_;
+  TagArray tags_;
+  InPort<MemPacket> requests_;
+  OutPort<MemPacket> replies_;
+  OutPort<DramRequest> to_dram_;
+  InPort<DramRequest> from_dram_;
+  RateServer lookups_;
+  std::vector<RateServer> rop_units_;
+  std::unordered_map<std::uint64_t, std::vector<MemPacket>> mshrs_;
+  std::vector<MemPacket> refilled_;  // packets whose line arrived, replayed before new requests
+  std::priority_queue<Reply, std::vector<Reply>, std::greater<>> pending_replies_;
+  std::uint64_t reply_sequence_ = 0;
+  std::unordered_map<std::uint64_t, AtomicCell> memory_;
+  std::vector<std::uint64_t> same_address_scratch_;
+
+  std::uint64_t hits_ = 0, misses_ = 0, reads_ = 0, writes_ = 0, atomic_packets_ = 0, atomic_ops_ = 0,
+                atomic_updates_ = 0, far_requests_ = 0, writebacks_ = 0, rop_busy_scaled_ = 0;
+};
+
+}  // namespace atomsim::model

@@ -1,0 +1,127 @@
+// The vocabulary units speak through their ports. A unit knows these message
+// types, never the unit on the other side of a port.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "traces/trace.hpp"
+
+namespace atomsim::model {
+
+// A warp instruction handed from a sub-core to the MIO (shared memory,
+// shuffles, special math).
+struct MioOp {
+  std::uint16_t warp_slot = 0;
+  trace::OpClass op = trace::OpClass::Shuffle;
+  std::uint8_t num_dst = 0;
+  std::array<std::uint16_t, 2> dst{};
+  std::uint32_t flits() const { return 1; }
+};
+
+// A warp instruction placed in the LSU (LG) queue toward the L1.
+struct LsuOp {
+  enum class Kind : std::uint8_t { Memory, Membar, BarrierFlush };
+  Kind kind = Kind::Memory;
+  std::uint16_t warp_slot = 0;
+  trace::OpClass op = trace::OpClass::LoadGlobal;
+  std::uint8_t access_bytes = 4;
+  trace::AtomicOp atomic_op = trace::AtomicOp::None;
+  trace::DataType atomic_type = trace::DataType::None;
+  std::uint8_t num_dst = 0;
+  std::array<std::uint16_t, 2> dst{};
+  std::uint32_t active_mask = 0;
+  std::array<std::uint64_t, 32> address{};
+  std::array<std::uint64_t, 32> value{};
+  std::uint32_t flits() const { return 1; }
+};
+
+// Result or acknowledgement returned to the SM for one instruction.
+struct Completion {
+  enum class Kind : std::uint8_t { Registers, MemoryAck, MembarDone };
+  Kind kind = Kind::Registers;
+  std::uint16_t warp_slot = 0;
+  std::uint8_t num_dst = 0;
+  std::array<std::uint16_t, 2> dst{};
+  bool also_acks_memory = false;  // a load/atomic result also retires the memory op
+  std::uint32_t flits() const { return 1; }
+};
+
+// One lane's atomic update (or several combined by an L1 atomic buffer).
+struct LaneOp {
+  std::uint64_t address = 0;
+  std::uint64_t value = 0;
+  std::uint32_t updates = 1;  // lane updates folded into this one
+};
+
+// Operation lists travel by handle so that packets stay small in buffers.
+class LaneOpPool {
+ public:
+  using Ops = std::vector<LaneOp>;
+  std::uint32_t acquire() {
+    if (free_.empty()) {
+      pool_.emplace_back();
+      return static_cast<std::uint32_t>(pool_.size() - 1);
+    }
+    std::uint32_t h = free_.back();
+    free_.pop_back();
+    pool_[h].clear();
+    return h;
+  }
+  Ops& ops(std::uint32_t handle) { return pool_[handle]; }
+  void release(std::uint32_t handle) { free_.push_back(handle); }
+
+ private:
+  std::vector<Ops> pool_;
+  std::vector<std::uint32_t> free_;
+};
+
+// Traffic between L1s and L2 slices (through the crossbars) and to DRAM.
+struct MemPacket {
+  enum class Kind : std::uint8_t { Read, Write, Atomic, Reduction, ReadReply, WriteAck, AtomicReply, ReductionAck };
+  Kind kind = Kind::Read;
+  std::uint16_t source = 0;       // SM (requests) or slice (replies)
+  std::uint16_t destination = 0;  // slice (requests) or SM (replies): the crossbar routes on it
+  std::uint32_t request = 0;      // requester's tag, echoed in the reply
+  std::uint64_t line = 0;         // line-aligned address
+  std::uint8_t sectors = 1;       // sectors carried (reads, writes, read replies)
+  trace::AtomicOp atomic_op = trace::AtomicOp::None;
+  trace::DataType atomic_type = trace::DataType::None;
+  std::uint32_t ops = 0;          // LaneOpPool handle (atomics)
+  std::uint16_t op_count = 0;     // lane operations in the packet
+  std::uint32_t flits() const {
+    switch (kind) {
+      case Kind::Write: case Kind::ReadReply: return sectors;
+      case Kind::Atomic: case Kind::Reduction: return op_count;
+      case Kind::AtomicReply: return op_count;
+      default: return 1;
+    }
+  }
+  bool is_reply() const { return kind >= Kind::ReadReply; }
+};
+
+struct DramRequest {
+  bool write = false;
+  std::uint16_t slice = 0;
+  std::uint64_t line = 0;
+  std::uint32_t bytes = 128;
+  std::uint32_t flits() const { return 1; }
+};
+
+// Work distribution between the CTA dispatcher and SMs.
+struct CtaLaunch {
+  std::uint64_t cta = 0;
+  std::uint32_t flits() const { return 1; }
+};
+struct CtaDone {
+  std::uint16_t sm = 0;
+  std::uint64_t cta = 0;
+  std::uint32_t flits() const { return 1; }
+};
+// Broadcast at kernel end so buffers holding deferred work (LAB) drain.
+struct KernelEnd {
+  std::uint32_t flits() const { return 1; }
+};
+
+}  // namespace atomsim::model

@@ -1,0 +1,69 @@
+#include "models/mio/mio.hpp"
+
+#include <algorithm>
+
+namespace atomsim::model {
+
+Mio::Mio(const sc_core::sc_module_name& name, const MioParams& p, std::uint32_t subcores, StatRegistry& stats)
+    : Unit(name), params_(p), to_sm_(*this), dispatch_(p.dispatch_per_cycle), shuffle_(p.shuffles_per_cycle),
+      shared_(p.shared_per_cycle), sfu_(p.sfu_per_cycle) {
+  StatGroup& g = stats.group("mio", basename());
+  for (std::uint32_t s = 0; s < subcores; ++s) {
+    queues_.push_back(std::make_unique<InPort<MioOp>>(*this, p.queue_depth));
+    queues_.back()->register_stats(g, "queue");
+  }
+  g.add_counter("instructions", &instructions_, "instructions dispatched");
+  g.add_busy("shuffle_utilization", shuffle_.busy_scaled(), "busy fraction of the shuffle/match pipe");
+  g.add_busy("shared_utilization", shared_.busy_scaled(), "busy fraction of the shared-memory pipe");
+  g.add_busy("sfu_utilization", sfu_.busy_scaled(), "busy fraction of the special-function pipe");
+}
+
+RateServer& Mio::pipe_for(trace::OpClass op, Cycle& latency) {
+  switch (op) {
+    case trace::OpClass::Shared: latency = params_.shared_latency; return shared_;
+    case trace::OpClass::Sfu: latency = params_.sfu_latency; return sfu_;
+    default: latency = params_.shuffle_latency; return shuffle_;
+  }
+}
+
+void Mio::evaluate() {
+  const Cycle now = Unit::now();
+  const std::uint32_t n = static_cast<std::uint32_t>(queues_.size());
+  Cycle next = kNever;
+  while (dispatch_.free(now)) {
+    bool took = false;
+    for (std::uint32_t k = 0; k < n; ++k) {
+      InPort<MioOp>& q = *queues_[(round_robin_ + k) % n];
+      if (!q.ready(now)) continue;
+      Cycle latency = 0;
+      RateServer& pipe = pipe_for(q.front().op, latency);
+      if (!pipe.free(now)) continue;
+      const MioOp& op = q.front();
+      if (op.num_dst > 0) {
+        Completion c;
+        c.kind = Completion::Kind::Registers;
+        c.warp_slot = op.warp_slot;
+        c.num_dst = op.num_dst;
+        c.dst = op.dst;
+        if (!to_sm_.try_send(c, latency - 1)) return;  // woken by the SM's credit
+      }
+      dispatch_.occupy(now, 1);
+      pipe.occupy(now, 1);
+      ++instructions_;
+      q.pop();
+      round_robin_ = (round_robin_ + k + 1) % n;
+      took = true;
+      break;
+    }
+    if (!took) break;
+  }
+  for (auto& q : queues_) {
+    if (q->empty()) continue;
+    Cycle latency = 0;
+    Cycle pipe_free = pipe_for(q->front().op, latency).free_at();
+    next = std::min(next, std::max({q->next_ready(), dispatch_.free_at(), pipe_free, now + 1}));
+  }
+  if (next != kNever) wake_at(next);
+}
+
+}  // namespace atomsim::model

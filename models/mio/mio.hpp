@@ -1,0 +1,55 @@
+// The SM's MIO: one queue per sub-core in front of a shared unit that
+// dispatches shared-memory, shuffle/match and special-function instructions
+// to their pipelines and returns their results after a fixed latency.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "models/messages.hpp"
+#include "sim/engine/params.hpp"
+#include "sim/engine/port.hpp"
+
+namespace atomsim::model {
+
+struct MioParams {
+  std::uint32_t queue_depth = 8;
+  double dispatch_per_cycle = 1;
+  double shuffles_per_cycle = 1;
+  double shared_per_cycle = 1;
+  double sfu_per_cycle = 0.5;
+  Cycle shuffle_latency = 24;
+  Cycle shared_latency = 30;
+  Cycle sfu_latency = 20;
+  void declare(ParamBinder& b) {
+    b.integer("queue_depth", queue_depth, 1, 1024, "MIO queue entries per sub-core");
+    b.real("dispatch_per_cycle", dispatch_per_cycle, 0.01, 16, "instructions the MIO takes from its queues per cycle (whole SM)");
+    b.real("shuffles_per_cycle", shuffles_per_cycle, 0.01, 16, "warp shuffles/matches completed per cycle (whole SM)");
+    b.real("shared_per_cycle", shared_per_cycle, 0.01, 16, "shared-memory warp instructions per cycle (whole SM)");
+    b.real("sfu_per_cycle", sfu_per_cycle, 0.01, 16, "special-function warp instructions per cycle (whole SM)");
+    b.integer("shuffle_latency", shuffle_latency, 1, 10000, "cycles from dispatch to a shuffle's result");
+    b.integer("shared_latency", shared_latency, 1, 10000, "cycles from dispatch to a shared load's result");
+    b.integer("sfu_latency", sfu_latency, 1, 10000, "cycles from dispatch to a special-function result");
+  }
+};
+
+class Mio : public Unit {
+ public:
+  Mio(const sc_core::sc_module_name& name, const MioParams& p, std::uint32_t subcores, StatRegistry& stats);
+  InPort<MioOp>& queue(std::uint32_t subcore) { return *queues_[subcore]; }
+  OutPort<Completion>& to_sm() { return to_sm_; }
+
+ protected:
+  void evaluate() override;
+
+ private:
+  RateServer& pipe_for(trace::OpClass op, Cycle& latency);
+  const MioParams params_;
+  std::vector<std::unique_ptr<InPort<MioOp>>> queues_;
+  OutPort<Completion> to_sm_;
+  RateServer dispatch_, shuffle_, shared_, sfu_;
+  std::uint32_t round_robin_ = 0;
+  std::uint64_t instructions_ = 0;
+};
+
+}  // namespace atomsim::model

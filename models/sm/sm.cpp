@@ -1,0 +1,508 @@
+#include "models/sm/sm.hpp"
+
+#include <algorithm>
+#include <bit>
+
+namespace atomsim::model {
+
+using trace::OpClass;
+
+namespace {
+
+enum class Route : std::uint8_t { Pipe, Mio, Lsu, Barrier, Membar, Exit };
+enum PipeIndex : std::uint8_t { kIntAlu, kFpAlu, kFma, kVote, kBranch, kMisc, kPipeCount };
+
+struct InstTiming {
+  Route route = Route::Pipe;
+  std::uint8_t pipe = kMisc;
+  Cycle latency = 1;
+  bool resolves_branch = false;
+};
+
+struct ReadRelease {
+  std::uint16_t slot = 0;
+  std::uint8_t count = 0;
+  std::array<std::uint16_t, 6> regs{};
+};
+
+}  // namespace
+
+class Sm::Subcore {
+ public:
+  Subcore(Sm& sm, std::uint32_t index, StatGroup& stats)
+      : sm_(sm), index_(index), scheduler_(make_scheduler(sm.params_.scheduler)), lg_(sm), mio_(sm) {
+    const SmParams& p = sm.params_;
+    const PipeParams* pipes[kPipeCount] = {&p.int_alu, &p.fp_alu, &p.fma, &p.vote, &p.branch, &p.misc};
+    for (int i = 0; i < kPipeCount; ++i) pipes_[i].set_rate(1.0 / pipes[i]->issue_interval);
+    for (int s = 0; s < kWarpStateCount; ++s)
+      stats.add_counter(std::string("stall.") + warp_state_name(static_cast<WarpState>(s)), &stall_cycles_[s],
+                        "warp-cycles spent in this state");
+    for (int c = 0; c < trace::kOpClassCount; ++c)
+      stats.add_counter(std::string("issued.") + trace::op_class_name(static_cast<OpClass>(c)), &issued_by_class_[c],
+                        "warp instructions issued of this class");
+    stats.add_counter("warp_instructions", &warp_instructions_, "warp instructions issued");
+    stats.add_counter("thread_instructions", &thread_instructions_, "thread instructions issued (active lanes)");
+    stats.add_counter("atomic_lane_ops", &atomic_lane_ops_, "atomic lane operations issued by warps");
+    stats.add_counter("atomic_warp_instructions", &atomic_instructions_, "ATOM and RED warp instructions issued");
+    stats.add_counter("issue_cycles", &issue_cycles_, "cycles on which the scheduler issued");
+  }
+
+  OutPort<LsuOp>& lg() { return lg_; }
+  OutPort<MioOp>& mio() { return mio_; }
+  void add_slot(std::uint16_t slot) { slots_.push_back(slot); }
+  const std::vector<std::uint16_t>& slots() const { return slots_; }
+  void mark_dirty() { dirty_ = true; }
+  Cycle next_evaluation() const { return dirty_ ? 0 : next_eval_; }
+
+  void set_program(std::vector<InstTiming>* timing) { timing_ = timing; }
+
+  // Releases source registers the LSU and MIO have read since the last call.
+  void collect_credits() {
+    for (auto [port_credits, fifo, is_long] : {std::tuple{lg_.take_credits(), &lg_reads_, true},
+                                               std::tuple{mio_.take_credits(), &mio_reads_, false}}) {
+      for (std::uint64_t n = port_credits; n > 0; --n) {
+        const ReadRelease& r = fifo->front();
+        Warp& w = sm_.warp(r.slot);
+        for (int i = 0; i < r.count; ++i) (is_long ? w.long_read : w.short_read)[r.regs[i]]--;
+        fifo->pop_front();
+        dirty_ = true;
+      }
+    }
+  }
+
+  void evaluate(Cycle now) {
+    if (now < accounted_until_) {  // already ran this cycle
+      next_eval_ = now + 1;
+      return;
+    }
+    if (now > accounted_until_) {
+      Cycle span = now - accounted_until_;
+      for (int s = 0; s < kWarpStateCount; ++s) stall_cycles_[s] += counts_[s] * span;
+    }
+    eligible_.clear();
+    for (std::uint16_t slot : slots_) {
+      Warp& w = sm_.warp(slot);
+      if (!w.resident) continue;
+      if (dirty_ || w.classified_for != now) classify(w, now);
+      if (w.state == WarpState::NotSelected) eligible_.push_back({slot, w.age});
+      else ++stall_cycles_[static_cast<int>(w.state)];
+    }
+    if (!eligible_.empty()) {
+      std::size_t chosen = scheduler_->pick(eligible_);
+      stall_cycles_[static_cast<int>(WarpState::Selected)] += 1;
+      stall_cycles_[static_cast<int>(WarpState::NotSelected)] += eligible_.size() - 1;
+      ++issue_cycles_;
+      issue(sm_.warp(eligible_[chosen].slot), now);
+    }
+    // States from the next cycle on hold until something changes.
+    dirty_ = false;
+    counts_.fill(0);
+    Cycle next = kNever;
+    const Cycle after = now + 1;
+    for (std::uint16_t slot : slots_) {
+      Warp& w = sm_.warp(slot);
+      if (!w.resident) continue;
+      classify(w, after);
+      ++counts_[static_cast<int>(w.state)];
+      next = std::min(next, w.state == WarpState::NotSelected ? after : w.unblock_at);
+    }
+    accounted_until_ = after;
+    next_eval_ = next;
+    if (!lg_reads_.empty()) lg_.watch_credits();
+    if (!mio_reads_.empty()) mio_.watch_credits();
+  }
+
+  // Brings accounting up to `now` for warps about to change residency.
+  void settle(Cycle now) {
+    if (now > accounted_until_) {
+      Cycle span = now - accounted_until_;
+      for (int s = 0; s < kWarpStateCount; ++s) stall_cycles_[s] += counts_[s] * span;
+      accounted_until_ = now;
+    }
+    dirty_ = true;
+  }
+
+ private:
+  void classify(Warp& w, Cycle t) {
+    w.classified_for = t;
+    w.unblock_at = kNever;
+    if (w.exited) { w.state = WarpState::Drain; return; }
+    if (w.at_barrier) { w.state = WarpState::Barrier; return; }
+    if (w.waiting_membar) { w.state = WarpState::Membar; return; }
+    if (!w.has_inst) { w.state = WarpState::NoInstructions; return; }
+    if (t < w.next_issue) {
+      w.state = w.resolving_branch ? WarpState::BranchResolving : WarpState::Wait;
+      w.unblock_at = w.next_issue;
+      return;
+    }
+    const trace::StaticInst& s = sm_.kernel_.info->program[w.inst.index];
+    Cycle ready = 0;
+    for (int i = 0; i < s.num_src; ++i) {
+      auto r = s.src[i];
+      if (w.long_write[r]) { w.state = WarpState::LongScoreboard; return; }
+      if (w.short_write[r]) { w.state = WarpState::ShortScoreboard; return; }
+      ready = std::max(ready, w.ready_at[r]);
+    }
+    for (int i = 0; i < s.num_dst; ++i) {
+      auto r = s.dst[i];
+      if (w.long_write[r] || w.long_read[r]) { w.state = WarpState::LongScoreboard; return; }
+      if (w.short_write[r] || w.short_read[r]) { w.state = WarpState::ShortScoreboard; return; }
+      ready = std::max(ready, w.ready_at[r]);
+    }
+    if (ready > t) {
+      w.state = WarpState::Wait;
+      w.unblock_at = ready;
+      return;
+    }
+    const InstTiming& tm = (*timing_)[w.inst.index];
+    switch (tm.route) {
+      case Route::Pipe:
+        if (!pipes_[tm.pipe].free(t)) {
+          w.state = WarpState::MathPipeThrottle;
+          w.unblock_at = pipes_[tm.pipe].free_at();
+          return;
+        }
+        break;
+      case Route::Mio:
+        if (!mio_.has_room(1)) { w.state = WarpState::MioThrottle; mio_.watch_credits(); return; }
+        break;
+      case Route::Lsu: case Route::Membar:
+        if (!lg_.has_room(1)) { w.state = WarpState::LgThrottle; lg_.watch_credits(); return; }
+        break;
+      case Route::Barrier:
+        if (sm_.kernel_.flush_atomics_at_barrier && !lg_.has_room(1)) {
+          w.state = WarpState::LgThrottle;
+          lg_.watch_credits();
+          return;
+        }
+        break;
+      case Route::Exit:
+        break;
+    }
+    w.state = WarpState::NotSelected;  // eligible
+  }
+
+  void push_reads(std::deque<ReadRelease>& fifo, Warp& w, const trace::StaticInst& s, bool is_long) {
+    ReadRelease r;
+    r.slot = w.slot;
+    for (int i = 0; i < s.num_src; ++i) {
+      r.regs[r.count++] = s.src[i];
+      (is_long ? w.long_read : w.short_read)[s.src[i]]++;
+    }
+    fifo.push_back(r);
+  }
+
+  void send_lsu(Warp& w, const trace::StaticInst& s, LsuOp::Kind kind) {
+    LsuOp op;
+    op.kind = kind;
+    op.warp_slot = w.slot;
+    op.op = s.op;
+    op.access_bytes = s.access_bytes;
+    op.atomic_op = s.atomic_op;
+    op.atomic_type = s.atomic_type;
+    op.num_dst = s.num_dst;
+    op.dst = s.dst;
+    op.active_mask = w.inst.active_mask;
+    if (kind == LsuOp::Kind::Memory) {
+      op.address = w.inst.address;
+      if (trace::is_atomic(s.op)) op.value = w.inst.value;
+    }
+    lg_.try_send(std::move(op));
+  }
+
+  void issue(Warp& w, Cycle now) {
+    const trace::StaticInst& s = sm_.kernel_.info->program[w.inst.index];
+    const InstTiming& tm = (*timing_)[w.inst.index];
+    if (sm_.hooks_.on_issue) sm_.hooks_.on_issue(s, w.inst);
+    ++warp_instructions_;
+    ++issued_by_class_[static_cast<int>(s.op)];
+    const std::uint32_t lanes = static_cast<std::uint32_t>(std::popcount(w.inst.active_mask));
+    thread_instructions_ += lanes;
+    w.resolving_branch = false;
+    switch (tm.route) {
+      case Route::Pipe:
+        pipes_[tm.pipe].occupy(now, 1);
+        for (int i = 0; i < s.num_dst; ++i) w.ready_at[s.dst[i]] = now + tm.latency;
+        if (tm.resolves_branch) {
+          w.resolving_branch = true;
+          w.next_issue = now + tm.latency;
+        }
+        break;
+      case Route::Mio: {
+        MioOp op;
+        op.warp_slot = w.slot;
+        op.op = s.op;
+        op.num_dst = s.num_dst;
+        op.dst = s.dst;
+        for (int i = 0; i < s.num_dst; ++i) w.short_write[s.dst[i]]++;
+        push_reads(mio_reads_, w, s, false);
+        mio_.try_send(op);
+        break;
+      }
+      case Route::Lsu:
+        if (s.op == OpClass::LoadGlobal || s.op == OpClass::Atom)
+          for (int i = 0; i < s.num_dst; ++i) w.long_write[s.dst[i]]++;
+        if (trace::is_atomic(s.op)) {
+          atomic_lane_ops_ += lanes;
+          ++atomic_instructions_;
+        }
+        ++w.outstanding_memory;
+        push_reads(lg_reads_, w, s, true);
+        send_lsu(w, s, LsuOp::Kind::Memory);
+        break;
+      case Route::Membar:
+        w.waiting_membar = true;
+        lg_reads_.push_back(ReadRelease{w.slot, 0, {}});
+        send_lsu(w, s, LsuOp::Kind::Membar);
+        break;
+      case Route::Barrier:
+        if (sm_.kernel_.flush_atomics_at_barrier) {
+          lg_reads_.push_back(ReadRelease{w.slot, 0, {}});
+          send_lsu(w, s, LsuOp::Kind::BarrierFlush);
+        }
+        w.at_barrier = true;
+        break;
+      case Route::Exit:
+        w.exited = true;
+        break;
+    }
+    w.next_issue = std::max(w.next_issue, now + sm_.params_.min_reissue_interval);
+    if (w.exited) {
+      w.has_inst = false;
+      sm_.warp_exited(w, now);
+      return;
+    }
+    fetch(w);
+    if (!w.has_inst) {  // a stream that ends without EXIT exits after its last instruction
+      w.exited = true;
+      sm_.warp_exited(w, now);
+      return;
+    }
+    if (w.at_barrier) sm_.warp_at_barrier(w, now);
+  }
+
+ public:
+  static void fetch(Warp& w) { w.has_inst = w.stream.next(w.inst); }
+
+ private:
+  Sm& sm_;
+  const std::uint32_t index_;
+  std::unique_ptr<WarpScheduler> scheduler_;
+  OutPort<LsuOp> lg_;
+  OutPort<MioOp> mio_;
+  std::vector<std::uint16_t> slots_;
+  std::vector<InstTiming>* timing_ = nullptr;
+  RateServer pipes_[kPipeCount];
+  std::deque<ReadRelease> lg_reads_, mio_reads_;
+  std::vector<SchedulerCandidate> eligible_;
+  std::array<std::uint64_t, kWarpStateCount> counts_{};
+  std::array<std::uint64_t, kWarpStateCount> stall_cycles_{};
+  std::array<std::uint64_t, trace::kOpClassCount> issued_by_class_{};
+  std::uint64_t warp_instructions_ = 0, thread_instructions_ = 0, atomic_lane_ops_ = 0, atomic_instructions_ = 0,
+                issue_cycles_ = 0;
+  Cycle accounted_until_ = 0;
+  Cycle next_eval_ = kNever;
+  bool dirty_ = false;
+};
+
+namespace {
+std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams& p) {
+  std::vector<InstTiming> out;
+  out.reserve(k.program.size());
+  for (const auto& s : k.program) {
+    InstTiming t;
+    auto pipe = [&](PipeIndex i, const PipeParams& pp) { t.route = Route::Pipe; t.pipe = i; t.latency = pp.latency; };
+    switch (s.op) {
+      case OpClass::IntAlu: pipe(kIntAlu, p.int_alu); break;
+      case OpClass::FpAlu: pipe(kFpAlu, p.fp_alu); break;
+      case OpClass::Fma: pipe(kFma, p.fma); break;
+      case OpClass::Vote: pipe(kVote, p.vote); break;
+      case OpClass::Misc: pipe(kMisc, p.misc); break;
+      case OpClass::Branch: {
+        pipe(kBranch, p.branch);
+        // Only control transfers wait for the target; convergence bookkeeping does not.
+        const std::string_view m = s.mnemonic;
+        t.resolves_branch = m.empty() || m.starts_with("BRA") || m.starts_with("BRX") || m.starts_with("JMP") ||
+                            m.starts_with("CALL") || m.starts_with("RET");
+        if (t.resolves_branch) t.latency = p.branch_resolve_latency;
+        break;
+      }
+      case OpClass::Sfu: case OpClass::Shared: case OpClass::Shuffle: t.route = Route::Mio; break;
+      case OpClass::LoadGlobal: case OpClass::StoreGlobal: case OpClass::Atom: case OpClass::Red: t.route = Route::Lsu; break;
+      case OpClass::Barrier: t.route = Route::Barrier; break;
+      case OpClass::Membar: t.route = Route::Membar; break;
+      case OpClass::Exit: t.route = Route::Exit; break;
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+}  // namespace
+
+struct Sm::ProgramTiming {
+  std::vector<InstTiming> timing;
+};
+
+}  // namespace atomsim::model
+
+namespace atomsim::model {
+
+Sm::Sm(const sc_core::sc_module_name& name, const SmParams& p, std::uint16_t index, StatRegistry& stats)
+    : Unit(name), params_(p), index_(index), timing_(std::make_unique<ProgramTiming>()), warps_(p.max_warps),
+      ctas_(p.max_ctas), lsu_completions_(*this, 4096), mio_completions_(*this, 4096), cta_launch_(*this, 256),
+      cta_done_(*this) {
+  StatGroup& sm_stats = stats.group("sm", basename());
+  StatGroup& smsp_stats = stats.group("smsp", basename());
+  for (std::uint32_t s = 0; s < p.subcores; ++s) subcores_.push_back(std::make_unique<Subcore>(*this, s, smsp_stats));
+  for (std::uint16_t slot = 0; slot < p.max_warps; ++slot) {
+    warps_[slot].slot = slot;
+    subcores_[slot % p.subcores]->add_slot(slot);
+  }
+  sm_stats.add_integral("resident_warps", &residency_integral_, "time-averaged resident warps");
+  sm_stats.add_constant("max_warps", p.max_warps, "warp slots");
+  sm_stats.add_counter("ctas_completed", &ctas_completed_, "CTAs run to completion");
+}
+
+Sm::~Sm() = default;
+
+OutPort<LsuOp>& Sm::lg_queue(std::uint32_t subcore) { return subcores_.at(subcore)->lg(); }
+OutPort<MioOp>& Sm::mio_queue(std::uint32_t subcore) { return subcores_.at(subcore)->mio(); }
+Sm::Subcore& Sm::subcore_of(std::uint16_t slot) { return *subcores_[slot % params_.subcores]; }
+
+void Sm::begin_kernel(const KernelContext& kernel) {
+  kernel_ = kernel;
+  timing_->timing = decode_timing(*kernel.info, params_);
+  for (auto& sc : subcores_) sc->set_program(&timing_->timing);
+}
+
+void Sm::change_residency(int delta, Cycle now) {
+  residency_integral_ += std::uint64_t(resident_warps_) * (now - residency_changed_);
+  residency_changed_ = now;
+  resident_warps_ = static_cast<std::uint32_t>(static_cast<int>(resident_warps_) + delta);
+}
+
+void Sm::launch_cta(std::uint64_t cta, Cycle now) {
+  const std::uint32_t warps_per_cta = kernel_.info->warps_per_cta();
+  auto slot_it = std::find_if(ctas_.begin(), ctas_.end(), [](const CtaSlot& c) { return !c.active; });
+  if (slot_it == ctas_.end()) throw trace::TraceError("internal: CTA dispatched to a full SM");
+  CtaSlot& c = *slot_it;
+  c = CtaSlot{true, cta, 0, 0, 0, {}};
+  for (std::uint32_t i = 0; i < warps_per_cta; ++i) {
+    // Warp i of a CTA runs on sub-core i mod subcores, as on NVIDIA GPUs.
+    std::uint16_t chosen = UINT16_MAX;
+    for (std::uint32_t k = 0; k < params_.subcores && chosen == UINT16_MAX; ++k)
+      for (std::uint16_t s : subcores_[(i + k) % params_.subcores]->slots())
+        if (!warps_[s].resident) { chosen = s; break; }
+    if (chosen == UINT16_MAX) throw trace::TraceError("internal: no free warp slot for a dispatched CTA");
+    Warp& w = warps_[chosen];
+    subcore_of(chosen).settle(now);
+    std::uint16_t slot = w.slot;
+    w.~Warp();
+    new (&w) Warp();
+    w.slot = slot;
+    w.resident = true;
+    w.cta_slot = static_cast<std::uint32_t>(slot_it - ctas_.begin());
+    w.age = launch_sequence_++;
+    w.stream = kernel_.open_warp(cta * warps_per_cta + i);
+    w.next_issue = now;
+    Subcore::fetch(w);
+    c.warps.push_back(slot);
+    ++c.live_warps;
+    ++c.resident_warps;
+    change_residency(+1, now);
+    if (!w.has_inst) {
+      w.exited = true;
+      warp_exited(w, now);
+    }
+  }
+}
+
+void Sm::warp_exited(Warp& w, Cycle now) {
+  CtaSlot& c = ctas_[w.cta_slot];
+  --c.live_warps;
+  check_barrier(c, now);
+  maybe_retire(w, now);
+}
+
+void Sm::warp_at_barrier(Warp& w, Cycle now) {
+  CtaSlot& c = ctas_[w.cta_slot];
+  ++c.at_barrier;
+  check_barrier(c, now);
+}
+
+void Sm::check_barrier(CtaSlot& c, Cycle now) {
+  if (c.at_barrier == 0 || c.at_barrier < c.live_warps) return;
+  for (std::uint16_t s : c.warps) {
+    Warp& w = warps_[s];
+    if (w.resident && w.at_barrier) {
+      w.at_barrier = false;
+      w.next_issue = std::max(w.next_issue, now + 1);
+      subcore_of(s).mark_dirty();
+    }
+  }
+  c.at_barrier = 0;
+}
+
+void Sm::maybe_retire(Warp& w, Cycle now) {
+  if (!w.exited || w.outstanding_memory > 0 || !w.resident) return;
+  subcore_of(w.slot).settle(now);
+  w.resident = false;
+  w.stream = trace::WarpStream();
+  change_residency(-1, now);
+  CtaSlot& c = ctas_[w.cta_slot];
+  if (--c.resident_warps == 0) {
+    c.active = false;
+    ++ctas_completed_;
+    CtaDone done{index_, c.cta};
+    if (!done_backlog_.empty() || !cta_done_.try_send(done)) done_backlog_.push_back(done);
+  }
+}
+
+void Sm::handle_completion(const Completion& c, bool from_lsu, Cycle now) {
+  Warp& w = warps_[c.warp_slot];
+  switch (c.kind) {
+    case Completion::Kind::Registers:
+      for (int i = 0; i < c.num_dst; ++i) (from_lsu ? w.long_write : w.short_write)[c.dst[i]]--;
+      if (c.also_acks_memory) --w.outstanding_memory;
+      break;
+    case Completion::Kind::MemoryAck:
+      --w.outstanding_memory;
+      break;
+    case Completion::Kind::MembarDone:
+      w.waiting_membar = false;
+      break;
+  }
+  subcore_of(c.warp_slot).mark_dirty();
+  maybe_retire(w, now);
+}
+
+void Sm::evaluate() {
+  const Cycle now = Unit::now();
+  try {
+    while (!done_backlog_.empty() && cta_done_.try_send(done_backlog_.front())) done_backlog_.pop_front();
+    while (cta_launch_.ready(now)) {
+      launch_cta(cta_launch_.front().cta, now);
+      cta_launch_.pop();
+    }
+    while (lsu_completions_.ready(now)) {
+      handle_completion(lsu_completions_.front(), true, now);
+      lsu_completions_.pop();
+    }
+    while (mio_completions_.ready(now)) {
+      handle_completion(mio_completions_.front(), false, now);
+      mio_completions_.pop();
+    }
+    Cycle next = std::min({lsu_completions_.next_ready(), mio_completions_.next_ready(), cta_launch_.next_ready()});
+    for (auto& sc : subcores_) {
+      sc->collect_credits();
+      if (sc->next_evaluation() <= now) sc->evaluate(now);
+      next = std::min(next, sc->next_evaluation());
+    }
+    if (next != kNever) wake_at(std::max(next, now + 1));
+  } catch (const trace::TraceError& e) {
+    error_ = e.what();
+    sc_core::sc_stop();
+  }
+}
+
+}  // namespace atomsim::model

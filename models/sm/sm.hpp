@@ -1,0 +1,148 @@
+// One streaming multiprocessor: sub-cores, each with its warp scheduler,
+// scoreboard and fixed-latency pipes, issuing into the MIO and LSU (LG) queues.
+// The SM runs only when a sub-core can issue, a timer it set expires, or a
+// message (completion, queue credit, CTA launch) arrives. Warp states are
+// accounted over the idle stretches in between, so idle cycles cost nothing.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "models/messages.hpp"
+#include "models/sm/scheduler.hpp"
+#include "models/sm/stall.hpp"
+#include "models/sm/warp.hpp"
+#include "sim/engine/params.hpp"
+#include "sim/engine/port.hpp"
+#include "traces/reader.hpp"
+
+namespace atomsim::model {
+
+struct PipeParams {
+  double issue_interval = 1;
+  Cycle latency = 4;
+  void declare(ParamBinder& b) {
+    b.real("issue_interval", issue_interval, 0.01, 1024, "cycles between two warp instructions entering this pipe of one sub-core");
+    b.integer("latency", latency, 1, 10000, "cycles until a dependent instruction may issue");
+  }
+};
+
+struct SmParams {
+  std::uint32_t subcores = 4;
+  std::uint32_t max_warps = 64;
+  std::uint32_t max_ctas = 32;
+  std::uint32_t registers = 65536;
+  std::uint32_t register_allocation_unit = 256;
+  std::uint64_t shared_memory_bytes = 228 << 10;
+  std::string scheduler = "gto";
+  Cycle min_reissue_interval = 1;
+  Cycle branch_resolve_latency = 4;
+  PipeParams int_alu, fp_alu, fma, vote, branch, misc;
+
+  void declare(ParamBinder& b) {
+    b.integer("subcores", subcores, 1, 16, "sub-cores (SMSPs), each with its own warp scheduler");
+    b.integer("max_warps", max_warps, 1, 256, "resident warps per SM");
+    b.integer("max_ctas", max_ctas, 1, 256, "resident CTAs per SM");
+    b.integer("registers", registers, 1024, 1 << 20, "32-bit registers per SM");
+    b.integer("register_allocation_unit", register_allocation_unit, 1, 4096, "registers are allocated per warp in multiples of this");
+    b.integer("shared_memory_bytes", shared_memory_bytes, 0, 1 << 24, "shared memory available to CTAs per SM");
+    b.choice("scheduler", scheduler, scheduler_policies(), "warp scheduling policy");
+    b.integer("min_reissue_interval", min_reissue_interval, 1, 64, "cycles between two instructions of one warp");
+    b.integer("branch_resolve_latency", branch_resolve_latency, 1, 1000, "cycles a warp waits after a branch before it can issue");
+    ParamBinder pipes = b.sub("pipes");
+    ParamBinder g = pipes.sub("int_alu");
+    int_alu.declare(g);
+    g = pipes.sub("fp_alu");
+    fp_alu.declare(g);
+    g = pipes.sub("fma");
+    fma.declare(g);
+    g = pipes.sub("vote");
+    vote.declare(g);
+    g = pipes.sub("branch");
+    branch.declare(g);
+    g = pipes.sub("misc");
+    misc.declare(g);
+  }
+};
+
+// What the SM needs to run a kernel: its program and launch shape.
+struct KernelContext {
+  const trace::KernelInfo* info = nullptr;
+  std::size_t kernel_index = 0;
+  std::function<trace::WarpStream(std::uint64_t warp)> open_warp;
+  bool flush_atomics_at_barrier = false;
+};
+
+// Observation points for checkers and tracers; they never alter timing.
+struct SmHooks {
+  std::function<void(const trace::StaticInst&, const trace::WarpInst&)> on_issue;
+};
+
+class Sm : public Unit {
+ public:
+  Sm(const sc_core::sc_module_name& name, const SmParams& p, std::uint16_t index, StatRegistry& stats);
+  ~Sm() override;
+
+  void begin_kernel(const KernelContext& kernel);
+  void set_hooks(SmHooks hooks) { hooks_ = std::move(hooks); }
+
+  OutPort<LsuOp>& lg_queue(std::uint32_t subcore);
+  OutPort<MioOp>& mio_queue(std::uint32_t subcore);
+  InPort<Completion>& lsu_completions() { return lsu_completions_; }
+  InPort<Completion>& mio_completions() { return mio_completions_; }
+  InPort<CtaLaunch>& cta_launch() { return cta_launch_; }
+  OutPort<CtaDone>& cta_done() { return cta_done_; }
+
+  // Set when a trace error stopped the simulation (reported by the top).
+  const std::string& error() const { return error_; }
+
+ protected:
+  void evaluate() override;
+
+ private:
+  class Subcore;
+  struct CtaSlot {
+    bool active = false;
+    std::uint64_t cta = 0;
+    std::uint32_t live_warps = 0;      // not yet exited
+    std::uint32_t resident_warps = 0;  // not yet retired (exited warps drain first)
+    std::uint32_t at_barrier = 0;
+    std::vector<std::uint16_t> warps;
+  };
+  struct ProgramTiming;
+  void launch_cta(std::uint64_t cta, Cycle now);
+  void handle_completion(const Completion& c, bool from_lsu, Cycle now);
+  void warp_exited(Warp& w, Cycle now);
+  void warp_at_barrier(Warp& w, Cycle now);
+  void maybe_retire(Warp& w, Cycle now);
+  void check_barrier(CtaSlot& cta, Cycle now);
+  Warp& warp(std::uint16_t slot) { return warps_[slot]; }
+  Subcore& subcore_of(std::uint16_t slot);
+  void change_residency(int delta, Cycle now);
+
+  friend class Subcore;
+  const SmParams params_;
+  const std::uint16_t index_;
+  KernelContext kernel_;
+  SmHooks hooks_;
+  std::unique_ptr<ProgramTiming> timing_;
+  std::vector<Warp> warps_;
+  std::vector<std::unique_ptr<Subcore>> subcores_;
+  std::vector<CtaSlot> ctas_;
+  InPort<Completion> lsu_completions_;
+  InPort<Completion> mio_completions_;
+  InPort<CtaLaunch> cta_launch_;
+  OutPort<CtaDone> cta_done_;
+  std::deque<CtaDone> done_backlog_;
+  std::uint64_t launch_sequence_ = 0;
+  std::string error_;
+
+  std::uint32_t resident_warps_ = 0;
+  Cycle residency_changed_ = 0;
+  std::uint64_t residency_integral_ = 0;
+  std::uint64_t ctas_completed_ = 0;
+};
+
+}  // namespace atomsim::model

@@ -1,0 +1,53 @@
+#include "sim/config.hpp"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+namespace atomsim {
+
+std::vector<std::string> bundled_configs() { return {"h100", "a100", "rtx4090", "rtx3060"}; }
+
+std::string resolve_config_path(const std::string& config) {
+  namespace fs = std::filesystem;
+  if (fs::exists(config)) return config;
+  for (const auto& name : bundled_configs())
+    if (config == name) return std::string(ATOMSIM_CONFIG_DIR) + "/" + name + ".toml";
+  throw ConfigError(fmt::format("{}: no such configuration file or bundled configuration", config));
+}
+
+GpuParams load_gpu_params(const std::string& config, const std::vector<std::string>& overrides) {
+  ParamSource source = ParamSource::from_file(resolve_config_path(config));
+  for (const auto& o : overrides) source.apply_override(o);
+  GpuParams p;
+  p.origin = source.origin();
+  ParamBinder gpu(source, "gpu");
+  gpu.choice("name", p.name, {"h100", "a100", "rtx4090", "rtx3060", "custom"}, "which GPU this describes");
+  gpu.integer("sms", p.sms, 1, 1024, "streaming multiprocessors");
+  gpu.real("sm_clock_mhz", p.sm_clock_mhz, 1, 10000, "SM clock: one simulated cycle");
+  ParamBinder sm(source, "sm");
+  p.sm.declare(sm);
+  ParamBinder mio(source, "mio");
+  p.mio.declare(mio);
+  ParamBinder l1(source, "l1");
+  p.l1.declare(l1);
+  ParamBinder request(source, "interconnect.request");
+  p.request_network.declare(request);
+  ParamBinder reply(source, "interconnect.reply");
+  p.reply_network.declare(reply);
+  ParamBinder l2(source, "l2");
+  p.l2.declare(l2);
+  ParamBinder dram(source, "dram");
+  p.dram.declare(dram);
+  source.check_all_claimed();
+  if (p.l2.slices % p.l2.partitions != 0)
+    throw ConfigError(fmt::format("{}: key 'l2.slices' = {} must be a multiple of 'l2.partitions' = {}", p.origin,
+                                  p.l2.slices, p.l2.partitions));
+  if (p.l1.line_bytes != p.l2.line_bytes)
+    throw ConfigError(fmt::format("{}: key 'l1.line_bytes' must equal 'l2.line_bytes'", p.origin));
+  if (p.sms > 65535 || p.l2.slices > 65535) throw ConfigError(fmt::format("{}: too many SMs or slices", p.origin));
+  p.documentation = source.declared();
+  return p;
+}
+
+}  // namespace atomsim

@@ -1,0 +1,36 @@
+// The whole GPU's parameters: one typed struct per unit, bound from a TOML
+// configuration plus command-line overrides.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/dram/dram.hpp"
+#include "models/interconnect/crossbar.hpp"
+#include "models/l1/l1.hpp"
+#include "models/l2/l2_slice.hpp"
+#include "models/mio/mio.hpp"
+#include "models/sm/sm.hpp"
+
+namespace atomsim {
+
+struct GpuParams {
+  std::string name;
+  std::uint32_t sms = 1;
+  double sm_clock_mhz = 1000;
+  model::SmParams sm;
+  model::MioParams mio;
+  model::L1Params l1;
+  model::CrossbarParams request_network, reply_network;
+  model::L2Params l2;
+  model::DramParams dram;
+  std::vector<ParamInfo> documentation;
+  std::string origin;
+};
+
+// `config` is a path or the name of a bundled configuration (h100, a100, rtx4090, rtx3060).
+GpuParams load_gpu_params(const std::string& config, const std::vector<std::string>& overrides);
+std::string resolve_config_path(const std::string& config);
+std::vector<std::string> bundled_configs();
+
+}  // namespace atomsim

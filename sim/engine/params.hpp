@@ -1,0 +1,85 @@
+// Typed model parameters, gem5 style: each component declares its parameters
+// (name, type, allowed range, meaning) next to its code, and binds them from a
+// TOML configuration. Every key must be present in the configuration, every
+// configuration key must be claimed by some component, and values out of range
+// are errors that name the key and the file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace atomsim {
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One declared parameter, kept for `atomsim config describe`.
+struct ParamInfo {
+  std::string key;
+  std::string type;
+  std::string range;
+  std::string description;
+};
+
+class ParamSource {
+ public:
+  // Reads a TOML file; errors name the file (and line, where TOML reports one).
+  static ParamSource from_file(const std::string& path);
+  static ParamSource from_text(const std::string& text, const std::string& origin);
+  ~ParamSource();
+  ParamSource(ParamSource&&) noexcept;
+  ParamSource& operator=(ParamSource&&) noexcept;
+
+  // "section.key=value"; the value is read as TOML (number, bool, string) or,
+  // failing that, as a bare string. The key must name a declared parameter.
+  void apply_override(const std::string& assignment);
+
+  std::int64_t get_integer(const std::string& key, std::int64_t min, std::int64_t max);
+  double get_real(const std::string& key, double min, double max);
+  bool get_bool(const std::string& key);
+  std::string get_choice(const std::string& key, const std::vector<std::string>& choices);
+
+  // Throws for the first configuration key no component claimed.
+  void check_all_claimed() const;
+  const std::string& origin() const;
+  const std::vector<ParamInfo>& declared() const;
+  void record(ParamInfo info);
+
+  struct Impl;
+
+ private:
+  explicit ParamSource(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Scoped view used by a component's declare(): keys are prefixed with the
+// component's section, and each call records the parameter's documentation.
+class ParamBinder {
+ public:
+  ParamBinder(ParamSource& source, std::string section) : source_(source), section_(std::move(section)) {}
+  ParamBinder sub(const std::string& name) const { return ParamBinder(source_, section_ + "." + name); }
+
+  template <class Int>
+  void integer(const char* name, Int& value, std::int64_t min, std::int64_t max, const char* description) {
+    value = static_cast<Int>(source_.get_integer(key(name), min, max));
+    document(name, "integer", range_text(min, max), description);
+  }
+  void real(const char* name, double& value, double min, double max, const char* description);
+  void boolean(const char* name, bool& value, const char* description);
+  void choice(const char* name, std::string& value, const std::vector<std::string>& choices, const char* description);
+
+ private:
+  std::string key(const char* name) const { return section_ + "." + name; }
+  void document(const char* name, const char* type, std::string range, const char* description);
+  static std::string range_text(std::int64_t min, std::int64_t max);
+  ParamSource& source_;
+  std::string section_;
+};
+
+}  // namespace atomsim

@@ -1,0 +1,206 @@
+// Point-to-point message ports. A unit owns its InPorts (bounded input
+// buffers); an OutPort is bound to exactly one InPort with a link latency. The
+// sender never learns who is on the other side: it sees only whether the link
+// has credit. Capacity is counted in flits (a message says how many it is), so
+// a 32-operation atomic packet fills a buffer as 32 single operations would.
+#pragma once
+
+#include <cassert>
+#include <cstdint>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "sim/engine/stats.hpp"
+#include "sim/engine/unit.hpp"
+
+namespace atomsim {
+
+// Fixed-capacity FIFO without per-element allocation.
+template <class T>
+class RingBuffer {
+ public:
+  explicit RingBuffer(std::size_t capacity = 0) : slots_(capacity) {}
+  void reset(std::size_t capacity) { slots_.assign(capacity, T{}); head_ = size_ = 0; }
+  bool empty() const { return size_ == 0; }
+  bool full() const { return size_ == slots_.size(); }
+  std::size_t size() const { return size_; }
+  std::size_t capacity() const { return slots_.size(); }
+  T& front() { return slots_[head_]; }
+  const T& front() const { return slots_[head_]; }
+  T& at(std::size_t i) { return slots_[(head_ + i) % slots_.size()]; }
+  void push_back(T value) {
+    assert(!full());
+    std::size_t tail = head_ + size_;
+    if (tail >= slots_.size()) tail -= slots_.size();
+    slots_[tail] = std::move(value);
+    ++size_;
+  }
+  void pop_front() {
+    assert(!empty());
+    if (++head_ == slots_.size()) head_ = 0;
+    --size_;
+  }
+
+ private:
+  std::vector<T> slots_;
+  std::size_t head_ = 0;
+  std::size_t size_ = 0;
+};
+
+// Anything sent through a port says how many flits of buffer it occupies.
+template <class Msg>
+std::uint32_t flits_of(const Msg& msg) { return msg.flits(); }
+
+template <class Msg>
+class InPort {
+ public:
+  struct Entry {
+    Cycle ready = 0;
+    Msg msg{};
+  };
+
+  // capacity_flits bounds buffered plus in-flight flits; max_messages bounds entries.
+  InPort(Unit& owner, std::uint32_t capacity_flits, std::uint32_t max_messages = 0)
+      : owner_(owner), capacity_flits_(capacity_flits),
+        buffer_(max_messages ? max_messages : capacity_flits) {
+    if (capacity_flits == 0) throw std::invalid_argument("port capacity must be positive");
+  }
+
+  bool has_room(std::uint32_t flits) const {
+    return !buffer_.full() && occupied_flits_ + flits <= capacity_flits_;
+  }
+  bool ready(Cycle now) const { return !buffer_.empty() && buffer_.front().ready <= now; }
+  Cycle next_ready() const { return buffer_.empty() ? kNever : buffer_.front().ready; }
+  bool empty() const { return buffer_.empty(); }
+  std::size_t messages() const { return buffer_.size(); }
+  std::uint32_t occupied_flits() const { return occupied_flits_; }
+  Msg& front() { return buffer_.front().msg; }
+
+  void pop() {
+    Cycle now = Unit::now();
+    track_level(now);
+    occupied_flits_ -= flits_of(buffer_.front().msg);
+    buffer_.pop_front();
+    ++credits_returned_;
+    if (sender_ && sender_waiting_) {
+      sender_waiting_ = false;
+      sender_->wake_at(now + 1);
+    }
+  }
+
+  // Link side, used by OutPort.
+  void deliver(Msg msg, Cycle ready) {
+    Cycle now = Unit::now();
+    track_level(now);
+    occupied_flits_ += flits_of(msg);
+    buffer_.push_back(Entry{ready, std::move(msg)});
+    if (occupied_flits_ >= capacity_flits_ || buffer_.full()) full_since_ = now;
+    owner_.wake_at(ready);
+  }
+  void attach_sender(Unit* sender) { sender_ = sender; }
+  void sender_wants_wake() { sender_waiting_ = true; }
+  std::uint64_t take_credits() { return std::exchange(credits_returned_, 0); }
+
+  // Time-weighted occupancy, reported by the owner through its stats group.
+  void register_stats(StatGroup& group, const std::string& name) {
+    group.add_integral(name + ".occupancy", &level_integral_, "time-averaged flits buffered");
+    group.add_counter(name + ".full_cycles", &full_cycles_, "cycles the buffer refused new flits");
+    group.add_constant(name + ".capacity", capacity_flits_, "buffer capacity in flits");
+  }
+
+ private:
+  void track_level(Cycle now) {
+    level_integral_ += static_cast<std::uint64_t>(occupied_flits_) * (now - last_change_);
+    if (full_since_ != kNever) {
+      full_cycles_ += now - full_since_;
+      full_since_ = (occupied_flits_ >= capacity_flits_ || buffer_.full()) ? now : kNever;
+    }
+    last_change_ = now;
+  }
+
+  Unit& owner_;
+  std::uint32_t capacity_flits_;
+  RingBuffer<Entry> buffer_;
+  std::uint32_t occupied_flits_ = 0;
+  Unit* sender_ = nullptr;
+  bool sender_waiting_ = false;
+  std::uint64_t credits_returned_ = 0;
+  Cycle last_change_ = 0;
+  Cycle full_since_ = kNever;
+  std::uint64_t level_integral_ = 0;
+  std::uint64_t full_cycles_ = 0;
+};
+
+template <class Msg>
+class OutPort {
+ public:
+  explicit OutPort(Unit& owner) : owner_(owner) {}
+
+  void bind(InPort<Msg>& peer, Cycle latency) {
+    if (latency == 0) throw std::invalid_argument("link latency must be at least one cycle");
+    peer_ = &peer;
+    latency_ = latency;
+    peer.attach_sender(&owner_);
+  }
+  bool bound() const { return peer_ != nullptr; }
+
+  // True when the message was accepted; otherwise the sender is woken once
+  // the receiver frees space.
+  // `extra_delay` adds to the link latency (e.g. serialization, pipeline depth).
+  bool try_send(Msg msg, Cycle extra_delay = 0) {
+    assert(peer_);
+    if (!peer_->has_room(flits_of(msg))) {
+      peer_->sender_wants_wake();
+      return false;
+    }
+    peer_->deliver(std::move(msg), Unit::now() + latency_ + extra_delay);
+    return true;
+  }
+  bool has_room(std::uint32_t flits) const { return peer_->has_room(flits); }
+  // Asks to be woken when the receiver next frees a slot (used to learn of credit returns).
+  void watch_credits() { peer_->sender_wants_wake(); }
+  std::uint64_t take_credits() { return peer_->take_credits(); }
+  Cycle latency() const { return latency_; }
+
+ private:
+  Unit& owner_;
+  InPort<Msg>* peer_ = nullptr;
+  Cycle latency_ = 1;
+};
+
+// A pipelined resource that accepts work at a fixed rate (e.g. one request per
+// L2 clock when the L2 runs slower than the SM). Time is kept in 1/65536 cycle
+// so that fractional rates stay exact and deterministic.
+class RateServer {
+ public:
+  static constexpr std::uint64_t kScale = 1u << 16;
+  RateServer() = default;
+  explicit RateServer(double units_per_cycle) { set_rate(units_per_cycle); }
+  void set_rate(double units_per_cycle) {
+    if (!(units_per_cycle > 0)) throw std::invalid_argument("rate must be positive");
+    cost_per_unit_ = static_cast<std::uint64_t>(kScale / units_per_cycle + 0.5);
+    if (cost_per_unit_ == 0) cost_per_unit_ = 1;
+  }
+  // Earliest cycle at which new work may start.
+  Cycle free_at() const { return (next_free_ + kScale - 1) / kScale; }
+  bool free(Cycle now) const { return next_free_ <= now * kScale; }
+  // Occupies the server for `units` of work starting no earlier than `now`;
+  // returns the cycle at which that work has passed through.
+  Cycle occupy(Cycle now, std::uint64_t units) {
+    std::uint64_t start = std::max(next_free_, now * kScale);
+    std::uint64_t cost = units * cost_per_unit_;
+    next_free_ = start + cost;
+    busy_scaled_ += cost;
+    return (next_free_ + kScale - 1) / kScale;
+  }
+  std::uint64_t busy_cycles() const { return busy_scaled_ / kScale; }
+  const std::uint64_t* busy_scaled() const { return &busy_scaled_; }
+
+ private:
+  std::uint64_t cost_per_unit_ = kScale;
+  std::uint64_t next_free_ = 0;
+  std::uint64_t busy_scaled_ = 0;
+};
+
+}  // namespace atomsim

@@ -1,0 +1,45 @@
+// A Unit is one hardware component: a SystemC module with a single evaluation
+// method that runs only when something may have changed for it. Units never
+// tick idly: they ask to be woken at a future cycle (a timer of their own) and
+// are woken by their input ports when a message arrives.
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+namespace atomsim {
+
+using Cycle = std::uint64_t;
+inline constexpr Cycle kNever = std::numeric_limits<Cycle>::max();
+
+// One simulated cycle is one nanosecond of SystemC time; clock ratios between
+// units are expressed through rates, not through SystemC clocks.
+inline constexpr std::uint64_t kPicosecondsPerCycle = 1000;
+
+inline Cycle current_cycle() { return sc_core::sc_time_stamp().value() / kPicosecondsPerCycle; }
+
+class Unit : public sc_core::sc_module {
+ public:
+  explicit Unit(const sc_core::sc_module_name& name);
+
+  // Ensures evaluate() runs at `cycle` (or earlier). Cheap when already due sooner.
+  void wake_at(Cycle cycle);
+  static Cycle now() { return current_cycle(); }
+
+ protected:
+  virtual void evaluate() = 0;
+
+ private:
+  void on_wake();
+  sc_core::sc_event wake_event_;
+  Cycle pending_wake_ = kNever;
+};
+
+// Starts a fresh SystemC context so that several simulations can run one after
+// another in the same process (the CLI runs three variants; tests run many).
+void reset_simulation_context();
+
+}  // namespace atomsim

@@ -1,0 +1,197 @@
+#include "sim/gpu.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "models/dram/dram.hpp"
+#include "models/interconnect/address_map.hpp"
+#include "models/interconnect/crossbar.hpp"
+#include "models/l1/l1.hpp"
+#include "models/l2/l2_slice.hpp"
+#include "models/mio/mio.hpp"
+#include "models/sm/sm.hpp"
+
+namespace atomsim {
+
+using namespace model;
+
+struct Gpu::Units {
+  AddressMap map;
+  LaneOpPool pool;
+  std::vector<std::unique_ptr<Sm>> sms;
+  std::vector<std::unique_ptr<Mio>> mios;
+  std::vector<std::unique_ptr<L1>> l1s;
+  std::unique_ptr<Crossbar> request_network, reply_network;
+  std::vector<std::unique_ptr<L2Slice>> slices;
+  std::unique_ptr<Dram> dram;
+  std::unique_ptr<CtaDispatcher> dispatcher;
+  explicit Units(const AddressMapParams& p) : map(p) {}
+};
+
+Gpu::Gpu(const GpuParams& p) : params_(p) {
+  reset_simulation_context();
+  units_ = std::make_unique<Units>(p.l2.address_map());
+  Units& u = *units_;
+  const std::uint32_t slices = p.l2.slices;
+  for (std::uint32_t i = 0; i < p.sms; ++i) {
+    u.sms.push_back(std::make_unique<Sm>(fmt::format("sm{}", i).c_str(), p.sm, static_cast<std::uint16_t>(i), stats_));
+    u.mios.push_back(std::make_unique<Mio>(fmt::format("mio{}", i).c_str(), p.mio, p.sm.subcores, stats_));
+    u.l1s.push_back(std::make_unique<L1>(fmt::format("l1_{}", i).c_str(), p.l1, static_cast<std::uint16_t>(i),
+                                         p.sm.subcores, u.map, u.pool, stats_));
+  }
+  u.request_network = std::make_unique<Crossbar>("request_network", p.request_network, p.sms, slices, stats_);
+  u.reply_network = std::make_unique<Crossbar>("reply_network", p.reply_network, slices, p.sms, stats_);
+  for (std::uint32_t s = 0; s < slices; ++s)
+    u.slices.push_back(std::make_unique<L2Slice>(fmt::format("l2_slice{}", s).c_str(), p.l2, s, u.map, u.pool, stats_));
+  u.dram = std::make_unique<Dram>("dram", p.dram, slices, stats_);
+  u.dispatcher = std::make_unique<CtaDispatcher>("dispatcher", p.sms, p.sms, stats_);
+
+  for (std::uint32_t i = 0; i < p.sms; ++i) {
+    Sm& sm = *u.sms[i];
+    L1& l1 = *u.l1s[i];
+    Mio& mio = *u.mios[i];
+    for (std::uint32_t s = 0; s < p.sm.subcores; ++s) {
+      sm.lg_queue(s).bind(l1.lg_queue(s), 1);
+      sm.mio_queue(s).bind(mio.queue(s), 1);
+    }
+    l1.to_sm().bind(sm.lsu_completions(), 1);
+    mio.to_sm().bind(sm.mio_completions(), 1);
+    l1.to_l2().bind(u.request_network->input(i), 1);
+    u.reply_network->output(i).bind(l1.from_l2(), p.reply_network.latency);
+    u.dispatcher->to_sm(i).bind(sm.cta_launch(), 1);
+    sm.cta_done().bind(u.dispatcher->from_sm(i), 1);
+    u.dispatcher->kernel_end(i).bind(l1.kernel_end(), 1);
+  }
+  for (std::uint32_t s = 0; s < slices; ++s) {
+    L2Slice& slice = *u.slices[s];
+    u.request_network->output(s).bind(slice.requests(), p.request_network.latency);
+    slice.replies().bind(u.reply_network->input(s), 1);
+    slice.to_dram().bind(u.dram->request(s), 1);
+    u.dram->reply(s).bind(slice.from_dram(), 1);
+  }
+}
+
+Gpu::~Gpu() = default;
+
+namespace {
+double as_number(std::uint64_t bits, trace::DataType type) {
+  switch (type) {
+    case trace::DataType::F32: {
+      float f;
+      std::uint32_t b = static_cast<std::uint32_t>(bits);
+      std::memcpy(&f, &b, 4);
+      return f;
+    }
+    case trace::DataType::F64: return std::bit_cast<double>(bits);
+    case trace::DataType::S32: return static_cast<std::int32_t>(bits);
+    case trace::DataType::S64: return static_cast<double>(static_cast<std::int64_t>(bits));
+    case trace::DataType::U64: return static_cast<double>(bits);
+    default: return static_cast<double>(static_cast<std::uint32_t>(bits));
+  }
+}
+}  // namespace
+
+FunctionalCheck Gpu::check_atomics() const {
+  FunctionalCheck c;
+  std::unordered_map<std::uint64_t, const AtomicCell*> applied;
+  for (const auto& slice : units_->slices)
+    for (const auto& [address, cell] : slice->atomic_memory()) applied[address] = &cell;
+  for (const auto& [address, e] : expected_) {
+    ++c.addresses;
+    c.lane_updates_expected += e.updates;
+    auto it = applied.find(address);
+    if (it == applied.end()) {
+      ++c.count_mismatches;
+      continue;
+    }
+    const AtomicCell& cell = *it->second;
+    c.lane_updates_applied += cell.updates;
+    if (cell.updates != e.updates) ++c.count_mismatches;
+    double value = as_number(cell.bits, cell.type);
+    double error = std::fabs(value - e.sum);
+    // Rounding bound of summing n terms in single precision, in any order.
+    double eps = cell.type == trace::DataType::F32 ? 0x1p-23 : cell.type == trace::DataType::F64 ? 0x1p-52 : 0;
+    double tolerance = static_cast<double>(e.updates) * eps * e.magnitude;
+    if (error > tolerance) ++c.value_mismatches;
+    if (e.magnitude > 0) c.max_relative_error = std::max(c.max_relative_error, error / e.magnitude);
+  }
+  for (const auto& [address, cell] : applied)
+    if (!expected_.count(address)) ++c.count_mismatches;  // an update nobody issued
+  return c;
+}
+
+KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const RunOptions& options) {
+  Units& u = *units_;
+  const trace::KernelInfo& info = reader.kernel(kernel);
+  KernelRun run;
+  run.name = info.name;
+  run.grid = info.grid;
+  run.block = info.block;
+  SmLimits limits{params_.sm.max_warps, params_.sm.max_ctas, params_.sm.registers,
+                  params_.sm.register_allocation_unit, params_.sm.shared_memory_bytes};
+  run.ctas_per_sm = ctas_per_sm(info, limits);
+  if (run.ctas_per_sm == 0)
+    throw ConfigError(fmt::format("{}: kernel {} ('{}') does not fit on one SM of {} ({} warps, {} registers/thread, {} B shared)",
+                                  reader.path(), kernel, info.name, params_.origin, info.warps_per_cta(),
+                                  info.registers_per_thread, info.shared_bytes));
+  record_expected_ = options.check_atomics;
+  KernelContext ctx;
+  ctx.info = &info;
+  ctx.kernel_index = kernel;
+  ctx.open_warp = [&reader, kernel](std::uint64_t warp) { return reader.open_warp(kernel, warp); };
+  ctx.flush_atomics_at_barrier = params_.l1.atomic_buffer;
+  SmHooks hooks;
+  if (options.check_atomics) {
+    hooks.on_issue = [this](const trace::StaticInst& s, const trace::WarpInst& inst) {
+      if (!trace::is_atomic(s.op)) return;
+      for (std::uint32_t m = inst.active_mask; m; m &= m - 1) {
+        int lane = std::countr_zero(m);
+        Expected& e = expected_[inst.address[lane]];
+        double v = as_number(inst.value[lane], s.atomic_type);
+        e.sum += v;
+        e.magnitude += std::fabs(v);
+        ++e.updates;
+      }
+    };
+  }
+  for (auto& sm : u.sms) {
+    sm->begin_kernel(ctx);
+    sm->set_hooks(hooks);
+  }
+  auto before = stats_.snapshot();
+  run.start = Unit::now();
+  u.dispatcher->begin_kernel(info.grid.count(), run.ctas_per_sm);
+
+  using clock = std::chrono::steady_clock;
+  const auto wall_start = clock::now();
+  auto last_report = wall_start;
+  const sc_core::sc_time slice = sc_core::sc_time::from_value(200000 * kPicosecondsPerCycle);
+  do {
+    sc_core::sc_start(slice, sc_core::SC_EXIT_ON_STARVATION);
+    for (auto& sm : u.sms)
+      if (!sm->error().empty()) throw trace::TraceError(sm->error());
+    auto t = clock::now();
+    if (options.progress && t - wall_start > std::chrono::seconds(2) && t - last_report > std::chrono::seconds(1)) {
+      last_report = t;
+      std::fprintf(stderr, "%s kernel %zu '%s': cycle %llu, %llu of %llu CTAs done\n", options.label.c_str(), kernel,
+                   info.name.c_str(), static_cast<unsigned long long>(Unit::now() - run.start),
+                   static_cast<unsigned long long>(u.dispatcher->finished()),
+                   static_cast<unsigned long long>(u.dispatcher->total()));
+    }
+  } while (sc_core::sc_pending_activity());
+  if (!u.dispatcher->kernel_done())
+    throw trace::TraceError(fmt::format("{}: kernel {} stalled before finishing (simulator deadlock)", reader.path(), kernel));
+  run.cycles = Unit::now() - run.start;
+  run.stats = stats_.summarize(before, stats_.snapshot(), run.cycles);
+  if (options.check_atomics) {
+    run.check = check_atomics();
+    run.checked = true;
+  }
+  return run;
+}
+
+}  // namespace atomsim

@@ -1,0 +1,70 @@
+// Simulation top: builds every unit from the parameters, binds their ports,
+// and runs a trace's kernels one after another.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "models/dispatch/cta_dispatcher.hpp"
+#include "sim/config.hpp"
+#include "sim/engine/stats.hpp"
+#include "traces/reader.hpp"
+
+namespace atomsim {
+
+// Final memory image of atomically updated words against the trace.
+struct FunctionalCheck {
+  std::uint64_t addresses = 0;
+  std::uint64_t lane_updates_expected = 0;
+  std::uint64_t lane_updates_applied = 0;
+  std::uint64_t count_mismatches = 0;  // addresses whose update count differs (lost or doubled updates)
+  std::uint64_t value_mismatches = 0;  // addresses whose value is off beyond rounding
+  double max_relative_error = 0;
+  bool passed() const { return count_mismatches == 0 && value_mismatches == 0; }
+};
+
+struct KernelRun {
+  std::string name;
+  trace::Dim3 grid, block;
+  std::uint32_t ctas_per_sm = 0;
+  Cycle start = 0;
+  Cycle cycles = 0;
+  std::map<std::string, std::map<std::string, StatSummary>> stats;
+  FunctionalCheck check;
+  bool checked = false;
+};
+
+struct RunOptions {
+  bool check_atomics = true;
+  bool progress = true;
+  std::string label;  // shown in progress lines
+};
+
+class Gpu {
+ public:
+  explicit Gpu(const GpuParams& params);
+  ~Gpu();
+  // Throws trace::TraceError (damaged trace) or ConfigError (kernel cannot run).
+  KernelRun run_kernel(trace::TraceReader& reader, std::size_t kernel, const RunOptions& options);
+  const GpuParams& params() const { return params_; }
+
+ private:
+  struct Units;
+  struct Expected {
+    double sum = 0;
+    double magnitude = 0;
+    std::uint64_t updates = 0;
+  };
+  FunctionalCheck check_atomics() const;
+
+  GpuParams params_;
+  StatRegistry stats_;
+  std::unique_ptr<Units> units_;
+  std::unordered_map<std::uint64_t, Expected> expected_;
+  bool record_expected_ = false;
+};
+
+}  // namespace atomsim

@@ -1,0 +1,24 @@
+// Reading SASS text (as printed by cuobjdump/nvdisasm) into static
+// instructions: op class, mnemonic, registers for the scoreboard, access width
+// and atomic kind. Used by trace producers that know a kernel's SASS.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "traces/trace.hpp"
+
+namespace atomsim::trace {
+
+OpClass classify_opcode(std::string_view mnemonic);
+
+// Parses one instruction such as "@!P0 REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR6][R10.64+0x4], R13 ;".
+// The guard predicate, when present, is recorded as a source.
+StaticInst parse_sass_instruction(std::string_view text, std::uint64_t pc);
+
+// Extracts the instructions of one function from a cuobjdump --dump-sass listing.
+// Throws TraceError when the function is not in the listing.
+std::vector<StaticInst> parse_sass_function(std::string_view listing, std::string_view function);
+
+}  // namespace atomsim::trace

@@ -1,0 +1,98 @@
+// In-memory view of atomsim trace format v1 (docs/trace-format.md): kernel
+// launch metadata, the kernel's static SASS program, and per-warp dynamic
+// instruction records.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace atomsim::trace {
+
+enum class OpClass : std::uint8_t {
+  IntAlu = 0,   // integer / logic ALU
+  FpAlu = 1,    // FADD, FMUL, FSEL, FSETP ...
+  Fma = 2,      // FFMA, IMAD and other fused multiply-adds
+  Sfu = 3,      // MUFU and conversions on the special-function unit
+  Branch = 4,   // BRA, BSSY, BSYNC, WARPSYNC ...
+  Shared = 5,   // LDS, STS, ATOMS
+  Shuffle = 6,  // SHFL, MATCH (through the MIO)
+  Vote = 7,     // VOTE, POPC, FLO on the ALU
+  LoadGlobal = 8,
+  StoreGlobal = 9,
+  Atom = 10,    // global atomic with a result (ATOMG)
+  Red = 11,     // global reduction without a result (REDG)
+  Barrier = 12, // BAR.SYNC
+  Membar = 13,  // MEMBAR, FENCE
+  Exit = 14,
+  Misc = 15,    // uniform datapath, constant loads, S2R, NOP ...
+};
+inline constexpr int kOpClassCount = 16;
+const char* op_class_name(OpClass op);
+
+enum class AtomicOp : std::uint8_t { None = 0, Add, Min, Max, Inc, Dec, And, Or, Xor, Exch, Cas };
+enum class DataType : std::uint8_t { None = 0, U32, S32, U64, S64, F32, F64, F16x2, BF16x2 };
+const char* atomic_op_name(AtomicOp op);
+const char* data_type_name(DataType t);
+
+inline bool is_global_memory(OpClass op) {
+  return op == OpClass::LoadGlobal || op == OpClass::StoreGlobal || op == OpClass::Atom || op == OpClass::Red;
+}
+inline bool is_atomic(OpClass op) { return op == OpClass::Atom || op == OpClass::Red; }
+
+// Register numbering shared by producers and the scoreboard.
+namespace reg {
+inline constexpr std::uint16_t kPredicateBase = 256;  // P0..P6
+inline constexpr std::uint16_t kUniformBase = 264;    // UR0..UR62
+inline constexpr std::uint16_t kUniformPredicateBase = 328;  // UP0..UP6
+inline constexpr std::uint16_t kSpace = 336;
+}  // namespace reg
+
+struct StaticInst {
+  std::uint64_t pc = 0;
+  OpClass op = OpClass::Misc;
+  std::string mnemonic;  // SASS opcode with modifiers, empty when unknown
+  std::uint8_t num_dst = 0;
+  std::uint8_t num_src = 0;
+  std::array<std::uint16_t, 2> dst{};
+  std::array<std::uint16_t, 6> src{};
+  std::uint8_t access_bytes = 0;  // per lane, memory operations only
+  AtomicOp atomic_op = AtomicOp::None;
+  DataType atomic_type = DataType::None;
+};
+
+struct Dim3 {
+  std::uint32_t x = 1, y = 1, z = 1;
+  std::uint64_t count() const { return std::uint64_t(x) * y * z; }
+};
+
+struct KernelInfo {
+  std::string name;
+  Dim3 grid;
+  Dim3 block;
+  std::uint32_t registers_per_thread = 0;
+  std::uint32_t shared_bytes = 0;
+  std::vector<StaticInst> program;
+
+  std::uint32_t warps_per_cta() const { return static_cast<std::uint32_t>((block.count() + 31) / 32); }
+  std::uint64_t total_warps() const { return grid.count() * warps_per_cta(); }
+};
+
+// One dynamic warp instruction. Lane arrays are meaningful for active lanes of
+// memory operations (addresses) and atomics (operand values, raw bits).
+struct WarpInst {
+  std::uint32_t index = 0;  // into KernelInfo::program
+  std::uint32_t active_mask = 0;
+  std::array<std::uint64_t, 32> address{};
+  std::array<std::uint64_t, 32> value{};
+};
+
+// Any damage or misuse; the message names the file and byte offset.
+class TraceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace atomsim::trace

@@ -1,0 +1,36 @@
+// Whole-file check of a trace: every chunk from the first byte to the
+// trailer, every record decoded, every warp's segment chain matched with its
+// index. Used by `atomsim trace validate` and `atomsim trace info`.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "traces/trace.hpp"
+
+namespace atomsim::trace {
+
+struct KernelSummary {
+  std::string name;
+  Dim3 grid, block;
+  std::uint32_t registers_per_thread = 0, shared_bytes = 0;
+  std::uint64_t warps = 0;
+  std::uint64_t warp_instructions = 0;
+  std::uint64_t thread_instructions = 0;
+  std::array<std::uint64_t, kOpClassCount> by_class{};
+  std::uint64_t atomic_lane_ops = 0;
+};
+
+struct TraceSummary {
+  std::uint64_t file_bytes = 0;
+  std::uint64_t raw_bytes = 0;  // decompressed record payload
+  std::uint64_t chunks = 0;
+  std::vector<KernelSummary> kernels;
+};
+
+// Throws TraceError naming the file and byte offset of the first problem.
+TraceSummary validate_trace(const std::string& path);
+
+}  // namespace atomsim::trace
