@@ -25,20 +25,13 @@ GpuParams load_gpu_params(const std::string& config, const std::vector<std::stri
   gpu.choice("name", p.name, {"h100", "a100", "rtx4090", "rtx3060", "custom"}, "which GPU this describes");
   gpu.integer("sms", p.sms, 1, 1024, "streaming multiprocessors");
   gpu.real("sm_clock_mhz", p.sm_clock_mhz, 1, 10000, "SM clock: one simulated cycle");
-  ParamBinder sm(source, "sm");
-  p.sm.declare(sm);
-  ParamBinder mio(source, "mio");
-  p.mio.declare(mio);
-  ParamBinder l1(source, "l1");
-  p.l1.declare(l1);
-  ParamBinder request(source, "interconnect.request");
-  p.request_network.declare(request);
-  ParamBinder reply(source, "interconnect.reply");
-  p.reply_network.declare(reply);
-  ParamBinder l2(source, "l2");
-  p.l2.declare(l2);
-  ParamBinder dram(source, "dram");
-  p.dram.declare(dram);
+  p.sm.declare(ParamBinder(source, "sm"));
+  p.mio.declare(ParamBinder(source, "mio"));
+  p.l1.declare(ParamBinder(source, "l1"));
+  p.request_network.declare(ParamBinder(source, "interconnect.request"));
+  p.reply_network.declare(ParamBinder(source, "interconnect.reply"));
+  p.l2.declare(ParamBinder(source, "l2"));
+  p.dram.declare(ParamBinder(source, "dram"));
   source.check_all_claimed();
   if (p.l2.slices % p.l2.partitions != 0)
     throw ConfigError(fmt::format("{}: key 'l2.slices' = {} must be a multiple of 'l2.partitions' = {}", p.origin,

@@ -210,7 +210,8 @@ StaticInst parse_sass_instruction(std::string_view text, std::uint64_t pc) {
   return s;
 }
 
-std::vector<StaticInst> parse_sass_function(std::string_view listing, std::string_view function) {
+std::vector<StaticInst> parse_sass_function(std::string_view listing, std::string_view function,
+                                            std::vector<std::string>* text_out) {
   std::string header = fmt::format("Function : {}", function);
   std::size_t start = listing.find(header);
   if (start == std::string_view::npos) throw TraceError(fmt::format("SASS listing has no function {}", function));
@@ -232,6 +233,7 @@ std::vector<StaticInst> parse_sass_function(std::string_view listing, std::strin
     std::size_t semi = text.find(';');
     if (semi == std::string_view::npos) continue;
     program.push_back(parse_sass_instruction(text.substr(0, semi), pc));
+    if (text_out) text_out->emplace_back(trim(text.substr(0, semi)));
   }
   if (program.empty()) throw TraceError(fmt::format("SASS listing has no instructions for {}", function));
   return program;

@@ -17,8 +17,10 @@ OpClass classify_opcode(std::string_view mnemonic);
 // The guard predicate, when present, is recorded as a source.
 StaticInst parse_sass_instruction(std::string_view text, std::uint64_t pc);
 
-// Extracts the instructions of one function from a cuobjdump --dump-sass listing.
-// Throws TraceError when the function is not in the listing.
-std::vector<StaticInst> parse_sass_function(std::string_view listing, std::string_view function);
+// Extracts the instructions of one function from a cuobjdump --dump-sass listing;
+// `text`, when given, receives each instruction's text. Throws TraceError when
+// the function is not in the listing.
+std::vector<StaticInst> parse_sass_function(std::string_view listing, std::string_view function,
+                                            std::vector<std::string>* text = nullptr);
 
 }  // namespace atomsim::trace

@@ -18,7 +18,7 @@ struct DramParams {
   Cycle latency = 100;
   std::uint32_t queue_depth = 64;
   std::uint32_t interleave_bytes = 256;
-  void declare(ParamBinder& b) {
+  void declare(ParamBinder b) {
     b.integer("channels", channels, 1, 1024, "independent DRAM channels");
     b.real("bytes_per_cycle_per_channel", bytes_per_cycle_per_channel, 0.01, 4096, "peak bytes one channel moves per SM cycle");
     b.integer("latency", latency, 1, 100000, "cycles from a channel starting a read to the data leaving it");

@@ -18,7 +18,7 @@ struct CrossbarParams {
   std::uint32_t input_buffer_flits = 16;
   double input_flits_per_cycle = 1;
   double output_flits_per_cycle = 1;
-  void declare(ParamBinder& b) {
+  void declare(ParamBinder b) {
     b.integer("latency", latency, 1, 10000, "cycles from entering the crossbar to arriving at the destination buffer");
     b.integer("input_buffer_flits", input_buffer_flits, 1, 1 << 20, "flits each input buffers");
     b.real("input_flits_per_cycle", input_flits_per_cycle, 0.001, 1024, "injection bandwidth of one input port");

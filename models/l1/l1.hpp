@@ -31,7 +31,7 @@ struct L1Params {
   bool atomic_buffer = false;
   std::uint32_t atomic_buffer_entries = 64;
 
-  void declare(ParamBinder& b) {
+  void declare(ParamBinder b) {
     b.integer("capacity_bytes", capacity_bytes, 1024, 1 << 24, "L1 data capacity (the part not used as shared memory)");
     b.integer("line_bytes", line_bytes, 32, 1024, "line size");
     b.integer("sector_bytes", sector_bytes, 4, 1024, "sector size: the unit of coalescing and of L2 traffic");

@@ -34,7 +34,7 @@ struct L2Params {
   Cycle rop_latency = 1;
   double rop_same_address_interval = 1;
 
-  void declare(ParamBinder& b) {
+  void declare(ParamBinder b) {
     b.integer("slices", slices, 1, 4096, "L2 slices (LTS units) in the GPU");
     b.integer("partitions", partitions, 1, 16, "L2 partitions; a request to a slice of another partition than its SM's pays the far-partition costs");
     b.integer("slice_bytes", slice_bytes, 1024, 1ll << 34, "capacity of one slice");

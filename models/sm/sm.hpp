@@ -23,7 +23,7 @@ namespace atomsim::model {
 struct PipeParams {
   double issue_interval = 1;
   Cycle latency = 4;
-  void declare(ParamBinder& b) {
+  void declare(ParamBinder b) {
     b.real("issue_interval", issue_interval, 0.01, 1024, "cycles between two warp instructions entering this pipe of one sub-core");
     b.integer("latency", latency, 1, 10000, "cycles until a dependent instruction may issue");
   }
@@ -41,7 +41,7 @@ struct SmParams {
   Cycle branch_resolve_latency = 4;
   PipeParams int_alu, fp_alu, fma, vote, branch, misc;
 
-  void declare(ParamBinder& b) {
+  void declare(ParamBinder b) {
     b.integer("subcores", subcores, 1, 16, "sub-cores (SMSPs), each with its own warp scheduler");
     b.integer("max_warps", max_warps, 1, 256, "resident warps per SM");
     b.integer("max_ctas", max_ctas, 1, 256, "resident CTAs per SM");
@@ -52,18 +52,12 @@ struct SmParams {
     b.integer("min_reissue_interval", min_reissue_interval, 1, 64, "cycles between two instructions of one warp");
     b.integer("branch_resolve_latency", branch_resolve_latency, 1, 1000, "cycles a warp waits after a branch before it can issue");
     ParamBinder pipes = b.sub("pipes");
-    ParamBinder g = pipes.sub("int_alu");
-    int_alu.declare(g);
-    g = pipes.sub("fp_alu");
-    fp_alu.declare(g);
-    g = pipes.sub("fma");
-    fma.declare(g);
-    g = pipes.sub("vote");
-    vote.declare(g);
-    g = pipes.sub("branch");
-    branch.declare(g);
-    g = pipes.sub("misc");
-    misc.declare(g);
+    int_alu.declare(pipes.sub("int_alu"));
+    fp_alu.declare(pipes.sub("fp_alu"));
+    fma.declare(pipes.sub("fma"));
+    vote.declare(pipes.sub("vote"));
+    branch.declare(pipes.sub("branch"));
+    misc.declare(pipes.sub("misc"));
   }
 };
 

@@ -1,0 +1,137 @@
+// atomsim command line: run | gen | trace | config.
+#include <CLI/CLI.hpp>
+#include <systemc>
+
+#include <cstdlib>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "sim/config.hpp"
+#include "sim/run.hpp"
+#include "sim/trace_cli.hpp"
+#include "sim/engine/params.hpp"
+#include "traces/trace.hpp"
+#include "traces/writer.hpp"
+#include "workloads/microbench/generator.hpp"
+
+int sc_main(int argc, char** argv) {
+  using namespace atomsim;
+  CLI::App app{"atomsim: cycle-level simulator of the GPU atomic path"};
+  app.require_subcommand(1);
+
+  SimulateOptions sim;
+  std::string trace_path;
+  auto* run = app.add_subcommand("run", "simulate a trace (default: the built-in microbenchmark on the h100 config)");
+  run->add_option("--config,-c", sim.config, "configuration file or bundled name (h100, a100, rtx4090, rtx3060)");
+  run->add_option("--trace,-t", trace_path, "trace file (format v1)");
+  run->add_option("--set", sim.overrides, "override a parameter, e.g. --set l2.rop_units_per_slice=2");
+  run->add_option("--json", sim.json_out, "write results as JSON (docs/output-schema.md)");
+  bool no_check = false, quiet = false;
+  run->add_flag("--no-check", no_check, "skip the functional check of atomics");
+  run->add_flag("--quiet,-q", quiet, "no progress lines");
+
+  auto* gen = app.add_subcommand("gen", "generate traces without a GPU");
+  gen->require_subcommand(1);
+  auto* micro = gen->add_subcommand("microbench", "atomics microbenchmark (runs the kernels' real sm_90 SASS)");
+  workloads::MicrobenchParams mb;
+  std::string out_path, variants = "all";
+  micro->add_option("--out,-o", out_path, "trace file to write")->required();
+  micro->add_option("--variant", variants, "baseline, swb, sws or all (one kernel each)");
+  micro->add_option("--blocks", mb.blocks, "CTAs");
+  micro->add_option("--warps-per-block", mb.warps_per_block, "warps per CTA");
+  micro->add_option("--iterations", mb.iterations, "rounds of updates per warp");
+  micro->add_option("--primitives", mb.primitives, "primitives (parameter groups) updated");
+  micro->add_option("--params", mb.params, "parameters per primitive (1, 4 or 9)");
+  micro->add_option("--active-fraction", mb.active_fraction, "fraction of lanes active per round");
+  micro->add_option("--lanes-per-primitive", mb.lanes_per_primitive, "lanes sharing one primitive");
+  micro->add_option("--threshold", mb.threshold, "DISTWAR balancing threshold (lanes)");
+  micro->add_option("--seed", mb.seed, "seed of the kernel's hash");
+
+  auto* tr = app.add_subcommand("trace", "inspect traces");
+  tr->require_subcommand(1);
+  std::string inspect_path;
+  std::size_t dump_kernel = 0;
+  std::uint64_t dump_warp = 0, dump_limit = 100;
+  auto* info = tr->add_subcommand("info", "summary of a trace");
+  info->add_option("trace", inspect_path, "trace file")->required();
+  auto* validate = tr->add_subcommand("validate", "check every byte of a trace");
+  validate->add_option("trace", inspect_path, "trace file")->required();
+  auto* dump = tr->add_subcommand("dump", "print a warp's instruction records");
+  dump->add_option("trace", inspect_path, "trace file")->required();
+  dump->add_option("--kernel", dump_kernel, "kernel index");
+  dump->add_option("--warp", dump_warp, "warp index within the kernel");
+  dump->add_option("--limit", dump_limit, "records to print");
+
+  auto* config = app.add_subcommand("config", "configuration tools");
+  config->require_subcommand(1);
+  auto* describe = config->add_subcommand("describe", "list every parameter with its range and meaning");
+  std::string describe_config = "h100";
+  describe->add_option("--config,-c", describe_config, "configuration file or bundled name");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    std::cerr << "atomsim: error: " << what.substr(0, what.find('\n')) << " (see --help)\n";
+    return 2;
+  }
+
+  try {
+    if (*run) {
+      sim.check_atomics = !no_check;
+      sim.progress = !quiet;
+      return run_job(trace_path, sim, std::cout);
+    }
+    if (*micro) {
+      std::vector<workloads::MicrobenchParams> kernels;
+      if (variants == "all") {
+        for (auto v : {workloads::MicrobenchVariant::Baseline, workloads::MicrobenchVariant::SwB,
+                       workloads::MicrobenchVariant::SwS}) {
+          kernels.push_back(mb);
+          kernels.back().variant = v;
+        }
+      } else {
+        mb.variant = workloads::parse_variant(variants);
+        kernels.push_back(mb);
+      }
+      for (const auto& k : kernels) k.validate();
+      std::uint64_t n = write_microbench_trace(kernels, out_path);
+      std::cout << fmt::format("{}: {} kernels, {} warp instructions\n", out_path, kernels.size(), n);
+      return 0;
+    }
+    if (*info) { trace_info(inspect_path, std::cout); return 0; }
+    if (*validate) { trace_validate(inspect_path, std::cout); return 0; }
+    if (*dump) { trace_dump(inspect_path, dump_kernel, dump_warp, dump_limit, std::cout); return 0; }
+    if (*describe) {
+      GpuParams p = load_gpu_params(describe_config, {});
+      for (const auto& d : p.documentation)
+        std::cout << fmt::format("{:<44} {:<8} {:<24} {}\n", d.key, d.type, d.range, d.description);
+      return 0;
+    }
+  } catch (const ConfigError& e) {
+    std::cerr << "atomsim: error: " << e.what() << "\n";
+    return 1;
+  } catch (const trace::TraceError& e) {
+    std::cerr << "atomsim: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "atomsim: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "atomsim: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+// SystemC's entry prints a banner to stderr unless told not to; it must be told
+// before it starts.
+int main(int argc, char** argv) {
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+  return sc_core::sc_elab_and_sim(argc, argv);
+}

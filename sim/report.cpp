@@ -1,0 +1,180 @@
+#include "sim/report.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "models/sm/stall.hpp"
+
+namespace atomsim {
+
+namespace {
+
+double stat_total(const KernelRun& run, const std::string& kind, const std::string& name) {
+  auto k = run.stats.find(kind);
+  if (k == run.stats.end()) return 0;
+  auto s = k->second.find(name);
+  return s == k->second.end() ? 0 : s->second.total;
+}
+
+const StatSummary* stat(const KernelRun& run, const std::string& kind, const std::string& name) {
+  auto k = run.stats.find(kind);
+  if (k == run.stats.end()) return nullptr;
+  auto s = k->second.find(name);
+  return s == k->second.end() ? nullptr : &s->second;
+}
+
+double warp_cycles_total(const KernelRun& run) {
+  double total = 0;
+  for (int s = 0; s < model::kWarpStateCount; ++s)
+    total += stat_total(run, "smsp", std::string("stall.") + model::warp_state_name(static_cast<model::WarpState>(s)));
+  return total;
+}
+
+}  // namespace
+
+nlohmann::json kernel_json(const KernelRun& run, const GpuParams& params) {
+  using nlohmann::json;
+  json k;
+  k["name"] = run.name;
+  k["grid"] = {run.grid.x, run.grid.y, run.grid.z};
+  k["block"] = {run.block.x, run.block.y, run.block.z};
+  k["ctas_per_sm"] = run.ctas_per_sm;
+  k["cycles"] = run.cycles;
+  k["time_us"] = static_cast<double>(run.cycles) / params.sm_clock_mhz;
+  const double instructions = stat_total(run, "smsp", "warp_instructions");
+  k["warp_instructions"] = static_cast<std::uint64_t>(instructions);
+  k["thread_instructions"] = static_cast<std::uint64_t>(stat_total(run, "smsp", "thread_instructions"));
+  k["ipc"] = run.cycles ? instructions / static_cast<double>(run.cycles) : 0.0;
+  json by_class = json::object();
+  for (int c = 0; c < trace::kOpClassCount; ++c) {
+    std::string name = trace::op_class_name(static_cast<trace::OpClass>(c));
+    double n = stat_total(run, "smsp", "issued." + name);
+    if (n > 0) by_class[name] = static_cast<std::uint64_t>(n);
+  }
+  k["warp_instructions_by_class"] = by_class;
+
+  const double warp_cycles = warp_cycles_total(run);
+  json reasons = json::object();
+  for (int s = 0; s < model::kWarpStateCount; ++s) {
+    std::string name = model::warp_state_name(static_cast<model::WarpState>(s));
+    double cycles = stat_total(run, "smsp", "stall." + name);
+    reasons[name] = {{"warp_cycles", static_cast<std::uint64_t>(cycles)},
+                     {"fraction", warp_cycles > 0 ? cycles / warp_cycles : 0.0},
+                     {"per_instruction", instructions > 0 ? cycles / instructions : 0.0}};
+  }
+  k["warp_states"] = {{"warp_cycles", static_cast<std::uint64_t>(warp_cycles)}, {"reasons", reasons}};
+
+  json atomics;
+  atomics["warp_instructions"] = static_cast<std::uint64_t>(stat_total(run, "smsp", "atomic_warp_instructions"));
+  atomics["lane_ops_issued"] = static_cast<std::uint64_t>(stat_total(run, "smsp", "atomic_lane_ops"));
+  atomics["l1_lane_ops_in"] = static_cast<std::uint64_t>(stat_total(run, "l1", "atomic_lane_ops_in"));
+  atomics["l1_ops_to_l2"] = static_cast<std::uint64_t>(stat_total(run, "l1", "atomic_ops_to_l2"));
+  atomics["l1_buffer_combines"] = static_cast<std::uint64_t>(stat_total(run, "l1", "atomic_buffer_combines"));
+  atomics["l2_ops_processed"] = static_cast<std::uint64_t>(stat_total(run, "l2_slice", "atomic_ops"));
+  atomics["l2_lane_updates"] = static_cast<std::uint64_t>(stat_total(run, "l2_slice", "atomic_lane_updates"));
+  if (const StatSummary* s = stat(run, "l2_slice", "atomic_ops")) {
+    atomics["l2_ops_per_slice_mean"] = s->mean;
+    atomics["l2_ops_per_slice_max"] = s->max;
+  }
+  k["atomics"] = atomics;
+
+  json units = json::object();
+  for (const auto& [kind, stats] : run.stats) {
+    json u = json::object();
+    for (const auto& [name, s] : stats) {
+      if (name.starts_with("stall.") || name.starts_with("issued.")) continue;
+      const char* type = s.kind == StatKind::Counter ? "counter" : s.kind == StatKind::Integral ? "time_average"
+                       : s.kind == StatKind::Busy ? "utilization" : "constant";
+      u[name] = {{"type", type}, {"instances", s.instances}, {"total", s.total}, {"mean", s.mean}, {"max", s.max}};
+    }
+    units[kind] = u;
+  }
+  k["units"] = units;
+  if (run.checked) {
+    const FunctionalCheck& c = run.check;
+    k["functional_check"] = {{"passed", c.passed()},
+                             {"addresses", c.addresses},
+                             {"lane_updates_expected", c.lane_updates_expected},
+                             {"lane_updates_applied", c.lane_updates_applied},
+                             {"count_mismatches", c.count_mismatches},
+                             {"value_mismatches", c.value_mismatches},
+                             {"max_relative_error", c.max_relative_error}};
+  }
+  return k;
+}
+
+nlohmann::json run_json(const std::vector<KernelRun>& runs, const GpuParams& params,
+                        const std::vector<std::string>& overrides, const std::string& trace) {
+  nlohmann::json doc;
+  doc["schema"] = "atomsim.run/1";
+  doc["config"] = {{"name", params.name}, {"file", params.origin}, {"overrides", overrides},
+                   {"sms", params.sms}, {"sm_clock_mhz", params.sm_clock_mhz}};
+  doc["trace"] = trace;
+  doc["kernels"] = nlohmann::json::array();
+  for (const auto& r : runs) doc["kernels"].push_back(kernel_json(r, params));
+  return doc;
+}
+
+void print_kernel_table(std::ostream& out, const KernelRun& run, const GpuParams& params) {
+  const double instructions = stat_total(run, "smsp", "warp_instructions");
+  const double warp_cycles = warp_cycles_total(run);
+  out << fmt::format("kernel {}  grid {}x{}x{}  block {}x{}x{}  {} CTAs/SM\n", run.name, run.grid.x, run.grid.y,
+                     run.grid.z, run.block.x, run.block.y, run.block.z, run.ctas_per_sm);
+  out << fmt::format("  cycles {}  ({:.1f} us at {:.0f} MHz)   warp instructions {:.0f}   IPC {:.2f}\n", run.cycles,
+                     static_cast<double>(run.cycles) / params.sm_clock_mhz, params.sm_clock_mhz, instructions,
+                     run.cycles ? instructions / static_cast<double>(run.cycles) : 0.0);
+  out << fmt::format("  {:<20}{:>16}{:>10}{:>14}\n", "warp state", "warp-cycles", "fraction", "per instr");
+  for (int s = 0; s < model::kWarpStateCount; ++s) {
+    std::string name = model::warp_state_name(static_cast<model::WarpState>(s));
+    double cycles = stat_total(run, "smsp", "stall." + name);
+    if (cycles == 0) continue;
+    out << fmt::format("  {:<20}{:>16.0f}{:>9.1f}%{:>14.2f}\n", name, cycles, warp_cycles > 0 ? 100 * cycles / warp_cycles : 0.0,
+                       instructions > 0 ? cycles / instructions : 0.0);
+  }
+  out << fmt::format("  atomics: {:.0f} lane ops issued, {:.0f} leave L1, {:.0f} processed by ROPs (max {:.0f} per slice)\n",
+                     stat_total(run, "smsp", "atomic_lane_ops"), stat_total(run, "l1", "atomic_ops_to_l2"),
+                     stat_total(run, "l2_slice", "atomic_ops"), stat(run, "l2_slice", "atomic_ops") ? stat(run, "l2_slice", "atomic_ops")->max : 0.0);
+  auto util = [&](const char* kind, const char* name) {
+    const StatSummary* s = stat(run, kind, name);
+    return s ? fmt::format("{:.0f}%/{:.0f}%", 100 * s->mean, 100 * s->max) : std::string("-");
+  };
+  auto level = [&](const char* kind, const char* name) {
+    const StatSummary* s = stat(run, kind, name);
+    return s ? fmt::format("{:.1f}/{:.1f}", s->mean, s->max) : std::string("-");
+  };
+  out << fmt::format("  mean/max: LG queue {} flits, MIO queue {}, L1 pipe {}, L2 lookups {}, ROPs {}, xbar out {}, DRAM {}\n",
+                     level("l1", "lg_queue.occupancy"), level("mio", "queue.occupancy"), util("l1", "pipeline_utilization"),
+                     util("l2_slice", "lookup_utilization"), util("l2_slice", "rop_utilization"),
+                     util("request_network", "output_utilization"), util("dram", "channel_utilization"));
+  if (run.checked) {
+    const FunctionalCheck& c = run.check;
+    out << fmt::format("  atomic memory image: {} ({} addresses, {} of {} lane updates applied, max rel. error {:.2e})\n",
+                       c.passed() ? "matches the trace" : "MISMATCH", c.addresses, c.lane_updates_applied,
+                       c.lane_updates_expected, c.max_relative_error);
+  }
+}
+
+void write_file_atomically(const std::string& path, const std::string& contents) {
+  std::string tmp = path + ".partial";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
+    out << contents;
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw std::runtime_error(fmt::format("{}: write failed", path));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error(fmt::format("{}: cannot rename into place: {}", path, std::strerror(errno)));
+  }
+}
+
+}  // namespace atomsim

@@ -1,0 +1,23 @@
+// Turns kernel runs into the JSON document (docs/output-schema.md) and the
+// terminal table. Only simulated quantities go into JSON, so identical inputs
+// give byte-identical output.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "sim/gpu.hpp"
+
+namespace atomsim {
+
+nlohmann::json kernel_json(const KernelRun& run, const GpuParams& params);
+nlohmann::json run_json(const std::vector<KernelRun>& runs, const GpuParams& params,
+                        const std::vector<std::string>& overrides, const std::string& trace);
+void print_kernel_table(std::ostream& out, const KernelRun& run, const GpuParams& params);
+// Writes via a temporary file renamed into place; throws std::runtime_error naming the path.
+void write_file_atomically(const std::string& path, const std::string& contents);
+
+}  // namespace atomsim
