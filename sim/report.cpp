@@ -148,7 +148,7 @@ void print_kernel_table(std::ostream& out, const KernelRun& run, const GpuParams
     return s ? fmt::format("{:.1f}/{:.1f}", s->mean, s->max) : std::string("-");
   };
   out << fmt::format("  mean/max: LG queue {} flits, MIO queue {}, L1 pipe {}, L2 lookups {}, ROPs {}, xbar out {}, DRAM {}\n",
-                     level("l1", "lg_queue.occupancy"), level("mio", "queue.occupancy"), util("l1", "pipeline_utilization"),
+                     level("lg_queue", "occupancy"), level("mio_queue", "occupancy"), util("l1", "pipeline_utilization"),
                      util("l2_slice", "lookup_utilization"), util("l2_slice", "rop_utilization"),
                      util("request_network", "output_utilization"), util("dram", "channel_utilization"));
   if (run.checked) {

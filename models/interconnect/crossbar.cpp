@@ -11,7 +11,7 @@ Crossbar::Crossbar(const sc_core::sc_module_name& name, const CrossbarParams& p,
   StatGroup& g = stats.group(std::string(basename()), "");
   for (std::uint32_t i = 0; i < inputs; ++i) {
     inputs_.push_back(std::make_unique<InPort<MemPacket>>(*this, p.input_buffer_flits));
-    inputs_.back()->register_stats(g, "input");
+    inputs_.back()->register_stats(stats.group(std::string(basename()) + "_input", std::to_string(i)));
   }
   for (std::uint32_t o = 0; o < outputs; ++o) outputs_.push_back(std::make_unique<OutPort<MemPacket>>(*this));
   g.add_counter("packets", &packets_, "packets switched");

@@ -16,7 +16,7 @@ L1::L1(const sc_core::sc_module_name& name, const L1Params& p, std::uint16_t sm,
   StatGroup& g = stats.group("l1", basename());
   for (std::uint32_t s = 0; s < subcores; ++s) {
     lg_queues_.push_back(std::make_unique<InPort<LsuOp>>(*this, p.lg_queue_depth));
-    lg_queues_.back()->register_stats(g, "lg_queue");
+    lg_queues_.back()->register_stats(stats.group("lg_queue", std::string(basename()) + "." + std::to_string(s)));
   }
   for (std::uint32_t i = 0; i < p.max_inflight_instructions; ++i) free_inflight_.push_back(p.max_inflight_instructions - 1 - i);
   g.add_counter("instructions", &instructions_, "memory instructions taken from the LG queues");

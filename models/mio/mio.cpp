@@ -10,7 +10,7 @@ Mio::Mio(const sc_core::sc_module_name& name, const MioParams& p, std::uint32_t 
   StatGroup& g = stats.group("mio", basename());
   for (std::uint32_t s = 0; s < subcores; ++s) {
     queues_.push_back(std::make_unique<InPort<MioOp>>(*this, p.queue_depth));
-    queues_.back()->register_stats(g, "queue");
+    queues_.back()->register_stats(stats.group("mio_queue", std::string(basename()) + "." + std::to_string(s)));
   }
   g.add_counter("instructions", &instructions_, "instructions dispatched");
   g.add_busy("shuffle_utilization", shuffle_.busy_scaled(), "busy fraction of the shuffle/match pipe");

@@ -9,7 +9,7 @@ using trace::OpClass;
 
 namespace {
 
-enum class Route : std::uint8_t { Pipe, Mio, Lsu, Barrier, Membar, Exit };
+enum class Route : std::uint8_t { Pipe, Mio, Lsu, Barrier, Membar };
 enum PipeIndex : std::uint8_t { kIntAlu, kFpAlu, kFma, kVote, kBranch, kMisc, kPipeCount };
 
 struct InstTiming {
@@ -176,8 +176,6 @@ class Sm::Subcore {
           return;
         }
         break;
-      case Route::Exit:
-        break;
     }
     w.state = WarpState::NotSelected;  // eligible
   }
@@ -262,18 +260,10 @@ class Sm::Subcore {
         }
         w.at_barrier = true;
         break;
-      case Route::Exit:
-        w.exited = true;
-        break;
     }
     w.next_issue = std::max(w.next_issue, now + sm_.params_.min_reissue_interval);
-    if (w.exited) {
-      w.has_inst = false;
-      sm_.warp_exited(w, now);
-      return;
-    }
     fetch(w);
-    if (!w.has_inst) {  // a stream that ends without EXIT exits after its last instruction
+    if (!w.has_inst) {  // lanes leave through guarded EXITs; the warp is done when its stream ends
       w.exited = true;
       sm_.warp_exited(w, now);
       return;
@@ -331,7 +321,7 @@ std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams
       case OpClass::LoadGlobal: case OpClass::StoreGlobal: case OpClass::Atom: case OpClass::Red: t.route = Route::Lsu; break;
       case OpClass::Barrier: t.route = Route::Barrier; break;
       case OpClass::Membar: t.route = Route::Membar; break;
-      case OpClass::Exit: t.route = Route::Exit; break;
+      case OpClass::Exit: pipe(kBranch, p.branch); break;
     }
     out.push_back(t);
   }
@@ -352,8 +342,8 @@ Sm::Sm(const sc_core::sc_module_name& name, const SmParams& p, std::uint16_t ind
       ctas_(p.max_ctas), lsu_completions_(*this, 4096), mio_completions_(*this, 4096), cta_launch_(*this, 256),
       cta_done_(*this) {
   StatGroup& sm_stats = stats.group("sm", basename());
-  StatGroup& smsp_stats = stats.group("smsp", basename());
-  for (std::uint32_t s = 0; s < p.subcores; ++s) subcores_.push_back(std::make_unique<Subcore>(*this, s, smsp_stats));
+  for (std::uint32_t s = 0; s < p.subcores; ++s)
+    subcores_.push_back(std::make_unique<Subcore>(*this, s, stats.group("smsp", std::string(basename()) + "." + std::to_string(s))));
   for (std::uint16_t slot = 0; slot < p.max_warps; ++slot) {
     warps_[slot].slot = slot;
     subcores_[slot % p.subcores]->add_slot(slot);

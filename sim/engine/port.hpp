@@ -103,10 +103,12 @@ class InPort {
   std::uint64_t take_credits() { return std::exchange(credits_returned_, 0); }
 
   // Time-weighted occupancy, reported by the owner through its stats group.
-  void register_stats(StatGroup& group, const std::string& name) {
-    group.add_integral(name + ".occupancy", &level_integral_, "time-averaged flits buffered");
-    group.add_counter(name + ".full_cycles", &full_cycles_, "cycles the buffer refused new flits");
-    group.add_constant(name + ".capacity", capacity_flits_, "buffer capacity in flits");
+  // `prefix` may be empty when the group describes this buffer alone.
+  void register_stats(StatGroup& group, const std::string& prefix = "") {
+    std::string p = prefix.empty() ? "" : prefix + ".";
+    group.add_integral(p + "occupancy", &level_integral_, "time-averaged flits buffered");
+    group.add_counter(p + "full_cycles", &full_cycles_, "cycles the buffer refused new flits");
+    group.add_constant(p + "capacity", capacity_flits_, "buffer capacity in flits");
   }
 
  private:
