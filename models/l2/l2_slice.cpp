@@ -83,7 +83,10 @@ Cycle L2Slice::run_atomic(MemPacket& packet, Cycle start) {
   RateServer& unit = rop_units_[(packet.line / params_.line_bytes) % rop_units_.size()];
   std::uint64_t before = *unit.busy_scaled();
   Cycle done = unit.occupy(start, ops.size());
-  Cycle serialized = start + static_cast<Cycle>(static_cast<double>(longest_run) * params_.rop_same_address_interval);
+  // The last update of the longest same-address chain starts (run - 1)
+  // intervals after the first and then takes one operation's time.
+  Cycle serialized = start + static_cast<Cycle>(static_cast<double>(longest_run - 1) * params_.rop_same_address_interval +
+                                                1.0 / params_.rop_ops_per_cycle + 0.5);
   if (serialized > done) {
     // Hold the unit until the dependent chain completes.
     done = unit.occupy(done, static_cast<std::uint64_t>((serialized - done) * params_.rop_ops_per_cycle));

@@ -79,6 +79,7 @@ class Sm::Subcore {
       Cycle span = now - accounted_until_;
       for (int s = 0; s < kWarpStateCount; ++s) stall_cycles_[s] += counts_[s] * span;
     }
+    accounted_until_ = now + 1;  // this evaluation accounts cycle `now` itself
     eligible_.clear();
     for (std::uint16_t slot : slots_) {
       Warp& w = sm_.warp(slot);
@@ -106,7 +107,6 @@ class Sm::Subcore {
       ++counts_[static_cast<int>(w.state)];
       next = std::min(next, w.state == WarpState::NotSelected ? after : w.unblock_at);
     }
-    accounted_until_ = after;
     next_eval_ = next;
     if (!lg_reads_.empty()) lg_.watch_credits();
     if (!mio_reads_.empty()) mio_.watch_credits();
@@ -265,7 +265,7 @@ class Sm::Subcore {
     fetch(w);
     if (!w.has_inst) {  // lanes leave through guarded EXITs; the warp is done when its stream ends
       w.exited = true;
-      sm_.warp_exited(w, now);
+      sm_.warp_exited(w, now, /*resident_through=*/now + 1);
       return;
     }
     if (w.at_barrier) sm_.warp_at_barrier(w, now);
@@ -365,12 +365,6 @@ void Sm::begin_kernel(const KernelContext& kernel) {
   for (auto& sc : subcores_) sc->set_program(&timing_->timing);
 }
 
-void Sm::change_residency(int delta, Cycle now) {
-  residency_integral_ += std::uint64_t(resident_warps_) * (now - residency_changed_);
-  residency_changed_ = now;
-  resident_warps_ = static_cast<std::uint32_t>(static_cast<int>(resident_warps_) + delta);
-}
-
 void Sm::launch_cta(std::uint64_t cta, Cycle now) {
   const std::uint32_t warps_per_cta = kernel_.info->warps_per_cta();
   auto slot_it = std::find_if(ctas_.begin(), ctas_.end(), [](const CtaSlot& c) { return !c.active; });
@@ -396,22 +390,22 @@ void Sm::launch_cta(std::uint64_t cta, Cycle now) {
     w.stream = kernel_.open_warp(cta * warps_per_cta + i);
     w.next_issue = now;
     Subcore::fetch(w);
+    w.launched_at = now;
     c.warps.push_back(slot);
     ++c.live_warps;
     ++c.resident_warps;
-    change_residency(+1, now);
     if (!w.has_inst) {
       w.exited = true;
-      warp_exited(w, now);
+      warp_exited(w, now, now);
     }
   }
 }
 
-void Sm::warp_exited(Warp& w, Cycle now) {
+void Sm::warp_exited(Warp& w, Cycle now, Cycle resident_through) {
   CtaSlot& c = ctas_[w.cta_slot];
   --c.live_warps;
   check_barrier(c, now);
-  maybe_retire(w, now);
+  maybe_retire(w, resident_through);
 }
 
 void Sm::warp_at_barrier(Warp& w, Cycle now) {
@@ -433,12 +427,14 @@ void Sm::check_barrier(CtaSlot& c, Cycle now) {
   c.at_barrier = 0;
 }
 
-void Sm::maybe_retire(Warp& w, Cycle now) {
+void Sm::maybe_retire(Warp& w, Cycle end) {
   if (!w.exited || w.outstanding_memory > 0 || !w.resident) return;
-  subcore_of(w.slot).settle(now);
+  // A warp retiring during its sub-core's evaluation was accounted for that
+  // cycle by the evaluation itself; otherwise bring accounting up to `end`.
+  subcore_of(w.slot).settle(end);
   w.resident = false;
   w.stream = trace::WarpStream();
-  change_residency(-1, now);
+  residency_integral_ += end - w.launched_at;
   CtaSlot& c = ctas_[w.cta_slot];
   if (--c.resident_warps == 0) {
     c.active = false;

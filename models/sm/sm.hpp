@@ -108,13 +108,12 @@ class Sm : public Unit {
   struct ProgramTiming;
   void launch_cta(std::uint64_t cta, Cycle now);
   void handle_completion(const Completion& c, bool from_lsu, Cycle now);
-  void warp_exited(Warp& w, Cycle now);
+  void warp_exited(Warp& w, Cycle now, Cycle resident_through);
   void warp_at_barrier(Warp& w, Cycle now);
-  void maybe_retire(Warp& w, Cycle now);
+  void maybe_retire(Warp& w, Cycle end);
   void check_barrier(CtaSlot& cta, Cycle now);
   Warp& warp(std::uint16_t slot) { return warps_[slot]; }
   Subcore& subcore_of(std::uint16_t slot);
-  void change_residency(int delta, Cycle now);
 
   friend class Subcore;
   const SmParams params_;
@@ -133,9 +132,7 @@ class Sm : public Unit {
   std::uint64_t launch_sequence_ = 0;
   std::string error_;
 
-  std::uint32_t resident_warps_ = 0;
-  Cycle residency_changed_ = 0;
-  std::uint64_t residency_integral_ = 0;
+  std::uint64_t residency_integral_ = 0;  // warp-cycles of residency of retired warps
   std::uint64_t ctas_completed_ = 0;
 };
 

@@ -16,6 +16,7 @@ struct Warp {
   std::uint16_t slot = 0;
   std::uint32_t cta_slot = 0;
   std::uint64_t age = 0;
+  Cycle launched_at = 0;
   trace::WarpStream stream;
   trace::WarpInst inst;
   bool has_inst = false;

@@ -36,6 +36,11 @@ class RingBuffer {
     slots_[tail] = std::move(value);
     ++size_;
   }
+  // Moves the last element toward the front while `before(previous, last)` holds.
+  template <class Before>
+  void sift_back(Before before) {
+    for (std::size_t i = size_ - 1; i > 0 && before(at(i), at(i - 1)); --i) std::swap(at(i), at(i - 1));
+  }
   void pop_front() {
     assert(!empty());
     if (++head_ == slots_.size()) head_ = 0;
@@ -95,6 +100,8 @@ class InPort {
     track_level(now);
     occupied_flits_ += flits_of(msg);
     buffer_.push_back(Entry{ready, std::move(msg)});
+    // A sender may add pipeline delay per message; messages leave in ready order.
+    buffer_.sift_back([](const Entry& a, const Entry& b) { return a.ready < b.ready; });
     if (occupied_flits_ >= capacity_flits_ || buffer_.full()) full_since_ = now;
     owner_.wake_at(ready);
   }
@@ -184,9 +191,10 @@ class RateServer {
     cost_per_unit_ = static_cast<std::uint64_t>(kScale / units_per_cycle + 0.5);
     if (cost_per_unit_ == 0) cost_per_unit_ = 1;
   }
-  // Earliest cycle at which new work may start.
-  Cycle free_at() const { return (next_free_ + kScale - 1) / kScale; }
-  bool free(Cycle now) const { return next_free_ <= now * kScale; }
+  // First cycle during which new work may start (a server faster than one
+  // unit per cycle takes several units in one cycle).
+  Cycle free_at() const { return next_free_ / kScale; }
+  bool free(Cycle now) const { return next_free_ < (now + 1) * kScale; }
   // Occupies the server for `units` of work starting no earlier than `now`;
   // returns the cycle at which that work has passed through.
   Cycle occupy(Cycle now, std::uint64_t units) {

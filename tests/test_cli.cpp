@@ -1,0 +1,138 @@
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/run.hpp"
+#include "sim_helpers.hpp"
+
+using namespace atomsim;
+
+namespace {
+
+struct CliResult {
+  int code;
+  std::string out, err;
+  std::size_t err_lines() const {
+    std::size_t n = 0;
+    for (char c : err) n += c == '\n';
+    return n;
+  }
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+CliResult cli(const std::string& args) {
+  std::string out = testing::temp_trace("cli.out"), err = testing::temp_trace("cli.err");
+  std::string cmd = std::string(ATOMSIM_BINARY) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  int status = std::system(cmd.c_str());
+  CliResult r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  return r;
+}
+
+std::string tiny_trace() {
+  workloads::MicrobenchParams p;
+  p.blocks = 4;
+  p.warps_per_block = 2;
+  p.iterations = 2;
+  std::string path = testing::temp_trace("cli.trace");
+  write_microbench_trace({p}, path);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("CLI: unknown options and commands fail with one line", "[cli][errors]") {
+  CliResult r = cli("run --bogus");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err_lines() == 1);
+  REQUIRE(r.err.find("--bogus") != std::string::npos);
+  REQUIRE(cli("frobnicate").code == 2);
+}
+
+TEST_CASE("CLI: configuration errors name the key and the file", "[cli][errors]") {
+  std::string h100 = std::string(ATOMSIM_SOURCE_DIR) + "/configs/h100.toml";
+  std::string bad = testing::temp_trace("bad.toml");
+  {
+    std::ofstream out(bad);
+    out << slurp(h100) << "\n[l2.extra]\nwidget = 3\n";
+  }
+  std::string trace = tiny_trace();
+  CliResult r = cli("run -q --config " + bad + " --trace " + trace);
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err_lines() == 1);
+  REQUIRE(r.err.find("unknown key 'l2.extra.widget'") != std::string::npos);
+  REQUIRE(r.err.find(bad) != std::string::npos);
+
+  r = cli("run -q --trace " + trace + " --set gpu.sms=0");
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err.find("'gpu.sms'") != std::string::npos);
+  REQUIRE(r.err.find("out of range") != std::string::npos);
+
+  r = cli("run -q --trace " + trace + " --set l2.rop_unitz=2");
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err.find("unknown key 'l2.rop_unitz'") != std::string::npos);
+
+  r = cli("run -q --config /nonexistent.toml --trace " + trace);
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err.find("/nonexistent.toml") != std::string::npos);
+  std::remove(bad.c_str());
+  std::remove(trace.c_str());
+}
+
+TEST_CASE("CLI: damaged or missing traces fail with the offset, and leave no output file", "[cli][errors]") {
+  std::string trace = tiny_trace();
+  std::string cut = testing::temp_trace("cut.trace");
+  std::string json = testing::temp_trace("out.json");
+  {
+    std::string bytes = slurp(trace);
+    std::ofstream out(cut, std::ios::binary);
+    out << bytes.substr(0, bytes.size() / 2);
+  }
+  CliResult r = cli("run -q --trace " + cut + " --json " + json);
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err_lines() == 1);
+  REQUIRE(r.err.find("byte offset") != std::string::npos);
+  REQUIRE_FALSE(std::filesystem::exists(json));
+  REQUIRE_FALSE(std::filesystem::exists(json + ".partial"));
+
+  r = cli("trace validate " + cut);
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err.find(cut) != std::string::npos);
+  r = cli("trace info /nonexistent.trace");
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err.find("/nonexistent.trace") != std::string::npos);
+  std::remove(cut.c_str());
+  std::remove(trace.c_str());
+}
+
+TEST_CASE("CLI: run writes the JSON document and trace tools read what gen wrote", "[cli]") {
+  std::string trace = testing::temp_trace("cli-gen.trace");
+  CliResult g = cli("gen microbench --out " + trace + " --blocks 4 --warps-per-block 2 --iterations 2 --variant swb");
+  REQUIRE(g.code == 0);
+  REQUIRE(cli("trace validate " + trace).out.find("valid") != std::string::npos);
+  REQUIRE(cli("trace info " + trace).out.find("microbench_swb<9>") != std::string::npos);
+  REQUIRE(cli("trace dump " + trace + " --limit 5").out.find("pc 0x0000") != std::string::npos);
+  std::string json = testing::temp_trace("cli.json");
+  CliResult r = cli("run -q --trace " + trace + " --set gpu.sms=4 --json " + json);
+  REQUIRE(r.code == 0);
+  auto doc = nlohmann::json::parse(slurp(json));
+  REQUIRE(doc["schema"] == "atomsim.run/1");
+  REQUIRE(doc["kernels"].size() == 1);
+  REQUIRE(doc["kernels"][0]["functional_check"]["passed"] == true);
+  double sum = 0;
+  for (auto& [name, reason] : doc["kernels"][0]["warp_states"]["reasons"].items()) sum += reason["fraction"].get<double>();
+  REQUIRE(sum == Approx(1.0));
+  std::remove(json.c_str());
+  std::remove(trace.c_str());
+}

@@ -1,0 +1,171 @@
+#include <catch2/catch.hpp>
+
+#include "harness.hpp"
+#include "models/cache/tag_array.hpp"
+#include "models/l1/atomic_buffer.hpp"
+#include "sim/engine/params.hpp"
+#include "sim/engine/stats.hpp"
+
+using namespace atomsim;
+using testing::Sink;
+using testing::Source;
+using testing::Token;
+
+TEST_CASE("a bounded link applies latency and back-pressure through credits", "[engine][port]") {
+  reset_simulation_context();
+  Source<Token> source("source");
+  Sink<Token> sink("sink", /*capacity=*/2, /*interval=*/10);
+  source.out.bind(sink.in, /*latency=*/5);
+  for (int i = 0; i < 4; ++i) source.schedule(0, Token{i});
+  source.start();
+  sc_core::sc_start();
+  // Two messages fit at once; each later one leaves the cycle after the sink frees a slot.
+  REQUIRE(source.sent_at == std::vector<Cycle>{0, 0, 6, 16});
+  REQUIRE(sink.received.size() == 4);
+  std::vector<Cycle> arrivals;
+  for (auto& [t, m] : sink.received) arrivals.push_back(t);
+  REQUIRE(arrivals == std::vector<Cycle>{5, 15, 25, 35});
+  for (int i = 0; i < 4; ++i) REQUIRE(sink.received[i].second.id == i);
+}
+
+TEST_CASE("a link counts capacity in flits", "[engine][port]") {
+  reset_simulation_context();
+  Source<Token> source("source");
+  Sink<Token> sink("sink", /*capacity=*/4, /*interval=*/10);
+  source.out.bind(sink.in, 1);
+  source.schedule(0, Token{0, 3});
+  source.schedule(0, Token{1, 2});  // 3 + 2 > 4: waits for the first to drain
+  source.start();
+  sc_core::sc_start();
+  REQUIRE(source.sent_at == std::vector<Cycle>{0, 2});
+}
+
+TEST_CASE("a rate server spaces work by its rate", "[engine][rate]") {
+  RateServer half(0.5);
+  REQUIRE(half.occupy(0, 1) == 2);
+  REQUIRE(half.occupy(0, 1) == 4);
+  REQUIRE_FALSE(half.free(3));
+  REQUIRE(half.free(4));
+  REQUIRE(half.occupy(10, 3) == 16);  // idle time is not banked
+  REQUIRE(half.busy_cycles() == 10);
+  RateServer l2(0.868);  // one L2 clock per 1/0.868 SM cycles
+  Cycle done = 0;
+  for (int i = 0; i < 868; ++i) done = l2.occupy(0, 1);
+  REQUIRE(done == 1000);
+}
+
+TEST_CASE("the tag array evicts the least recently used way", "[engine][cache]") {
+  model::TagArray tags(/*capacity=*/2 * 128, /*line=*/128, /*ways=*/2);  // one set, two ways
+  REQUIRE_FALSE(tags.insert(0x000, false));
+  REQUIRE_FALSE(tags.insert(0x080, true));
+  REQUIRE(tags.access(0x000));  // 0x080 is now least recent
+  auto victim = tags.insert(0x100, false);
+  REQUIRE(victim);
+  REQUIRE(victim->line == 0x080);
+  REQUIRE(victim->dirty);
+  REQUIRE(tags.contains(0x000));
+  REQUIRE_FALSE(tags.contains(0x080));
+}
+
+TEST_CASE("the atomic buffer combines, evicts LRU and drains in age order", "[engine][lab]") {
+  using model::AtomicBuffer;
+  using model::BufferedUpdate;
+  using model::LaneOp;
+  auto f32 = [](float f) { return std::uint64_t(std::bit_cast<std::uint32_t>(f)); };
+  AtomicBuffer buffer(2);
+  auto add = [&](std::uint64_t address, float v) {
+    return buffer.absorb(BufferedUpdate{LaneOp{address, f32(v), 1}, trace::AtomicOp::Add, trace::DataType::F32});
+  };
+  REQUIRE_FALSE(add(0x10, 1.0f));
+  REQUIRE_FALSE(add(0x10, 2.5f));
+  REQUIRE(buffer.combined() == 1);
+  REQUIRE_FALSE(add(0x20, 4.0f));
+  auto evicted = add(0x30, 8.0f);  // 0x10 was used least recently
+  REQUIRE(evicted);
+  REQUIRE(evicted->op.address == 0x10);
+  REQUIRE(evicted->op.value == f32(3.5f));
+  REQUIRE(evicted->op.updates == 2);
+  auto rest = buffer.drain();
+  REQUIRE(rest.size() == 2);
+  REQUIRE(rest[0].op.address == 0x20);
+  REQUIRE(rest[1].op.address == 0x30);
+  REQUIRE(buffer.size() == 0);
+  REQUIRE_FALSE(AtomicBuffer::combinable(trace::AtomicOp::Exch, trace::DataType::U32));
+  REQUIRE_FALSE(AtomicBuffer::combinable(trace::AtomicOp::Min, trace::DataType::F32));
+}
+
+TEST_CASE("statistics summarize counters, time averages and utilization over a window", "[engine][stats]") {
+  StatRegistry registry;
+  std::uint64_t a = 5, b = 7, level = 0, busy = 0;
+  registry.group("unit", "0").add_counter("events", &a, "");
+  registry.group("unit", "1").add_counter("events", &b, "");
+  registry.group("unit", "0").add_integral("level", &level, "");
+  registry.group("unit", "0").add_busy("util", &busy, "");
+  auto before = registry.snapshot();
+  a += 10;
+  b += 30;
+  level += 200;            // 2 units held for 100 cycles
+  busy += 50 * 65536;      // 50 busy cycles
+  auto s = registry.summarize(before, registry.snapshot(), 100);
+  REQUIRE(s["unit"]["events"].total == 40);
+  REQUIRE(s["unit"]["events"].max == 30);
+  REQUIRE(s["unit"]["events"].mean == 20);
+  REQUIRE(s["unit"]["level"].total == Approx(2.0));
+  REQUIRE(s["unit"]["util"].total == Approx(0.5));
+}
+
+TEST_CASE("parameters: missing, unknown, out-of-range and mistyped keys name the key and file", "[engine][params]") {
+  auto source = [] {
+    return ParamSource::from_text("[l2]\nslices = 80\nhash = \"xor\"\nrate = 0.5\n", "test.toml");
+  };
+  {
+    ParamSource s = source();
+    ParamBinder b(s, "l2");
+    std::uint32_t slices;
+    std::string hash;
+    double rate;
+    b.integer("slices", slices, 1, 100, "");
+    b.choice("hash", hash, {"xor", "modulo"}, "");
+    b.real("rate", rate, 0, 1, "");
+    REQUIRE(slices == 80);
+    REQUIRE(rate == 0.5);
+    REQUIRE_NOTHROW(s.check_all_claimed());
+  }
+  {
+    ParamSource s = source();
+    ParamBinder b(s, "l2");
+    std::uint32_t slices;
+    REQUIRE_THROWS_WITH(b.integer("slices", slices, 1, 64, ""), Catch::Contains("test.toml") && Catch::Contains("'l2.slices'") && Catch::Contains("out of range"));
+  }
+  {
+    ParamSource s = source();
+    ParamBinder b(s, "l2");
+    std::uint32_t slices;
+    b.integer("slices", slices, 1, 100, "");
+    REQUIRE_THROWS_WITH(s.check_all_claimed(), Catch::Contains("unknown key 'l2.hash'"));
+  }
+  {
+    ParamSource s = source();
+    ParamBinder b(s, "l2");
+    std::uint32_t ways;
+    REQUIRE_THROWS_WITH(b.integer("ways", ways, 1, 100, ""), Catch::Contains("missing key 'l2.ways'"));
+  }
+  {
+    ParamSource s = source();
+    ParamBinder b(s, "l2");
+    std::string hash;
+    s.apply_override("l2.hash=cubic");
+    REQUIRE_THROWS_WITH(b.choice("hash", hash, {"xor", "modulo"}, ""), Catch::Contains("--set l2.hash") && Catch::Contains("not one of"));
+  }
+  {
+    ParamSource s = source();
+    REQUIRE_THROWS_WITH(s.apply_override("l2.slicez=4"), Catch::Contains("unknown key 'l2.slicez'"));
+    REQUIRE_THROWS_WITH(s.apply_override("novalue"), Catch::Contains("expected key=value"));
+    ParamBinder b(s, "l2");
+    double rate;
+    s.apply_override("l2.rate=\"fast\"");
+    REQUIRE_THROWS_WITH(b.real("rate", rate, 0, 1, ""), Catch::Contains("must be a number"));
+  }
+  REQUIRE_THROWS_WITH(ParamSource::from_text("[l2\nslices=", "broken.toml"), Catch::Contains("broken.toml"));
+  REQUIRE_THROWS_WITH(ParamSource::from_file("/nonexistent/x.toml"), Catch::Contains("/nonexistent/x.toml"));
+}

@@ -1,0 +1,122 @@
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "sim_helpers.hpp"
+#include "traces/validate.hpp"
+#include "workloads/microbench/generator.hpp"
+
+using namespace atomsim;
+using namespace atomsim::workloads;
+
+namespace {
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string field;
+  bool quoted = false;
+  for (char c : line) {
+    if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) { out.push_back(field); field.clear(); }
+    else field += c;
+  }
+  out.push_back(field);
+  return out;
+}
+
+// smsp__inst_executed.sum per (variant, lanes per primitive), as measured on the H100.
+std::map<std::pair<std::string, int>, double> measured_instructions() {
+  std::ifstream in(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/probe/ncu.csv");
+  REQUIRE(in);
+  std::map<std::pair<std::string, int>, double> out;
+  std::string line;
+  int column = -1;
+  while (std::getline(in, line)) {
+    auto f = split_csv(line);
+    if (f.size() < 3) continue;
+    if (f[2] == "ID") {
+      for (std::size_t i = 0; i < f.size(); ++i) if (f[i] == "smsp__inst_executed.sum") column = static_cast<int>(i);
+      continue;
+    }
+    if (column < 0 || f.size() <= static_cast<std::size_t>(column) || f[2].empty() || !std::isdigit(static_cast<unsigned char>(f[2][0]))) continue;
+    std::string digits;
+    for (char c : f[column]) if (std::isdigit(static_cast<unsigned char>(c))) digits += c;
+    out[{f[0], std::stoi(f[1])}] = std::stod(digits);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("generated microbenchmark streams execute exactly the instructions the H100 executed", "[generator]") {
+  auto measured = measured_instructions();
+  REQUIRE(measured.size() == 6);
+  for (const auto& [key, h100_count] : measured) {
+    const auto& [variant, lanes] = key;
+    // The probe's launch: 528 CTAs x 8 warps, 64 iterations, 9 params, all lanes active, threshold 8.
+    MicrobenchParams p;
+    p.variant = parse_variant(variant);
+    p.blocks = 2;
+    p.warps_per_block = 8;
+    p.iterations = 64;
+    p.params = 9;
+    p.primitives = 65536;
+    p.active_fraction = 1.0;
+    p.lanes_per_primitive = static_cast<std::uint32_t>(lanes);
+    p.threshold = 8;
+    std::string path = testing::temp_trace("gen-" + variant + std::to_string(lanes) + ".trace");
+    std::uint64_t written;
+    {
+      trace::TraceWriter w(path);
+      written = write_microbench_kernel(p, w);
+      w.finish();
+    }
+    INFO(variant << " lanes_per_primitive=" << lanes);
+    const double probe_warps = 528.0 * 8;
+    REQUIRE(static_cast<double>(written) / 16.0 * probe_warps == h100_count);
+    std::remove(path.c_str());
+  }
+}
+
+TEST_CASE("generated traces are valid and carry one functional update per active lane", "[generator]") {
+  MicrobenchParams p;
+  p.blocks = 3;
+  p.warps_per_block = 4;
+  p.iterations = 5;
+  p.active_fraction = 0.4;
+  p.lanes_per_primitive = 8;
+  std::string path = testing::temp_trace("gen-valid.trace");
+  {
+    trace::TraceWriter w(path);
+    write_microbench_kernel(p, w);
+    w.finish();
+  }
+  trace::TraceSummary s = trace::validate_trace(path);
+  REQUIRE(s.kernels.size() == 1);
+  const auto& k = s.kernels[0];
+  REQUIRE(k.by_class[static_cast<int>(trace::OpClass::Red)] > 0);
+  // Reference: each active lane adds `params` values per iteration (microbench.cu).
+  std::uint64_t active = 0;
+  for (std::uint32_t warp = 0; warp < 12; ++warp)
+    for (std::uint32_t it = 0; it < p.iterations; ++it)
+      for (std::uint32_t lane = 0; lane < 32; ++lane) {
+        auto mix = [](std::uint32_t x) { x ^= x >> 16; x *= 0x7feb352du; x ^= x >> 15; x *= 0x846ca68bu; x ^= x >> 16; return x; };
+        std::uint32_t warp_key = mix(p.seed ^ (warp * p.iterations + it));
+        std::uint32_t lane_key = mix(warp_key ^ lane);
+        active += lane_key < static_cast<std::uint32_t>(p.active_fraction * 4294967296.0);
+      }
+  REQUIRE(k.atomic_lane_ops == active * p.params);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("generator parameters are checked", "[generator][errors]") {
+  MicrobenchParams p;
+  p.params = 5;
+  REQUIRE_THROWS_WITH(p.validate(), Catch::Contains("params must be 1, 4 or 9"));
+  p = MicrobenchParams{};
+  p.lanes_per_primitive = 33;
+  REQUIRE_THROWS_WITH(p.validate(), Catch::Contains("lanes-per-primitive"));
+  REQUIRE_THROWS_AS(parse_variant("swx"), std::invalid_argument);
+}

@@ -1,0 +1,231 @@
+#include <catch2/catch.hpp>
+
+#include <bit>
+
+#include "harness.hpp"
+#include "models/dram/dram.hpp"
+#include "models/interconnect/crossbar.hpp"
+#include "models/l1/l1.hpp"
+#include "models/l2/l2_slice.hpp"
+#include "models/mio/mio.hpp"
+
+using namespace atomsim;
+using namespace atomsim::model;
+using testing::Sink;
+using testing::Source;
+
+namespace {
+
+std::vector<Cycle> arrival_cycles(const auto& received) {
+  std::vector<Cycle> out;
+  for (const auto& [t, m] : received) out.push_back(t);
+  return out;
+}
+
+std::uint64_t f32(float f) { return std::bit_cast<std::uint32_t>(f); }
+
+MemPacket packet(MemPacket::Kind kind, std::uint64_t line, std::uint8_t sectors = 1) {
+  MemPacket p;
+  p.kind = kind;
+  p.line = line;
+  p.sectors = sectors;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("crossbar: one flit per cycle per port, latency plus serialization", "[models][crossbar]") {
+  reset_simulation_context();
+  StatRegistry stats;
+  CrossbarParams p{10, 16, 1.0, 1.0};
+  Crossbar xbar("xbar", p, 1, 1, stats);
+  Source<MemPacket> source("source");
+  Sink<MemPacket> sink("sink", 64);
+  source.out.bind(xbar.input(0), 1);
+  xbar.output(0).bind(sink.in, p.latency);
+  SECTION("single-flit packets stream at one per cycle") {
+    for (int i = 0; i < 8; ++i) source.schedule(0, packet(MemPacket::Kind::Read, 128u * i));
+    source.start();
+    sc_core::sc_start();
+    REQUIRE(arrival_cycles(sink.received) == std::vector<Cycle>{11, 12, 13, 14, 15, 16, 17, 18});
+  }
+  SECTION("a four-flit packet holds its ports for four cycles") {
+    source.schedule(0, packet(MemPacket::Kind::Write, 0, 4));
+    source.schedule(0, packet(MemPacket::Kind::Write, 128, 4));
+    source.start();
+    sc_core::sc_start();
+    REQUIRE(arrival_cycles(sink.received) == std::vector<Cycle>{14, 18});
+  }
+}
+
+TEST_CASE("DRAM: a channel moves bytes at its rate, then adds its latency", "[models][dram]") {
+  reset_simulation_context();
+  StatRegistry stats;
+  DramParams p{1, 32.0, 100, 8, 256};
+  Dram dram("dram", p, 1, stats);
+  Source<DramRequest> source("source");
+  Sink<DramRequest> sink("sink", 16);
+  source.out.bind(dram.request(0), 1);
+  dram.reply(0).bind(sink.in, 1);
+  for (int i = 0; i < 4; ++i) source.schedule(0, DramRequest{false, 0, 512u * i, 128});
+  source.start();
+  sc_core::sc_start();
+  // 128 B at 32 B/cycle: 4 cycles each, back to back from cycle 1.
+  REQUIRE(arrival_cycles(sink.received) == std::vector<Cycle>{106, 110, 114, 118});
+}
+
+TEST_CASE("L2 slice: miss to DRAM, ROP throughput, same-address serialization, functional updates", "[models][l2]") {
+  reset_simulation_context();
+  StatRegistry stats;
+  L2Params p;
+  p.slices = 1;
+  p.partitions = 1;
+  p.slice_bytes = 1 << 20;
+  p.ways = 16;
+  p.lookups_per_cycle = 4;
+  p.hit_latency = 10;
+  p.mshrs = 8;
+  p.input_buffer_flits = 256;
+  p.rop_units_per_slice = 1;
+  p.rop_ops_per_cycle = 1;
+  p.rop_latency = 5;
+  p.rop_same_address_interval = 2;
+  AddressMap map(p.address_map());
+  LaneOpPool pool;
+  L2Slice slice("slice", p, 0, map, pool, stats);
+  Dram dram("dram", DramParams{1, 128.0, 20, 8, 256}, 1, stats);
+  Source<MemPacket> source("source");
+  Sink<MemPacket> sink("sink", 1024);
+  source.out.bind(slice.requests(), 1);
+  slice.replies().bind(sink.in, 1);
+  slice.to_dram().bind(dram.request(0), 1);
+  dram.reply(0).bind(slice.from_dram(), 1);
+
+  const std::uint64_t line = 0x1000;
+  source.schedule(0, packet(MemPacket::Kind::Read, line));  // warms the line: miss, DRAM, fill
+  for (int i = 0; i < 8; ++i) {
+    MemPacket r = packet(MemPacket::Kind::Reduction, line);
+    r.atomic_op = trace::AtomicOp::Add;
+    r.atomic_type = trace::DataType::F32;
+    r.ops = pool.acquire();
+    pool.ops(r.ops).push_back(LaneOp{line + 4u * i, f32(float(i + 1)), 1});
+    r.op_count = 1;
+    source.schedule(100, r);
+  }
+  MemPacket same = packet(MemPacket::Kind::Reduction, line);
+  same.atomic_op = trace::AtomicOp::Add;
+  same.atomic_type = trace::DataType::F32;
+  same.ops = pool.acquire();
+  for (int i = 0; i < 32; ++i) pool.ops(same.ops).push_back(LaneOp{line, f32(0.5f), 1});
+  same.op_count = 32;
+  source.schedule(200, same);
+  source.start();
+  sc_core::sc_start();
+
+  std::vector<Cycle> t = arrival_cycles(sink.received);
+  REQUIRE(t.size() == 10);
+  // Read miss: slice at 1, DRAM at 2 (1 cycle of transfer) + 20, back at 24, reply after the 10-cycle hit latency.
+  REQUIRE(t[0] == 35);
+  // Four lookups per cycle; one op per cycle in the ROP from cycle 102; 5-cycle ROP latency; 1-cycle link.
+  REQUIRE(std::vector<Cycle>(t.begin() + 1, t.begin() + 9) == std::vector<Cycle>{109, 110, 111, 112, 113, 114, 115, 116});
+  // 32 updates of one word: 31 intervals of 2 cycles plus one op, starting at 202.
+  REQUIRE(t[9] == 202 + 31 * 2 + 1 + 5 + 1);
+  const auto& cell = slice.atomic_memory().at(line);
+  REQUIRE(cell.updates == 33);
+  REQUIRE(std::bit_cast<float>(static_cast<std::uint32_t>(cell.bits)) == 17.0f);
+  REQUIRE(slice.atomic_memory().at(line + 28).updates == 1);
+}
+
+TEST_CASE("L1: every RED lane is an L1 access; lanes group into per-line packets", "[models][l1]") {
+  reset_simulation_context();
+  StatRegistry stats;
+  L2Params l2;
+  l2.slices = 4;
+  AddressMap map(l2.address_map());
+  LaneOpPool pool;
+  L1Params p;
+  p.capacity_bytes = 32768;
+  p.sectors_per_cycle = 4;
+  p.hit_latency = 10;
+  p.lg_queue_depth = 4;
+  p.max_inflight_instructions = 16;
+  const bool buffered = GENERATE(false, true);
+  p.atomic_buffer = buffered;
+  p.atomic_buffer_entries = 64;
+  L1 l1("l1", p, 0, 1, map, pool, stats);
+  Source<LsuOp> warps("warps");
+  Source<KernelEnd> end("end");
+  Sink<MemPacket> to_l2("to_l2", 1024);
+  Sink<Completion> to_sm("to_sm", 64);
+  Source<MemPacket> replies("replies");
+  warps.out.bind(l1.lg_queue(0), 1);
+  end.out.bind(l1.kernel_end(), 1);
+  l1.to_l2().bind(to_l2.in, 1);
+  l1.to_sm().bind(to_sm.in, 1);
+  replies.out.bind(l1.from_l2(), 1);
+
+  LsuOp same;
+  same.op = trace::OpClass::Red;
+  same.atomic_op = trace::AtomicOp::Add;
+  same.atomic_type = trace::DataType::F32;
+  same.active_mask = 0xFFFFFFFF;
+  for (int lane = 0; lane < 32; ++lane) { same.address[lane] = 0x1000; same.value[lane] = f32(1.0f); }
+  LsuOp spread = same;
+  for (int lane = 0; lane < 32; ++lane) spread.address[lane] = 0x10000 + 128u * lane;
+  warps.schedule(0, same);
+  warps.schedule(0, spread);
+  end.schedule(500, KernelEnd{});
+  warps.start();
+  end.start();
+  sc_core::sc_start();
+
+  auto s = stats.summarize(std::vector<std::uint64_t>(stats.snapshot().size(), 0), stats.snapshot(), 1);
+  REQUIRE(s["l1"]["atomic_lane_ops_in"].total == 64);
+  if (!buffered) {
+    REQUIRE(to_l2.received.size() == 33);
+    REQUIRE(to_l2.received[0].second.op_count == 32);
+    // The second instruction waits for 32 lanes at 4 per cycle: taken at cycle 9, sent at 10.
+    REQUIRE(to_l2.received[0].first == 3);
+    REQUIRE(to_l2.received[1].first == 11);
+    REQUIRE(s["l1"]["atomic_ops_to_l2"].total == 64);
+    REQUIRE(to_sm.received.empty());  // acknowledgements come from L2
+  } else {
+    // 31 updates combine into one entry; 32 distinct words take 32 more; all leave at kernel end.
+    REQUIRE(s["l1"]["atomic_buffer_combines"].total == 31);
+    REQUIRE(to_l2.received.size() == 33);
+    REQUIRE(to_l2.received[0].first > 500);
+    std::uint64_t updates = 0;
+    for (auto& [t, pk] : to_l2.received) updates += pool.ops(pk.ops)[0].updates;
+    REQUIRE(updates == 64);
+    REQUIRE(to_sm.received.size() == 2);  // buffered reductions retire at the L1
+  }
+}
+
+TEST_CASE("MIO: shared dispatch at one per cycle, results after the pipe latency", "[models][mio]") {
+  reset_simulation_context();
+  StatRegistry stats;
+  MioParams p{8, 1.0, 1.0, 1.0, 0.5, 24, 30, 20};
+  Mio mio("mio", p, 2, stats);
+  Source<MioOp> a("a"), b("b");
+  Sink<Completion> sink("sink", 64);
+  a.out.bind(mio.queue(0), 1);
+  b.out.bind(mio.queue(1), 1);
+  mio.to_sm().bind(sink.in, 1);
+  MioOp shuffle;
+  shuffle.op = trace::OpClass::Shuffle;
+  shuffle.num_dst = 1;
+  MioOp sfu = shuffle;
+  sfu.op = trace::OpClass::Sfu;
+  for (int i = 0; i < 3; ++i) a.schedule(0, shuffle);
+  for (int i = 0; i < 2; ++i) b.schedule(0, sfu);
+  a.start();
+  b.start();
+  sc_core::sc_start();
+  // One dispatch per cycle from cycle 1, alternating queues; the SFU pipe takes one every 2 cycles.
+  std::vector<Cycle> t = arrival_cycles(sink.received);
+  REQUIRE(t.size() == 5);
+  std::sort(t.begin(), t.end());
+  // Shuffles dispatched at 1, 3, 5 (queue a, 24-cycle pipe) interleave with SFU ops at 2 and 4
+  // (queue b, 20-cycle pipe taking one every 2 cycles); results cross a 1-cycle link.
+  REQUIRE(t == std::vector<Cycle>{22, 24, 25, 27, 29});
+}

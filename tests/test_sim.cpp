@@ -1,0 +1,96 @@
+#include <catch2/catch.hpp>
+
+#include "sim/report.hpp"
+#include "sim/run.hpp"
+#include "sim_helpers.hpp"
+
+using namespace atomsim;
+using namespace atomsim::testing;
+
+namespace {
+
+std::string small_microbench(const std::string& name, workloads::MicrobenchVariant v, double active = 0.5) {
+  workloads::MicrobenchParams p;
+  p.variant = v;
+  p.blocks = 16;
+  p.warps_per_block = 8;
+  p.iterations = 4;
+  p.active_fraction = active;
+  std::string path = temp_trace(name);
+  write_microbench_trace({p}, path);
+  return path;
+}
+
+const std::vector<std::string> kSmall = {"gpu.sms=8", "l2.slices=8"};
+
+}  // namespace
+
+TEST_CASE("the same trace and config give byte-identical JSON", "[sim][determinism]") {
+  std::string path = small_microbench("det.trace", workloads::MicrobenchVariant::SwS);
+  auto params = h100_with(kSmall);
+  SimulateOptions options;
+  options.progress = false;
+  auto a = run_json(simulate_trace(params, path, options), params, kSmall, path).dump();
+  auto b = run_json(simulate_trace(params, path, options), params, kSmall, path).dump();
+  REQUIRE(a == b);
+  REQUIRE(a.find("\"cycles\"") != std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("every variant conserves atomic updates and accounts every warp-cycle", "[sim]") {
+  for (auto v : {workloads::MicrobenchVariant::Baseline, workloads::MicrobenchVariant::SwB, workloads::MicrobenchVariant::SwS}) {
+    std::string path = small_microbench("conserve.trace", v);
+    auto params = h100_with(kSmall);
+    KernelRun run = run_one(params, path);
+    INFO(workloads::variant_name(v));
+    REQUIRE(run.check.passed());
+    REQUIRE(run.check.lane_updates_applied == run.check.lane_updates_expected);
+    REQUIRE(total(run, "smsp", "atomic_lane_ops") == total(run, "l2_slice", "atomic_lane_updates"));
+    require_states_cover_residency(run);
+    std::remove(path.c_str());
+  }
+}
+
+TEST_CASE("baseline reductions are LSU-bound; SW-B removes most atomics and is faster", "[sim]") {
+  auto params = h100_with(kSmall);
+  std::string base = small_microbench("base.trace", workloads::MicrobenchVariant::Baseline, 1.0);
+  std::string swb = small_microbench("swb.trace", workloads::MicrobenchVariant::SwB, 1.0);
+  KernelRun b = run_one(params, base);
+  KernelRun s = run_one(params, swb);
+  auto fraction = [](const KernelRun& r, const char* state) {
+    double all = 0;
+    for (const auto& [name, st] : r.stats.at("smsp")) if (name.starts_with("stall.")) all += st.total;
+    return total(r, "smsp", std::string("stall.") + state) / all;
+  };
+  REQUIRE(fraction(b, "lg_throttle") > 0.3);
+  REQUIRE(total(s, "smsp", "atomic_lane_ops") * 16 < total(b, "smsp", "atomic_lane_ops"));
+  REQUIRE(s.cycles < b.cycles);
+  std::remove(base.c_str());
+  std::remove(swb.c_str());
+}
+
+TEST_CASE("an L1 atomic buffer combines reductions and still applies every update", "[sim][lab]") {
+  std::string path = small_microbench("lab.trace", workloads::MicrobenchVariant::Baseline, 1.0);
+  KernelRun off = run_one(h100_with(kSmall), path);
+  auto with_lab = kSmall;
+  with_lab.push_back("l1.atomic_buffer.enabled=true");
+  KernelRun on = run_one(h100_with(with_lab), path);
+  REQUIRE(on.check.passed());
+  REQUIRE(total(on, "l2_slice", "atomic_lane_updates") == total(off, "l2_slice", "atomic_lane_updates"));
+  REQUIRE(total(on, "l2_slice", "atomic_ops") * 8 < total(off, "l2_slice", "atomic_ops"));
+  REQUIRE(total(on, "l1", "atomic_buffer_combines") > 0);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("every bundled configuration loads and runs a kernel", "[sim][config]") {
+  std::string path = small_microbench("configs.trace", workloads::MicrobenchVariant::SwB);
+  for (const auto& name : bundled_configs()) {
+    INFO(name);
+    GpuParams p = load_gpu_params(std::string(ATOMSIM_SOURCE_DIR) + "/configs/" + name + ".toml", {});
+    REQUIRE(p.name == name);
+    KernelRun run = run_one(p, path);
+    REQUIRE(run.cycles > 0);
+    REQUIRE(run.check.passed());
+  }
+  std::remove(path.c_str());
+}

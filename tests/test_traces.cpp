@@ -1,0 +1,244 @@
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <unistd.h>
+
+#include "traces/format.hpp"
+#include "traces/reader.hpp"
+#include "traces/sass.hpp"
+#include "traces/validate.hpp"
+#include "traces/writer.hpp"
+
+using namespace atomsim::trace;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("atomsim-test-" + std::to_string(::getpid()) + "-" + name)).string();
+}
+
+KernelInfo small_kernel(const std::string& name, std::uint32_t warps) {
+  KernelInfo k;
+  k.name = name;
+  k.grid = {2, 1, 1};
+  k.block = {warps * 16, 1, 1};  // two CTAs of warps/2 warps each
+  k.registers_per_thread = 32;
+  k.shared_bytes = 1024;
+  k.program.push_back(parse_sass_instruction("FFMA R4, R2, R3, R4", 0x00));
+  k.program.push_back(parse_sass_instruction("LDG.E.64 R6, desc[UR4][R2.64+0x8]", 0x10));
+  k.program.push_back(parse_sass_instruction("REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR6][R10.64+0x4], R13", 0x20));
+  k.program.push_back(parse_sass_instruction("@!P0 BRA 0x0", 0x30));
+  k.program.push_back(parse_sass_instruction("EXIT", 0x40));
+  return k;
+}
+
+// A deterministic stream exercising every address and value encoding.
+std::vector<WarpInst> records_for(std::uint64_t warp, std::size_t n) {
+  std::mt19937_64 rng(warp * 7919 + 1);
+  std::vector<WarpInst> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    WarpInst w;
+    w.index = static_cast<std::uint32_t>(rng() % 5);
+    w.active_mask = (i % 3 == 0) ? 0xFFFFFFFFu : static_cast<std::uint32_t>(rng());
+    int mode = static_cast<int>(rng() % 4);
+    std::uint64_t base = 0x7f0000000000ull + (rng() % 1000) * 4;
+    for (int lane = 0; lane < 32; ++lane) {
+      if (!((w.active_mask >> lane) & 1)) continue;
+      switch (mode) {
+        case 0: w.address[lane] = base; break;
+        case 1: w.address[lane] = base + 4u * lane; break;
+        case 2: w.address[lane] = base + (rng() % 100000); break;
+        default: w.address[lane] = rng(); break;
+      }
+      w.value[lane] = (mode % 2) ? 0x3f800000u : static_cast<std::uint32_t>(rng());
+    }
+    out.push_back(w);
+  }
+  return out;
+}
+
+void require_same(const WarpInst& a, const WarpInst& b, const KernelInfo& k) {
+  REQUIRE(a.index == b.index);
+  REQUIRE(a.active_mask == b.active_mask);
+  const StaticInst& s = k.program[a.index];
+  for (int lane = 0; lane < 32; ++lane) {
+    if (!((a.active_mask >> lane) & 1)) continue;
+    if (is_global_memory(s.op)) REQUIRE(a.address[lane] == b.address[lane]);
+    if (is_atomic(s.op)) REQUIRE(a.value[lane] == b.value[lane]);
+  }
+}
+
+std::string write_sample(const std::string& name, std::size_t records_per_warp = 3000) {
+  std::string path = temp_path(name);
+  TraceWriter w(path);
+  for (int kernel = 0; kernel < 2; ++kernel) {
+    KernelInfo k = small_kernel("kernel" + std::to_string(kernel), 4);
+    w.begin_kernel(k);
+    // Interleave warps, as a capture tool would.
+    std::vector<std::vector<WarpInst>> streams;
+    for (std::uint64_t warp = 0; warp < k.total_warps(); ++warp) streams.push_back(records_for(warp + 10 * kernel, records_per_warp));
+    for (std::size_t i = 0; i < records_per_warp; ++i)
+      for (std::uint64_t warp = 0; warp < k.total_warps(); ++warp) w.append(warp, streams[warp][i]);
+    w.end_kernel();
+  }
+  w.finish();
+  return path;
+}
+
+std::vector<char> read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_all(const std::string& path, const std::vector<char>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+}  // namespace
+
+TEST_CASE("traces round-trip every field through segments, kernels and interleaved warps", "[traces]") {
+  std::string path = write_sample("roundtrip.trace");
+  TraceReader reader(path);
+  REQUIRE(reader.kernel_count() == 2);
+  for (std::size_t k = 0; k < 2; ++k) {
+    const KernelInfo& info = reader.kernel(k);
+    KernelInfo expected = small_kernel("kernel" + std::to_string(k), 4);
+    REQUIRE(info.name == expected.name);
+    REQUIRE(info.grid.x == 2);
+    REQUIRE(info.block.x == 64);
+    REQUIRE(info.shared_bytes == 1024);
+    REQUIRE(info.program.size() == expected.program.size());
+    REQUIRE(info.program[2].mnemonic == "REDG.E.ADD.F32.FTZ.RN.STRONG.GPU");
+    REQUIRE(info.program[2].atomic_op == AtomicOp::Add);
+    REQUIRE(info.program[2].atomic_type == DataType::F32);
+    for (std::uint64_t warp = 0; warp < info.total_warps(); ++warp) {
+      auto expected_records = records_for(warp + 10 * k, 3000);
+      WarpStream s = reader.open_warp(k, warp);
+      WarpInst got;
+      for (const auto& e : expected_records) {
+        REQUIRE(s.next(got));
+        require_same(got, e, info);
+      }
+      REQUIRE_FALSE(s.next(got));
+    }
+  }
+  TraceSummary summary = validate_trace(path);
+  REQUIRE(summary.kernels.size() == 2);
+  REQUIRE(summary.kernels[0].warp_instructions == 4 * 3000);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("trace damage is reported with the file and byte offset, never a crash", "[traces][errors]") {
+  std::string path = write_sample("damage.trace", 600);
+  std::vector<char> good = read_all(path);
+  std::string bad = temp_path("damaged.trace");
+  auto open_and_read_all = [&](const std::string& p) {
+    TraceReader r(p);
+    for (std::size_t k = 0; k < r.kernel_count(); ++k)
+      for (std::uint64_t w = 0; w < r.kernel(k).total_warps(); ++w) {
+        WarpStream s = r.open_warp(k, w);
+        WarpInst inst;
+        while (s.next(inst)) {}
+      }
+  };
+
+  SECTION("truncation anywhere") {
+    for (std::size_t cut : {std::size_t(0), std::size_t(10), std::size_t(40), good.size() / 3, good.size() / 2, good.size() - 1}) {
+      write_all(bad, std::vector<char>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(cut)));
+      REQUIRE_THROWS_WITH(open_and_read_all(bad), Catch::Contains(bad) && Catch::Contains("byte offset"));
+      REQUIRE_THROWS_AS(validate_trace(bad), TraceError);
+    }
+  }
+  SECTION("a flipped byte in any chunk") {
+    std::mt19937 rng(5);
+    for (int trial = 0; trial < 40; ++trial) {
+      std::vector<char> copy = good;
+      std::size_t at = format::kFileHeaderSize + rng() % (good.size() - format::kFileHeaderSize - format::kTrailerSize);
+      copy[at] = static_cast<char>(copy[at] ^ 0x5A);
+      write_all(bad, copy);
+      REQUIRE_THROWS_WITH(validate_trace(bad), Catch::Contains(bad));
+    }
+  }
+  SECTION("another version") {
+    std::vector<char> copy = good;
+    copy[8] = 2;  // major version 2, checksum fixed so that the version check is what fails
+    std::uint32_t h = format::fnv1a(reinterpret_cast<unsigned char*>(copy.data()), 28);
+    std::memcpy(copy.data() + 28, &h, 4);
+    write_all(bad, copy);
+    REQUIRE_THROWS_WITH(TraceReader(bad), Catch::Contains("unsupported trace version 2.0") && Catch::Contains("byte offset 0"));
+  }
+  SECTION("not a trace, or no file") {
+    write_all(bad, std::vector<char>(100, 'x'));
+    REQUIRE_THROWS_WITH(TraceReader(bad), Catch::Contains("not an atomsim trace"));
+    REQUIRE_THROWS_WITH(TraceReader(temp_path("missing.trace")), Catch::Contains("cannot open trace"));
+  }
+  std::remove(bad.c_str());
+  std::remove(path.c_str());
+}
+
+TEST_CASE("a writer that is not finished leaves no trace behind", "[traces][errors]") {
+  std::string path = temp_path("unfinished.trace");
+  {
+    TraceWriter w(path);
+    w.begin_kernel(small_kernel("k", 2));
+    REQUIRE_THROWS_AS(w.append(99, WarpInst{}), TraceError);
+  }
+  REQUIRE_FALSE(std::filesystem::exists(path));
+  REQUIRE_FALSE(std::filesystem::exists(path + ".partial"));
+}
+
+TEST_CASE("uniform and strided addresses cost a few bytes per record", "[traces]") {
+  std::string path = temp_path("compact.trace");
+  {
+    TraceWriter w(path);
+    KernelInfo k = small_kernel("k", 2);
+    w.begin_kernel(k);
+    for (int i = 0; i < 20000; ++i) {
+      WarpInst inst;
+      inst.index = 2;  // REDG
+      inst.active_mask = 0xFFFFFFFF;
+      for (int lane = 0; lane < 32; ++lane) {
+        inst.address[lane] = 0x7f0000000000ull + 36u * i + 4u * lane;
+        inst.value[lane] = 0x3f800000;
+      }
+      w.append(0, inst);
+    }
+    w.end_kernel();
+    w.finish();
+  }
+  // Raw: 1 flag + 1 index + 8 base + 4 stride + 8 uniform value = 22 B per record before compression.
+  TraceSummary s = validate_trace(path);
+  REQUIRE(s.raw_bytes == 22u * 20000);
+  REQUIRE(s.file_bytes < s.raw_bytes);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("SASS text gives op class, registers, width and atomic kind", "[traces][sass]") {
+  StaticInst red = parse_sass_instruction("@!P1 REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR6][R10.64+0x4], R13", 0);
+  REQUIRE(red.op == OpClass::Red);
+  REQUIRE(red.num_dst == 0);
+  // guard P1, address pair R10:R11, uniform descriptor UR6, data R13
+  std::vector<std::uint16_t> srcs(red.src.begin(), red.src.begin() + red.num_src);
+  std::sort(srcs.begin(), srcs.end());
+  REQUIRE(srcs == std::vector<std::uint16_t>{10, 11, 13, reg::kPredicateBase + 1, reg::kUniformBase + 6});
+  REQUIRE(red.access_bytes == 4);
+  StaticInst setp = parse_sass_instruction("ISETP.GE.U32.AND P0, PT, R2, UR5, PT", 0);
+  REQUIRE(setp.op == OpClass::IntAlu);
+  REQUIRE(setp.num_dst == 1);
+  REQUIRE(setp.dst[0] == reg::kPredicateBase + 0);
+  StaticInst wide = parse_sass_instruction("IMAD.WIDE.U32 R10, R11, 0x24, R2", 0);
+  REQUIRE(wide.op == OpClass::Fma);
+  REQUIRE(wide.num_dst == 2);
+  REQUIRE(wide.dst[1] == 11);
+  StaticInst shfl = parse_sass_instruction("SHFL.DOWN PT, R11, R12, 0x10, 0x1f", 0);
+  REQUIRE(shfl.op == OpClass::Shuffle);
+  REQUIRE(shfl.num_dst == 1);
+  REQUIRE(shfl.dst[0] == 11);
+  REQUIRE(classify_opcode("MUFU.RCP") == OpClass::Sfu);
+  REQUIRE(classify_opcode("BAR.SYNC.DEFER_BLOCKING") == OpClass::Barrier);
+}
