@@ -19,6 +19,18 @@ struct InstTiming {
   bool resolves_branch = false;
 };
 
+// What the scheduler scans every evaluation, apart from the cold warp state.
+struct WarpHot {
+  std::uint16_t slot = 0;
+  bool resident = false;
+  bool dirty = true;       // something about the warp changed: classify it in full
+  Route route = Route::Pipe;  // what its next instruction needs, once dependences are met
+  std::uint8_t pipe = 0;
+  WarpState state = WarpState::NoInstructions;
+  Cycle unblock_at = kNever;
+  std::uint64_t age = 0;
+};
+
 struct ReadRelease {
   std::uint16_t slot = 0;
   std::uint8_t count = 0;
@@ -49,25 +61,33 @@ class Sm::Subcore {
 
   OutPort<LsuOp>& lg() { return lg_; }
   OutPort<MioOp>& mio() { return mio_; }
-  void add_slot(std::uint16_t slot) { slots_.push_back(slot); }
-  const std::vector<std::uint16_t>& slots() const { return slots_; }
-  void mark_dirty() { dirty_ = true; }
+  void add_slot(std::uint16_t slot) { hot_.push_back(WarpHot{slot}); }
+  // Free warp slot of this sub-core, or UINT16_MAX.
+  std::uint16_t free_slot() const {
+    for (const WarpHot& h : hot_)
+      if (!h.resident) return h.slot;
+    return UINT16_MAX;
+  }
+  void set_resident(std::uint16_t slot, bool resident, std::uint64_t age) {
+    WarpHot& h = hot_[slot / sm_.params_.subcores];
+    h = WarpHot{slot};
+    h.resident = resident;
+    h.age = age;
+    dirty_ = true;
+  }
+  // Something changed for this warp (completion, operands read, barrier).
+  void mark_warp_dirty(std::uint16_t slot) {
+    hot_[slot / sm_.params_.subcores].dirty = true;
+    dirty_ = true;
+  }
   Cycle next_evaluation() const { return dirty_ ? 0 : next_eval_; }
 
   void set_program(std::vector<InstTiming>* timing) { timing_ = timing; }
 
   // Releases source registers the LSU and MIO have read since the last call.
   void collect_credits() {
-    for (auto [port_credits, fifo, is_long] : {std::tuple{lg_.take_credits(), &lg_reads_, true},
-                                               std::tuple{mio_.take_credits(), &mio_reads_, false}}) {
-      for (std::uint64_t n = port_credits; n > 0; --n) {
-        const ReadRelease& r = fifo->front();
-        Warp& w = sm_.warp(r.slot);
-        for (int i = 0; i < r.count; ++i) (is_long ? w.long_read : w.short_read)[r.regs[i]]--;
-        fifo->pop_front();
-        dirty_ = true;
-      }
-    }
+    if (!lg_reads_.empty()) release_reads(lg_.take_credits(), lg_reads_, true);
+    if (!mio_reads_.empty()) release_reads(mio_.take_credits(), mio_reads_, false);
   }
 
   void evaluate(Cycle now) {
@@ -81,31 +101,32 @@ class Sm::Subcore {
     }
     accounted_until_ = now + 1;  // this evaluation accounts cycle `now` itself
     eligible_.clear();
-    for (std::uint16_t slot : slots_) {
-      Warp& w = sm_.warp(slot);
-      if (!w.resident) continue;
-      if (dirty_ || w.classified_for != now) classify(w, now);
-      if (w.state == WarpState::NotSelected) eligible_.push_back({slot, w.age});
-      else ++stall_cycles_[static_cast<int>(w.state)];
+    for (WarpHot& h : hot_) {
+      if (!h.resident) continue;
+      refresh(h, now);
+      if (h.state == WarpState::NotSelected) eligible_.push_back({h.slot, h.age});
+      else ++stall_cycles_[static_cast<int>(h.state)];
     }
+    issued_slot_ = UINT16_MAX;
     if (!eligible_.empty()) {
       std::size_t chosen = scheduler_->pick(eligible_);
+      issued_slot_ = eligible_[chosen].slot;
+      hot_[issued_slot_ / sm_.params_.subcores].dirty = true;
       stall_cycles_[static_cast<int>(WarpState::Selected)] += 1;
       stall_cycles_[static_cast<int>(WarpState::NotSelected)] += eligible_.size() - 1;
       ++issue_cycles_;
-      issue(sm_.warp(eligible_[chosen].slot), now);
+      issue(sm_.warp(issued_slot_), now);
     }
     // States from the next cycle on hold until something changes.
     dirty_ = false;
     counts_.fill(0);
     Cycle next = kNever;
     const Cycle after = now + 1;
-    for (std::uint16_t slot : slots_) {
-      Warp& w = sm_.warp(slot);
-      if (!w.resident) continue;
-      classify(w, after);
-      ++counts_[static_cast<int>(w.state)];
-      next = std::min(next, w.state == WarpState::NotSelected ? after : w.unblock_at);
+    for (WarpHot& h : hot_) {
+      if (!h.resident) continue;
+      refresh(h, after);
+      ++counts_[static_cast<int>(h.state)];
+      next = std::min(next, h.state == WarpState::NotSelected ? after : h.unblock_at);
     }
     next_eval_ = next;
     if (!lg_reads_.empty()) lg_.watch_credits();
@@ -123,61 +144,94 @@ class Sm::Subcore {
   }
 
  private:
-  void classify(Warp& w, Cycle t) {
-    w.classified_for = t;
-    w.unblock_at = kNever;
-    if (w.exited) { w.state = WarpState::Drain; return; }
-    if (w.at_barrier) { w.state = WarpState::Barrier; return; }
-    if (w.waiting_membar) { w.state = WarpState::Membar; return; }
-    if (!w.has_inst) { w.state = WarpState::NoInstructions; return; }
+  // Brings a warp's state to cycle t. A warp is reclassified in full only when
+  // marked dirty or when its timer ran out; an eligible or throttled warp only
+  // rechecks the shared resource it needs; other stalls last until an event
+  // marks the warp dirty. This keeps the per-cycle pass off the cold warp state.
+  void refresh(WarpHot& h, Cycle t) {
+    switch (h.state) {
+      case WarpState::NotSelected: case WarpState::LgThrottle: case WarpState::MioThrottle:
+        if (!h.dirty) { structural(h, t); return; }
+        break;
+      case WarpState::Wait: case WarpState::BranchResolving: case WarpState::MathPipeThrottle:
+        if (!h.dirty && t < h.unblock_at) return;
+        break;
+      default:
+        if (!h.dirty) return;
+        break;
+    }
+    classify(sm_.warp(h.slot), h, t);
+  }
+
+  // Whether the resource the next instruction needs is free; dependences are met.
+  void structural(WarpHot& h, Cycle t) {
+    h.unblock_at = kNever;
+    h.state = WarpState::NotSelected;
+    switch (h.route) {
+      case Route::Pipe:
+        if (!pipes_[h.pipe].free(t)) {
+          h.state = WarpState::MathPipeThrottle;
+          h.unblock_at = pipes_[h.pipe].free_at();
+        }
+        break;
+      case Route::Mio:
+        if (!mio_.has_room(1)) { h.state = WarpState::MioThrottle; mio_.watch_credits(); }
+        break;
+      case Route::Lsu: case Route::Membar:
+        if (!lg_.has_room(1)) { h.state = WarpState::LgThrottle; lg_.watch_credits(); }
+        break;
+      case Route::Barrier:
+        if (sm_.kernel_.flush_atomics_at_barrier && !lg_.has_room(1)) { h.state = WarpState::LgThrottle; lg_.watch_credits(); }
+        break;
+    }
+  }
+
+  void classify(const Warp& w, WarpHot& h, Cycle t) {
+    h.dirty = false;
+    h.unblock_at = kNever;
+    if (w.exited) { h.state = WarpState::Drain; return; }
+    if (w.at_barrier) { h.state = WarpState::Barrier; return; }
+    if (w.waiting_membar) { h.state = WarpState::Membar; return; }
+    if (!w.has_inst) { h.state = WarpState::NoInstructions; return; }
     if (t < w.next_issue) {
-      w.state = w.resolving_branch ? WarpState::BranchResolving : WarpState::Wait;
-      w.unblock_at = w.next_issue;
+      h.state = w.resolving_branch ? WarpState::BranchResolving : WarpState::Wait;
+      h.unblock_at = w.next_issue;
       return;
     }
     const trace::StaticInst& s = sm_.kernel_.info->program[w.inst.index];
     Cycle ready = 0;
+    const Scoreboard& sb = w.scoreboard;
     for (int i = 0; i < s.num_src; ++i) {
       auto r = s.src[i];
-      if (w.long_write[r]) { w.state = WarpState::LongScoreboard; return; }
-      if (w.short_write[r]) { w.state = WarpState::ShortScoreboard; return; }
-      ready = std::max(ready, w.ready_at[r]);
+      if (sb.pending(Scoreboard::LongWrite, r)) { h.state = WarpState::LongScoreboard; return; }
+      if (sb.pending(Scoreboard::ShortWrite, r)) { h.state = WarpState::ShortScoreboard; return; }
+      ready = std::max(ready, sb.ready_at(r));
     }
     for (int i = 0; i < s.num_dst; ++i) {
       auto r = s.dst[i];
-      if (w.long_write[r] || w.long_read[r]) { w.state = WarpState::LongScoreboard; return; }
-      if (w.short_write[r] || w.short_read[r]) { w.state = WarpState::ShortScoreboard; return; }
-      ready = std::max(ready, w.ready_at[r]);
+      if (sb.pending(Scoreboard::LongWrite, r) || sb.pending(Scoreboard::LongRead, r)) { h.state = WarpState::LongScoreboard; return; }
+      if (sb.pending(Scoreboard::ShortWrite, r) || sb.pending(Scoreboard::ShortRead, r)) { h.state = WarpState::ShortScoreboard; return; }
+      ready = std::max(ready, sb.ready_at(r));
     }
     if (ready > t) {
-      w.state = WarpState::Wait;
-      w.unblock_at = ready;
+      h.state = WarpState::Wait;
+      h.unblock_at = ready;
       return;
     }
     const InstTiming& tm = (*timing_)[w.inst.index];
-    switch (tm.route) {
-      case Route::Pipe:
-        if (!pipes_[tm.pipe].free(t)) {
-          w.state = WarpState::MathPipeThrottle;
-          w.unblock_at = pipes_[tm.pipe].free_at();
-          return;
-        }
-        break;
-      case Route::Mio:
-        if (!mio_.has_room(1)) { w.state = WarpState::MioThrottle; mio_.watch_credits(); return; }
-        break;
-      case Route::Lsu: case Route::Membar:
-        if (!lg_.has_room(1)) { w.state = WarpState::LgThrottle; lg_.watch_credits(); return; }
-        break;
-      case Route::Barrier:
-        if (sm_.kernel_.flush_atomics_at_barrier && !lg_.has_room(1)) {
-          w.state = WarpState::LgThrottle;
-          lg_.watch_credits();
-          return;
-        }
-        break;
+    h.route = tm.route;
+    h.pipe = tm.pipe;
+    structural(h, t);
+  }
+
+  void release_reads(std::uint64_t credits, std::deque<ReadRelease>& fifo, bool is_long) {
+    for (; credits > 0; --credits) {
+      const ReadRelease& r = fifo.front();
+      Warp& w = sm_.warp(r.slot);
+      for (int i = 0; i < r.count; ++i) w.scoreboard.remove(is_long ? Scoreboard::LongRead : Scoreboard::ShortRead, r.regs[i]);
+      mark_warp_dirty(r.slot);
+      fifo.pop_front();
     }
-    w.state = WarpState::NotSelected;  // eligible
   }
 
   void push_reads(std::deque<ReadRelease>& fifo, Warp& w, const trace::StaticInst& s, bool is_long) {
@@ -185,7 +239,7 @@ class Sm::Subcore {
     r.slot = w.slot;
     for (int i = 0; i < s.num_src; ++i) {
       r.regs[r.count++] = s.src[i];
-      (is_long ? w.long_read : w.short_read)[s.src[i]]++;
+      w.scoreboard.add(is_long ? Scoreboard::LongRead : Scoreboard::ShortRead, s.src[i]);
     }
     fifo.push_back(r);
   }
@@ -220,7 +274,7 @@ class Sm::Subcore {
     switch (tm.route) {
       case Route::Pipe:
         pipes_[tm.pipe].occupy(now, 1);
-        for (int i = 0; i < s.num_dst; ++i) w.ready_at[s.dst[i]] = now + tm.latency;
+        for (int i = 0; i < s.num_dst; ++i) w.scoreboard.add_result(s.dst[i], now + tm.latency, now);
         if (tm.resolves_branch) {
           w.resolving_branch = true;
           w.next_issue = now + tm.latency;
@@ -232,14 +286,14 @@ class Sm::Subcore {
         op.op = s.op;
         op.num_dst = s.num_dst;
         op.dst = s.dst;
-        for (int i = 0; i < s.num_dst; ++i) w.short_write[s.dst[i]]++;
+        for (int i = 0; i < s.num_dst; ++i) w.scoreboard.add(Scoreboard::ShortWrite, s.dst[i]);
         push_reads(mio_reads_, w, s, false);
         mio_.try_send(op);
         break;
       }
       case Route::Lsu:
         if (s.op == OpClass::LoadGlobal || s.op == OpClass::Atom)
-          for (int i = 0; i < s.num_dst; ++i) w.long_write[s.dst[i]]++;
+          for (int i = 0; i < s.num_dst; ++i) w.scoreboard.add(Scoreboard::LongWrite, s.dst[i]);
         if (trace::is_atomic(s.op)) {
           atomic_lane_ops_ += lanes;
           ++atomic_instructions_;
@@ -280,7 +334,7 @@ class Sm::Subcore {
   std::unique_ptr<WarpScheduler> scheduler_;
   OutPort<LsuOp> lg_;
   OutPort<MioOp> mio_;
-  std::vector<std::uint16_t> slots_;
+  std::vector<WarpHot> hot_;  // scheduling state of this sub-core's warp slots, kept contiguous
   std::vector<InstTiming>* timing_ = nullptr;
   RateServer pipes_[kPipeCount];
   std::deque<ReadRelease> lg_reads_, mio_reads_;
@@ -293,6 +347,7 @@ class Sm::Subcore {
   Cycle accounted_until_ = 0;
   Cycle next_eval_ = kNever;
   bool dirty_ = false;
+  std::uint16_t issued_slot_ = UINT16_MAX;
 };
 
 namespace {
@@ -375,8 +430,7 @@ void Sm::launch_cta(std::uint64_t cta, Cycle now) {
     // Warp i of a CTA runs on sub-core i mod subcores, as on NVIDIA GPUs.
     std::uint16_t chosen = UINT16_MAX;
     for (std::uint32_t k = 0; k < params_.subcores && chosen == UINT16_MAX; ++k)
-      for (std::uint16_t s : subcores_[(i + k) % params_.subcores]->slots())
-        if (!warps_[s].resident) { chosen = s; break; }
+      chosen = subcores_[(i + k) % params_.subcores]->free_slot();
     if (chosen == UINT16_MAX) throw trace::TraceError("internal: no free warp slot for a dispatched CTA");
     Warp& w = warps_[chosen];
     subcore_of(chosen).settle(now);
@@ -386,7 +440,7 @@ void Sm::launch_cta(std::uint64_t cta, Cycle now) {
     w.slot = slot;
     w.resident = true;
     w.cta_slot = static_cast<std::uint32_t>(slot_it - ctas_.begin());
-    w.age = launch_sequence_++;
+    subcore_of(slot).set_resident(slot, true, launch_sequence_++);
     w.stream = kernel_.open_warp(cta * warps_per_cta + i);
     w.next_issue = now;
     Subcore::fetch(w);
@@ -421,7 +475,7 @@ void Sm::check_barrier(CtaSlot& c, Cycle now) {
     if (w.resident && w.at_barrier) {
       w.at_barrier = false;
       w.next_issue = std::max(w.next_issue, now + 1);
-      subcore_of(s).mark_dirty();
+      subcore_of(s).mark_warp_dirty(s);
     }
   }
   c.at_barrier = 0;
@@ -433,6 +487,7 @@ void Sm::maybe_retire(Warp& w, Cycle end) {
   // cycle by the evaluation itself; otherwise bring accounting up to `end`.
   subcore_of(w.slot).settle(end);
   w.resident = false;
+  subcore_of(w.slot).set_resident(w.slot, false, 0);
   w.stream = trace::WarpStream();
   residency_integral_ += end - w.launched_at;
   CtaSlot& c = ctas_[w.cta_slot];
@@ -448,7 +503,8 @@ void Sm::handle_completion(const Completion& c, bool from_lsu, Cycle now) {
   Warp& w = warps_[c.warp_slot];
   switch (c.kind) {
     case Completion::Kind::Registers:
-      for (int i = 0; i < c.num_dst; ++i) (from_lsu ? w.long_write : w.short_write)[c.dst[i]]--;
+      for (int i = 0; i < c.num_dst; ++i)
+        w.scoreboard.remove(from_lsu ? Scoreboard::LongWrite : Scoreboard::ShortWrite, c.dst[i]);
       if (c.also_acks_memory) --w.outstanding_memory;
       break;
     case Completion::Kind::MemoryAck:
@@ -458,7 +514,7 @@ void Sm::handle_completion(const Completion& c, bool from_lsu, Cycle now) {
       w.waiting_membar = false;
       break;
   }
-  subcore_of(c.warp_slot).mark_dirty();
+  subcore_of(c.warp_slot).mark_warp_dirty(c.warp_slot);
   maybe_retire(w, now);
 }
 
