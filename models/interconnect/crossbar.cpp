@@ -7,10 +7,11 @@ namespace atomsim::model {
 Crossbar::Crossbar(const sc_core::sc_module_name& name, const CrossbarParams& p, std::uint32_t inputs,
                    std::uint32_t outputs, StatRegistry& stats)
     : Unit(name), params_(p), input_links_(inputs, RateServer(p.input_flits_per_cycle)),
-      output_links_(outputs, RateServer(p.output_flits_per_cycle)) {
+      output_links_(outputs, RateServer(p.output_flits_per_cycle)), active_(inputs) {
   StatGroup& g = stats.group(std::string(basename()), "");
   for (std::uint32_t i = 0; i < inputs; ++i) {
     inputs_.push_back(std::make_unique<InPort<MemPacket>>(*this, p.input_buffer_flits));
+    inputs_.back()->report_activity_to(&active_, i);
     inputs_.back()->register_stats(stats.group(std::string(basename()) + "_input", std::to_string(i)));
   }
   for (std::uint32_t o = 0; o < outputs; ++o) outputs_.push_back(std::make_unique<OutPort<MemPacket>>(*this));
@@ -23,8 +24,7 @@ void Crossbar::evaluate() {
   const Cycle now = Unit::now();
   const std::uint32_t n = static_cast<std::uint32_t>(inputs_.size());
   Cycle next = kNever;
-  for (std::uint32_t k = 0; k < n; ++k) {
-    std::uint32_t i = (round_robin_ + k) % n;
+  active_.visit(round_robin_, [&](std::uint32_t i) {
     InPort<MemPacket>& in = *inputs_[i];
     while (!in.empty()) {
       if (!in.ready(now)) { next = std::min(next, in.next_ready()); break; }
@@ -46,7 +46,8 @@ void Crossbar::evaluate() {
       outputs_[packet.destination]->try_send(packet, done > now + 1 ? done - now - 1 : 0);
       in.pop();
     }
-  }
+    return !in.empty();
+  });
   round_robin_ = (round_robin_ + 1) % n;
   if (next != kNever) wake_at(next);
 }

@@ -42,6 +42,7 @@ class Crossbar : public Unit {
   std::vector<std::unique_ptr<OutPort<MemPacket>>> outputs_;
   std::vector<RateServer> input_links_;
   std::vector<RateServer> output_links_;
+  ActiveInputs active_;
   std::uint32_t round_robin_ = 0;
   std::uint64_t packets_ = 0;
   std::uint64_t flits_ = 0;

@@ -24,6 +24,7 @@ struct WarpHot {
   std::uint16_t slot = 0;
   bool resident = false;
   bool dirty = true;       // something about the warp changed: classify it in full
+  bool ready_when_timer_expires = false;  // a Wait/BranchResolving warp needs only its resource afterwards
   Route route = Route::Pipe;  // what its next instruction needs, once dependences are met
   std::uint8_t pipe = 0;
   WarpState state = WarpState::NoInstructions;
@@ -95,18 +96,25 @@ class Sm::Subcore {
       next_eval_ = now + 1;
       return;
     }
-    if (now > accounted_until_) {
-      Cycle span = now - accounted_until_;
-      for (int s = 0; s < kWarpStateCount; ++s) stall_cycles_[s] += counts_[s] * span;
+    if (!dirty_ && now == accounted_until_) {
+      // Nothing happened since the last pass classified the warps for this cycle.
+      for (int s = 0; s < kWarpStateCount; ++s)
+        if (s != static_cast<int>(WarpState::NotSelected)) stall_cycles_[s] += counts_[s];
+      eligible_.swap(eligible_next_);
+    } else {
+      if (now > accounted_until_) {
+        Cycle span = now - accounted_until_;
+        for (int s = 0; s < kWarpStateCount; ++s) stall_cycles_[s] += counts_[s] * span;
+      }
+      eligible_.clear();
+      for (WarpHot& h : hot_) {
+        if (!h.resident) continue;
+        refresh(h, now);
+        if (h.state == WarpState::NotSelected) eligible_.push_back({h.slot, h.age});
+        else ++stall_cycles_[static_cast<int>(h.state)];
+      }
     }
     accounted_until_ = now + 1;  // this evaluation accounts cycle `now` itself
-    eligible_.clear();
-    for (WarpHot& h : hot_) {
-      if (!h.resident) continue;
-      refresh(h, now);
-      if (h.state == WarpState::NotSelected) eligible_.push_back({h.slot, h.age});
-      else ++stall_cycles_[static_cast<int>(h.state)];
-    }
     issued_slot_ = UINT16_MAX;
     if (!eligible_.empty()) {
       std::size_t chosen = scheduler_->pick(eligible_);
@@ -120,12 +128,14 @@ class Sm::Subcore {
     // States from the next cycle on hold until something changes.
     dirty_ = false;
     counts_.fill(0);
+    eligible_next_.clear();
     Cycle next = kNever;
     const Cycle after = now + 1;
     for (WarpHot& h : hot_) {
       if (!h.resident) continue;
       refresh(h, after);
       ++counts_[static_cast<int>(h.state)];
+      if (h.state == WarpState::NotSelected) eligible_next_.push_back({h.slot, h.age});
       next = std::min(next, h.state == WarpState::NotSelected ? after : h.unblock_at);
     }
     next_eval_ = next;
@@ -154,7 +164,9 @@ class Sm::Subcore {
         if (!h.dirty) { structural(h, t); return; }
         break;
       case WarpState::Wait: case WarpState::BranchResolving: case WarpState::MathPipeThrottle:
-        if (!h.dirty && t < h.unblock_at) return;
+        if (h.dirty) break;
+        if (t < h.unblock_at) return;
+        if (h.ready_when_timer_expires || h.state == WarpState::MathPipeThrottle) { structural(h, t); return; }
         break;
       default:
         if (!h.dirty) return;
@@ -188,39 +200,51 @@ class Sm::Subcore {
 
   void classify(const Warp& w, WarpHot& h, Cycle t) {
     h.dirty = false;
+    h.ready_when_timer_expires = false;
     h.unblock_at = kNever;
     if (w.exited) { h.state = WarpState::Drain; return; }
     if (w.at_barrier) { h.state = WarpState::Barrier; return; }
     if (w.waiting_membar) { h.state = WarpState::Membar; return; }
     if (!w.has_inst) { h.state = WarpState::NoInstructions; return; }
-    if (t < w.next_issue) {
-      h.state = w.resolving_branch ? WarpState::BranchResolving : WarpState::Wait;
-      h.unblock_at = w.next_issue;
-      return;
-    }
+    // Dependences of the next instruction: an event-driven block (a result or
+    // operand read still owed by the LSU or MIO) or the time fixed-latency
+    // results are ready.
     const trace::StaticInst& s = sm_.kernel_.info->program[w.inst.index];
-    Cycle ready = 0;
     const Scoreboard& sb = w.scoreboard;
-    for (int i = 0; i < s.num_src; ++i) {
+    WarpState blocked = WarpState::NotSelected;
+    Cycle ready = 0;
+    for (int i = 0; i < s.num_src && blocked == WarpState::NotSelected; ++i) {
       auto r = s.src[i];
-      if (sb.pending(Scoreboard::LongWrite, r)) { h.state = WarpState::LongScoreboard; return; }
-      if (sb.pending(Scoreboard::ShortWrite, r)) { h.state = WarpState::ShortScoreboard; return; }
+      if (sb.pending(Scoreboard::LongWrite, r)) blocked = WarpState::LongScoreboard;
+      else if (sb.pending(Scoreboard::ShortWrite, r)) blocked = WarpState::ShortScoreboard;
       ready = std::max(ready, sb.ready_at(r));
     }
-    for (int i = 0; i < s.num_dst; ++i) {
+    for (int i = 0; i < s.num_dst && blocked == WarpState::NotSelected; ++i) {
       auto r = s.dst[i];
-      if (sb.pending(Scoreboard::LongWrite, r) || sb.pending(Scoreboard::LongRead, r)) { h.state = WarpState::LongScoreboard; return; }
-      if (sb.pending(Scoreboard::ShortWrite, r) || sb.pending(Scoreboard::ShortRead, r)) { h.state = WarpState::ShortScoreboard; return; }
+      if (sb.pending(Scoreboard::LongWrite, r) || sb.pending(Scoreboard::LongRead, r)) blocked = WarpState::LongScoreboard;
+      else if (sb.pending(Scoreboard::ShortWrite, r) || sb.pending(Scoreboard::ShortRead, r)) blocked = WarpState::ShortScoreboard;
       ready = std::max(ready, sb.ready_at(r));
-    }
-    if (ready > t) {
-      h.state = WarpState::Wait;
-      h.unblock_at = ready;
-      return;
     }
     const InstTiming& tm = (*timing_)[w.inst.index];
     h.route = tm.route;
     h.pipe = tm.pipe;
+    if (t < w.next_issue) {
+      h.state = w.resolving_branch ? WarpState::BranchResolving : WarpState::Wait;
+      h.unblock_at = w.next_issue;
+      // When nothing else holds the warp, the timer's end needs no full reclassification.
+      h.ready_when_timer_expires = blocked == WarpState::NotSelected && ready <= w.next_issue;
+      return;
+    }
+    if (blocked != WarpState::NotSelected) {
+      h.state = blocked;
+      return;
+    }
+    if (ready > t) {
+      h.state = WarpState::Wait;
+      h.unblock_at = ready;
+      h.ready_when_timer_expires = true;
+      return;
+    }
     structural(h, t);
   }
 
@@ -338,7 +362,7 @@ class Sm::Subcore {
   std::vector<InstTiming>* timing_ = nullptr;
   RateServer pipes_[kPipeCount];
   std::deque<ReadRelease> lg_reads_, mio_reads_;
-  std::vector<SchedulerCandidate> eligible_;
+  std::vector<SchedulerCandidate> eligible_, eligible_next_;
   std::array<std::uint64_t, kWarpStateCount> counts_{};
   std::array<std::uint64_t, kWarpStateCount> stall_cycles_{};
   std::array<std::uint64_t, trace::kOpClassCount> issued_by_class_{};

@@ -5,6 +5,7 @@
 // a 32-operation atomic packet fills a buffer as 32 single operations would.
 #pragma once
 
+#include <algorithm>
 #include <cassert>
 #include <cstdint>
 #include <stdexcept>
@@ -51,6 +52,39 @@ class RingBuffer {
   std::vector<T> slots_;
   std::size_t head_ = 0;
   std::size_t size_ = 0;
+};
+
+// For units with many inputs: the inputs holding messages, so that an
+// evaluation visits those instead of scanning every port.
+class ActiveInputs {
+ public:
+  explicit ActiveInputs(std::size_t inputs = 0) : member_(inputs, 0) {}
+  void resize(std::size_t inputs) { member_.assign(inputs, 0); ids_.clear(); }
+  void mark(std::uint32_t id) {
+    if (!member_[id]) {
+      member_[id] = 1;
+      ids_.push_back(id);
+    }
+  }
+  // Active inputs in round-robin order from `start`; `still_active(id)` says whether to keep each.
+  template <class Visit>
+  void visit(std::uint32_t start, Visit still_active) {
+    std::sort(ids_.begin(), ids_.end());
+    auto first = std::lower_bound(ids_.begin(), ids_.end(), start);
+    std::rotate(ids_.begin(), first, ids_.end());
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < ids_.size(); ++i) {
+      std::uint32_t id = ids_[i];
+      if (still_active(id)) ids_[kept++] = id;
+      else member_[id] = 0;
+    }
+    ids_.resize(kept);
+  }
+  bool empty() const { return ids_.empty(); }
+
+ private:
+  std::vector<char> member_;
+  std::vector<std::uint32_t> ids_;
 };
 
 // Anything sent through a port says how many flits of buffer it occupies.
@@ -103,9 +137,14 @@ class InPort {
     // A sender may add pipeline delay per message; messages leave in ready order.
     buffer_.sift_back([](const Entry& a, const Entry& b) { return a.ready < b.ready; });
     if (occupied_flits_ >= capacity_flits_ || buffer_.full()) full_since_ = now;
+    if (activity_) activity_->mark(activity_id_);
     owner_.wake_at(ready);
   }
   void attach_sender(Unit* sender) { sender_ = sender; }
+  void report_activity_to(ActiveInputs* set, std::uint32_t id) {
+    activity_ = set;
+    activity_id_ = id;
+  }
   void sender_wants_wake() { sender_waiting_ = true; }
   std::uint64_t take_credits() { return std::exchange(credits_returned_, 0); }
 
@@ -134,6 +173,8 @@ class InPort {
   std::uint32_t occupied_flits_ = 0;
   Unit* sender_ = nullptr;
   bool sender_waiting_ = false;
+  ActiveInputs* activity_ = nullptr;
+  std::uint32_t activity_id_ = 0;
   std::uint64_t credits_returned_ = 0;
   Cycle last_change_ = 0;
   Cycle full_since_ = kNever;
