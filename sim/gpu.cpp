@@ -146,12 +146,12 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
   ctx.flush_atomics_at_barrier = params_.l1.atomic_buffer;
   SmHooks hooks;
   if (options.check_atomics) {
-    hooks.on_issue = [this](const trace::StaticInst& s, const trace::WarpInst& inst) {
-      if (!trace::is_atomic(s.op)) return;
-      for (std::uint32_t m = inst.active_mask; m; m &= m - 1) {
+    hooks.on_atomic = [this](const trace::StaticInst& s, std::uint32_t active_mask, const SmHooks::Lanes& address,
+                             const SmHooks::Lanes& value) {
+      for (std::uint32_t m = active_mask; m; m &= m - 1) {
         int lane = std::countr_zero(m);
-        Expected& e = expected_[inst.address[lane]];
-        double v = as_number(inst.value[lane], s.atomic_type);
+        Expected& e = expected_[address[lane]];
+        double v = as_number(value[lane], s.atomic_type);
         e.sum += v;
         e.magnitude += std::fabs(v);
         ++e.updates;

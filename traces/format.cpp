@@ -280,23 +280,36 @@ void encode_record(ByteWriter& out, const StaticInst& s, const WarpInst& inst, s
   }
 }
 
-void decode_record(ByteReader& in, const std::vector<StaticInst>& program, WarpInst& inst,
-                   std::uint32_t previous_index, std::uint32_t previous_mask) {
+void decode_record_header(ByteReader& in, const std::vector<StaticInst>& program, RecordHeader& header,
+                          std::uint32_t previous_index, std::uint32_t previous_mask) {
   std::uint8_t flags = in.u8();
   if (flags & ~kKnownFlags) in.fail(fmt::format("unknown record flags 0x{:02x}", flags));
   std::uint64_t index = (flags & kExplicitIndex) ? in.varint() : std::uint32_t(previous_index + 1);
   if (index >= program.size()) in.fail(fmt::format("instruction index {} outside the program ({} instructions)", index, program.size()));
-  inst.index = static_cast<std::uint32_t>(index);
-  inst.active_mask = (flags & kExplicitMask) ? in.u32() : previous_mask;
+  header.index = static_cast<std::uint32_t>(index);
+  header.active_mask = (flags & kExplicitMask) ? in.u32() : previous_mask;
+  header.flags = flags;
   const StaticInst& s = program[index];
   auto amode = static_cast<AddressMode>((flags >> kAddressShift) & 3);
   auto vmode = static_cast<ValueMode>((flags >> kValueShift) & 3);
-  const std::uint32_t mask = inst.active_mask;
+  if (!is_global_memory(s.op) && amode != AddressMode::Uniform) in.fail("address mode on a non-memory instruction");
+  if (vmode != ValueMode::None && !is_atomic(s.op)) in.fail("operand values on a non-atomic instruction");
+  if (vmode == static_cast<ValueMode>(3)) in.fail("unknown value mode");
+  if (is_atomic(s.op) && header.active_mask && vmode == ValueMode::None) in.fail("atomic instruction without operand values");
+}
+
+void decode_record_operands(ByteReader& in, const StaticInst& s, const RecordHeader& header,
+                            std::array<std::uint64_t, 32>* address, std::array<std::uint64_t, 32>* value) {
+  const std::uint32_t mask = header.active_mask;
+  auto amode = static_cast<AddressMode>((header.flags >> kAddressShift) & 3);
+  auto vmode = static_cast<ValueMode>((header.flags >> kValueShift) & 3);
+  std::array<std::uint64_t, 32> scratch;
+  std::array<std::uint64_t, 32>& addr = address ? *address : scratch;
   if (is_global_memory(s.op)) {
     switch (amode) {
       case AddressMode::Uniform: {
         std::uint64_t a = in.u64();
-        for (std::uint32_t m = mask; m; m &= m - 1) inst.address[std::countr_zero(m)] = a;
+        for (std::uint32_t m = mask; m; m &= m - 1) addr[std::countr_zero(m)] = a;
         break;
       }
       case AddressMode::Strided: {
@@ -304,34 +317,38 @@ void decode_record(ByteReader& in, const std::vector<StaticInst>& program, WarpI
         std::int64_t stride = static_cast<std::int32_t>(in.u32());
         for (std::uint32_t m = mask; m; m &= m - 1) {
           int lane = std::countr_zero(m);
-          inst.address[lane] = a + static_cast<std::uint64_t>(stride * lane);
+          addr[lane] = a + static_cast<std::uint64_t>(stride * lane);
         }
         break;
       }
       case AddressMode::Delta32: {
         std::uint64_t a = in.u64();
         for (std::uint32_t m = mask; m; m &= m - 1)
-          inst.address[std::countr_zero(m)] = a + static_cast<std::uint64_t>(std::int64_t(static_cast<std::int32_t>(in.u32())));
+          addr[std::countr_zero(m)] = a + static_cast<std::uint64_t>(std::int64_t(static_cast<std::int32_t>(in.u32())));
         break;
       }
       case AddressMode::Full64:
-        for (std::uint32_t m = mask; m; m &= m - 1) inst.address[std::countr_zero(m)] = in.u64();
+        for (std::uint32_t m = mask; m; m &= m - 1) addr[std::countr_zero(m)] = in.u64();
         break;
     }
-  } else if (amode != AddressMode::Uniform) {
-    in.fail("address mode on a non-memory instruction");
   }
-  if (vmode != ValueMode::None && !is_atomic(s.op)) in.fail("operand values on a non-atomic instruction");
-  if (is_atomic(s.op) && mask && vmode == ValueMode::None) in.fail("atomic instruction without operand values");
+  std::array<std::uint64_t, 32>& val = value ? *value : scratch;
   const bool wide = s.access_bytes > 4;
   if (vmode == ValueMode::Uniform) {
     std::uint64_t v = in.u64();
-    for (std::uint32_t m = mask; m; m &= m - 1) inst.value[std::countr_zero(m)] = v;
+    for (std::uint32_t m = mask; m; m &= m - 1) val[std::countr_zero(m)] = v;
   } else if (vmode == ValueMode::PerLane) {
-    for (std::uint32_t m = mask; m; m &= m - 1) inst.value[std::countr_zero(m)] = wide ? in.u64() : in.u32();
-  } else if (vmode != ValueMode::None) {
-    in.fail("unknown value mode");
+    for (std::uint32_t m = mask; m; m &= m - 1) val[std::countr_zero(m)] = wide ? in.u64() : in.u32();
   }
+}
+
+void decode_record(ByteReader& in, const std::vector<StaticInst>& program, WarpInst& inst,
+                   std::uint32_t previous_index, std::uint32_t previous_mask) {
+  RecordHeader header;
+  decode_record_header(in, program, header, previous_index, previous_mask);
+  inst.index = header.index;
+  inst.active_mask = header.active_mask;
+  decode_record_operands(in, program[header.index], header, &inst.address, &inst.value);
 }
 
 }  // namespace format

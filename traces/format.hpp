@@ -112,6 +112,18 @@ std::vector<unsigned char> encode_kernel(const KernelInfo& k);
 KernelInfo decode_kernel(ByteReader& in);
 
 // Dynamic records. `previous_index`/`previous_mask` carry the warp's state.
+// A record is a header (instruction index, active mask, encodings) followed by
+// its operands; the two halves can be decoded separately.
+struct RecordHeader {
+  std::uint32_t index = 0;
+  std::uint32_t active_mask = 0;
+  std::uint8_t flags = 0;
+};
+void decode_record_header(ByteReader& in, const std::vector<StaticInst>& program, RecordHeader& header,
+                          std::uint32_t previous_index, std::uint32_t previous_mask);
+// Decodes (or, with null outputs, validates and skips) the operands of a record.
+void decode_record_operands(ByteReader& in, const StaticInst& s, const RecordHeader& header,
+                            std::array<std::uint64_t, 32>* address, std::array<std::uint64_t, 32>* value);
 void encode_record(ByteWriter& out, const StaticInst& s, const WarpInst& inst, std::uint32_t previous_index,
                    std::uint32_t previous_mask);
 void decode_record(ByteReader& in, const std::vector<StaticInst>& program, WarpInst& inst,

@@ -158,7 +158,8 @@ void WarpStream::load_segment(std::uint64_t offset) {
   previous_mask_ = format::kInitialPreviousMask;
 }
 
-bool WarpStream::next(WarpInst& inst) {
+// Moves to the next record: decodes its header and skips its operands.
+bool WarpStream::advance() {
   if (segment_left_ == 0) {
     if (pos_ != raw_.size()) file_->fail(segment_offset_, "segment holds more bytes than its records");
     if (next_segment_ == 0) {
@@ -170,12 +171,34 @@ bool WarpStream::next(WarpInst& inst) {
     load_segment(next_segment_);
   }
   format::ByteReader in(raw_.data() + pos_, raw_.size() - pos_, {&file_->path(), "segment", segment_offset_});
-  format::decode_record(in, kernel_->program, inst, previous_index_, previous_mask_);
+  format::decode_record_header(in, kernel_->program, header_, previous_index_, previous_mask_);
+  operand_pos_ = pos_ + in.pos();
+  format::decode_record_operands(in, kernel_->program[header_.index], header_, nullptr, nullptr);
   pos_ += in.pos();
-  previous_index_ = inst.index;
-  previous_mask_ = inst.active_mask;
+  previous_index_ = header_.index;
+  previous_mask_ = header_.active_mask;
   --segment_left_;
   ++records_read_;
+  return true;
+}
+
+bool WarpStream::next_instruction(std::uint32_t& index, std::uint32_t& active_mask) {
+  if (!advance()) return false;
+  index = header_.index;
+  active_mask = header_.active_mask;
+  return true;
+}
+
+void WarpStream::operands(std::array<std::uint64_t, 32>& address, std::array<std::uint64_t, 32>& value) const {
+  format::ByteReader in(raw_.data() + operand_pos_, raw_.size() - operand_pos_, {&file_->path(), "segment", segment_offset_});
+  format::decode_record_operands(in, kernel_->program[header_.index], header_, &address, &value);
+}
+
+bool WarpStream::next(WarpInst& inst) {
+  if (!advance()) return false;
+  inst.index = header_.index;
+  inst.active_mask = header_.active_mask;
+  operands(inst.address, inst.value);
   return true;
 }
 

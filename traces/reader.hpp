@@ -21,11 +21,16 @@ class WarpStream {
   WarpStream() = default;
   // Decodes the next record into `inst`; false at the end of the warp's stream.
   bool next(WarpInst& inst);
+  // Decodes only the next record's header; its operands can then be read with
+  // operands() until the following call.
+  bool next_instruction(std::uint32_t& index, std::uint32_t& active_mask);
+  void operands(std::array<std::uint64_t, 32>& address, std::array<std::uint64_t, 32>& value) const;
   std::uint64_t records_read() const { return records_read_; }
 
  private:
   friend class TraceReader;
   void load_segment(std::uint64_t offset);
+  bool advance();
   std::shared_ptr<TraceFile> file_;
   const KernelInfo* kernel_ = nullptr;
   std::uint32_t kernel_index_ = 0;
@@ -37,6 +42,8 @@ class WarpStream {
   std::uint32_t segment_left_ = 0;
   std::vector<unsigned char> raw_;
   std::size_t pos_ = 0;
+  format::RecordHeader header_;
+  std::size_t operand_pos_ = 0;
   std::uint32_t previous_index_ = format::kInitialPreviousIndex;
   std::uint32_t previous_mask_ = format::kInitialPreviousMask;
 };

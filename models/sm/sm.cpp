@@ -209,7 +209,7 @@ class Sm::Subcore {
     // Dependences of the next instruction: an event-driven block (a result or
     // operand read still owed by the LSU or MIO) or the time fixed-latency
     // results are ready.
-    const trace::StaticInst& s = sm_.kernel_.info->program[w.inst.index];
+    const trace::StaticInst& s = sm_.kernel_.info->program[w.index];
     const Scoreboard& sb = w.scoreboard;
     WarpState blocked = WarpState::NotSelected;
     Cycle ready = 0;
@@ -221,11 +221,11 @@ class Sm::Subcore {
     }
     for (int i = 0; i < s.num_dst && blocked == WarpState::NotSelected; ++i) {
       auto r = s.dst[i];
-      if (sb.pending(Scoreboard::LongWrite, r) || sb.pending(Scoreboard::LongRead, r)) blocked = WarpState::LongScoreboard;
-      else if (sb.pending(Scoreboard::ShortWrite, r) || sb.pending(Scoreboard::ShortRead, r)) blocked = WarpState::ShortScoreboard;
+      if (sb.pending_any(Scoreboard::LongWrite, Scoreboard::LongRead, r)) blocked = WarpState::LongScoreboard;
+      else if (sb.pending_any(Scoreboard::ShortWrite, Scoreboard::ShortRead, r)) blocked = WarpState::ShortScoreboard;
       ready = std::max(ready, sb.ready_at(r));
     }
-    const InstTiming& tm = (*timing_)[w.inst.index];
+    const InstTiming& tm = (*timing_)[w.index];
     h.route = tm.route;
     h.pipe = tm.pipe;
     if (t < w.next_issue) {
@@ -248,13 +248,22 @@ class Sm::Subcore {
     structural(h, t);
   }
 
+  // The unit read the operands of its oldest `credits` instructions; a source
+  // register stays pending while a younger queued instruction still reads it.
   void release_reads(std::uint64_t credits, std::deque<ReadRelease>& fifo, bool is_long) {
+    const auto kind = is_long ? Scoreboard::LongRead : Scoreboard::ShortRead;
     for (; credits > 0; --credits) {
-      const ReadRelease& r = fifo.front();
-      Warp& w = sm_.warp(r.slot);
-      for (int i = 0; i < r.count; ++i) w.scoreboard.remove(is_long ? Scoreboard::LongRead : Scoreboard::ShortRead, r.regs[i]);
-      mark_warp_dirty(r.slot);
+      const ReadRelease r = fifo.front();
       fifo.pop_front();
+      Warp& w = sm_.warp(r.slot);
+      for (int i = 0; i < r.count; ++i) {
+        bool still_read = false;
+        for (const ReadRelease& q : fifo)
+          if (q.slot == r.slot)
+            for (int j = 0; j < q.count && !still_read; ++j) still_read = q.regs[j] == r.regs[i];
+        if (!still_read) w.scoreboard.clear(kind, r.regs[i]);
+      }
+      mark_warp_dirty(r.slot);
     }
   }
 
@@ -263,7 +272,7 @@ class Sm::Subcore {
     r.slot = w.slot;
     for (int i = 0; i < s.num_src; ++i) {
       r.regs[r.count++] = s.src[i];
-      w.scoreboard.add(is_long ? Scoreboard::LongRead : Scoreboard::ShortRead, s.src[i]);
+      w.scoreboard.set(is_long ? Scoreboard::LongRead : Scoreboard::ShortRead, s.src[i]);
     }
     fifo.push_back(r);
   }
@@ -278,21 +287,20 @@ class Sm::Subcore {
     op.atomic_type = s.atomic_type;
     op.num_dst = s.num_dst;
     op.dst = s.dst;
-    op.active_mask = w.inst.active_mask;
+    op.active_mask = w.active_mask;
     if (kind == LsuOp::Kind::Memory) {
-      op.address = w.inst.address;
-      if (trace::is_atomic(s.op)) op.value = w.inst.value;
+      w.stream.operands(op.address, op.value);
+      if (trace::is_atomic(s.op) && sm_.hooks_.on_atomic) sm_.hooks_.on_atomic(s, op.active_mask, op.address, op.value);
     }
     lg_.try_send(std::move(op));
   }
 
   void issue(Warp& w, Cycle now) {
-    const trace::StaticInst& s = sm_.kernel_.info->program[w.inst.index];
-    const InstTiming& tm = (*timing_)[w.inst.index];
-    if (sm_.hooks_.on_issue) sm_.hooks_.on_issue(s, w.inst);
+    const trace::StaticInst& s = sm_.kernel_.info->program[w.index];
+    const InstTiming& tm = (*timing_)[w.index];
     ++warp_instructions_;
     ++issued_by_class_[static_cast<int>(s.op)];
-    const std::uint32_t lanes = static_cast<std::uint32_t>(std::popcount(w.inst.active_mask));
+    const std::uint32_t lanes = static_cast<std::uint32_t>(std::popcount(w.active_mask));
     thread_instructions_ += lanes;
     w.resolving_branch = false;
     switch (tm.route) {
@@ -310,14 +318,14 @@ class Sm::Subcore {
         op.op = s.op;
         op.num_dst = s.num_dst;
         op.dst = s.dst;
-        for (int i = 0; i < s.num_dst; ++i) w.scoreboard.add(Scoreboard::ShortWrite, s.dst[i]);
+        for (int i = 0; i < s.num_dst; ++i) w.scoreboard.set(Scoreboard::ShortWrite, s.dst[i]);
         push_reads(mio_reads_, w, s, false);
         mio_.try_send(op);
         break;
       }
       case Route::Lsu:
         if (s.op == OpClass::LoadGlobal || s.op == OpClass::Atom)
-          for (int i = 0; i < s.num_dst; ++i) w.scoreboard.add(Scoreboard::LongWrite, s.dst[i]);
+          for (int i = 0; i < s.num_dst; ++i) w.scoreboard.set(Scoreboard::LongWrite, s.dst[i]);
         if (trace::is_atomic(s.op)) {
           atomic_lane_ops_ += lanes;
           ++atomic_instructions_;
@@ -350,7 +358,7 @@ class Sm::Subcore {
   }
 
  public:
-  static void fetch(Warp& w) { w.has_inst = w.stream.next(w.inst); }
+  static void fetch(Warp& w) { w.has_inst = w.stream.next_instruction(w.index, w.active_mask); }
 
  private:
   Sm& sm_;
@@ -528,7 +536,7 @@ void Sm::handle_completion(const Completion& c, bool from_lsu, Cycle now) {
   switch (c.kind) {
     case Completion::Kind::Registers:
       for (int i = 0; i < c.num_dst; ++i)
-        w.scoreboard.remove(from_lsu ? Scoreboard::LongWrite : Scoreboard::ShortWrite, c.dst[i]);
+        w.scoreboard.clear(from_lsu ? Scoreboard::LongWrite : Scoreboard::ShortWrite, c.dst[i]);
       if (c.also_acks_memory) --w.outstanding_memory;
       break;
     case Completion::Kind::MemoryAck:

@@ -71,7 +71,9 @@ struct KernelContext {
 
 // Observation points for checkers and tracers; they never alter timing.
 struct SmHooks {
-  std::function<void(const trace::StaticInst&, const trace::WarpInst&)> on_issue;
+  using Lanes = std::array<std::uint64_t, 32>;
+  // Every atomic a warp issues, with its active lanes' addresses and operands.
+  std::function<void(const trace::StaticInst&, std::uint32_t active_mask, const Lanes& address, const Lanes& value)> on_atomic;
 };
 
 class Sm : public Unit {

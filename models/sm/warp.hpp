@@ -5,7 +5,7 @@
 #include <array>
 #include <bitset>
 #include <cstdint>
-#include <vector>
+#include <algorithm>
 
 #include "models/sm/stall.hpp"
 #include "sim/engine/unit.hpp"
@@ -13,41 +13,55 @@
 
 namespace atomsim::model {
 
-// Register dependences of one warp. Writes pending from the LSU (long) or
-// the MIO (short), and source registers those units have not yet read (a
-// later write must wait for them); plus results of fixed-latency pipes still
-// in flight. Classification reads only the bitsets and the short in-flight
-// list, which keeps the per-cycle scheduling pass within a few cache lines.
+// Register dependences of one warp: writes pending from the LSU (long) or the
+// MIO (short), source registers those units have not yet read (a later write
+// must wait for them), and results of fixed-latency pipes still in flight.
+// The four pending sets are interleaved word by word so that the registers a
+// kernel actually uses (the low ids) share one cache line: classification of
+// every warp each cycle must not wander through memory.
 class Scoreboard {
  public:
   enum Kind { LongWrite, LongRead, ShortWrite, ShortRead, kKinds };
-  void add(Kind k, std::uint16_t reg) {
-    if (count_[k][reg]++ == 0) pending_[k].set(reg);
+  void set(Kind k, std::uint16_t reg) { bits_[reg >> 6][k] |= bit(reg); }
+  void clear(Kind k, std::uint16_t reg) { bits_[reg >> 6][k] &= ~bit(reg); }
+  bool pending(Kind k, std::uint16_t reg) const { return bits_[reg >> 6][k] & bit(reg); }
+  bool pending_any(Kind a, Kind b, std::uint16_t reg) const {
+    return (bits_[reg >> 6][a] | bits_[reg >> 6][b]) & bit(reg);
   }
-  void remove(Kind k, std::uint16_t reg) {
-    if (--count_[k][reg] == 0) pending_[k].reset(reg);
-  }
-  bool pending(Kind k, std::uint16_t reg) const { return pending_[k].test(reg); }
+
   // A fixed-latency result for `reg` becomes usable at `ready`.
   void add_result(std::uint16_t reg, Cycle ready, Cycle now) {
-    std::erase_if(in_flight_, [&](const InFlight& f) { return f.ready <= now || f.reg == reg; });
-    in_flight_.push_back({reg, ready});
+    std::uint8_t kept = 0;
+    for (std::uint8_t i = 0; i < in_flight_count_; ++i)
+      if (in_flight_[i].ready > now && in_flight_[i].reg != reg) in_flight_[kept++] = in_flight_[i];
+    in_flight_count_ = kept;
+    if (in_flight_count_ == in_flight_.size()) {
+      // More results in flight than tracked one by one (only with extreme pipe
+      // latencies): fold the oldest into a bound that holds every register.
+      overflow_ready_ = std::max(overflow_ready_, in_flight_[0].ready);
+      std::copy(in_flight_.begin() + 1, in_flight_.end(), in_flight_.begin());
+      --in_flight_count_;
+    }
+    in_flight_[in_flight_count_++] = {reg, ready};
   }
   // When `reg` may be read or overwritten, as far as fixed-latency pipes go.
   Cycle ready_at(std::uint16_t reg) const {
-    for (const InFlight& f : in_flight_)
-      if (f.reg == reg) return f.ready;
-    return 0;
+    Cycle ready = overflow_ready_;
+    for (std::uint8_t i = 0; i < in_flight_count_; ++i)
+      if (in_flight_[i].reg == reg) ready = std::max(ready, in_flight_[i].ready);
+    return ready;
   }
 
  private:
+  static std::uint64_t bit(std::uint16_t reg) { return std::uint64_t(1) << (reg & 63); }
   struct InFlight {
     std::uint16_t reg;
     Cycle ready;
   };
-  std::array<std::bitset<trace::reg::kSpace>, kKinds> pending_{};
-  std::vector<InFlight> in_flight_;
-  std::array<std::array<std::uint8_t, trace::reg::kSpace>, kKinds> count_{};
+  std::array<std::array<std::uint64_t, kKinds>, (trace::reg::kSpace + 63) / 64> bits_{};
+  std::array<InFlight, 8> in_flight_{};
+  std::uint8_t in_flight_count_ = 0;
+  Cycle overflow_ready_ = 0;
 };
 
 struct Warp {
@@ -62,7 +76,8 @@ struct Warp {
   std::uint32_t outstanding_memory = 0;
   Cycle next_issue = 0;
   Cycle launched_at = 0;
-  trace::WarpInst inst;
+  std::uint32_t index = 0;        // next instruction (program index); its operands stay in the stream
+  std::uint32_t active_mask = 0;
   Scoreboard scoreboard;
   trace::WarpStream stream;
 };
