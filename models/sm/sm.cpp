@@ -74,14 +74,13 @@ class Sm::Subcore {
     h = WarpHot{slot};
     h.resident = resident;
     h.age = age;
-    dirty_ = true;
+    mark_dirty();
   }
   // Something changed for this warp (completion, operands read, barrier).
   void mark_warp_dirty(std::uint16_t slot) {
     hot_[slot / sm_.params_.subcores].dirty = true;
-    dirty_ = true;
+    mark_dirty();
   }
-  Cycle next_evaluation() const { return dirty_ ? 0 : next_eval_; }
 
   void set_program(std::vector<InstTiming>* timing) { timing_ = timing; }
 
@@ -93,7 +92,7 @@ class Sm::Subcore {
 
   void evaluate(Cycle now) {
     if (now < accounted_until_) {  // already ran this cycle
-      next_eval_ = now + 1;
+      sm_.subcore_due_[index_] = now + 1;
       return;
     }
     if (!dirty_ && now == accounted_until_) {
@@ -138,7 +137,7 @@ class Sm::Subcore {
       if (h.state == WarpState::NotSelected) eligible_next_.push_back({h.slot, h.age});
       next = std::min(next, h.state == WarpState::NotSelected ? after : h.unblock_at);
     }
-    next_eval_ = next;
+    sm_.subcore_due_[index_] = dirty_ ? 0 : next;
     if (!lg_reads_.empty()) lg_.watch_credits();
     if (!mio_reads_.empty()) mio_.watch_credits();
   }
@@ -150,10 +149,15 @@ class Sm::Subcore {
       for (int s = 0; s < kWarpStateCount; ++s) stall_cycles_[s] += counts_[s] * span;
       accounted_until_ = now;
     }
-    dirty_ = true;
+    mark_dirty();
   }
 
  private:
+  void mark_dirty() {
+    dirty_ = true;
+    sm_.subcore_due_[index_] = 0;
+  }
+
   // Brings a warp's state to cycle t. A warp is reclassified in full only when
   // marked dirty or when its timer ran out; an eligible or throttled warp only
   // rechecks the shared resource it needs; other stalls last until an event
@@ -265,6 +269,7 @@ class Sm::Subcore {
       }
       mark_warp_dirty(r.slot);
     }
+    sm_.reads_pending_[index_] = static_cast<std::uint32_t>(lg_reads_.size() + mio_reads_.size());
   }
 
   void push_reads(std::deque<ReadRelease>& fifo, Warp& w, const trace::StaticInst& s, bool is_long) {
@@ -275,6 +280,7 @@ class Sm::Subcore {
       w.scoreboard.set(is_long ? Scoreboard::LongRead : Scoreboard::ShortRead, s.src[i]);
     }
     fifo.push_back(r);
+    ++sm_.reads_pending_[index_];
   }
 
   void send_lsu(Warp& w, const trace::StaticInst& s, LsuOp::Kind kind) {
@@ -337,11 +343,13 @@ class Sm::Subcore {
       case Route::Membar:
         w.waiting_membar = true;
         lg_reads_.push_back(ReadRelease{w.slot, 0, {}});
+        ++sm_.reads_pending_[index_];
         send_lsu(w, s, LsuOp::Kind::Membar);
         break;
       case Route::Barrier:
         if (sm_.kernel_.flush_atomics_at_barrier) {
           lg_reads_.push_back(ReadRelease{w.slot, 0, {}});
+          ++sm_.reads_pending_[index_];
           send_lsu(w, s, LsuOp::Kind::BarrierFlush);
         }
         w.at_barrier = true;
@@ -377,7 +385,6 @@ class Sm::Subcore {
   std::uint64_t warp_instructions_ = 0, thread_instructions_ = 0, atomic_lane_ops_ = 0, atomic_instructions_ = 0,
                 issue_cycles_ = 0;
   Cycle accounted_until_ = 0;
-  Cycle next_eval_ = kNever;
   bool dirty_ = false;
   std::uint16_t issued_slot_ = UINT16_MAX;
 };
@@ -426,6 +433,7 @@ namespace atomsim::model {
 
 Sm::Sm(const sc_core::sc_module_name& name, const SmParams& p, std::uint16_t index, StatRegistry& stats)
     : Unit(name), params_(p), index_(index), timing_(std::make_unique<ProgramTiming>()), warps_(p.max_warps),
+      subcore_due_(p.subcores, kNever), reads_pending_(p.subcores, 0),
       ctas_(p.max_ctas), lsu_completions_(*this, 4096), mio_completions_(*this, 4096), cta_launch_(*this, 256),
       cta_done_(*this) {
   StatGroup& sm_stats = stats.group("sm", basename());
@@ -567,10 +575,10 @@ void Sm::evaluate() {
       mio_completions_.pop();
     }
     Cycle next = std::min({lsu_completions_.next_ready(), mio_completions_.next_ready(), cta_launch_.next_ready()});
-    for (auto& sc : subcores_) {
-      sc->collect_credits();
-      if (sc->next_evaluation() <= now) sc->evaluate(now);
-      next = std::min(next, sc->next_evaluation());
+    for (std::uint32_t i = 0; i < subcores_.size(); ++i) {
+      if (reads_pending_[i]) subcores_[i]->collect_credits();
+      if (subcore_due_[i] <= now) subcores_[i]->evaluate(now);
+      next = std::min(next, subcore_due_[i]);
     }
     if (next != kNever) wake_at(std::max(next, now + 1));
   } catch (const trace::TraceError& e) {

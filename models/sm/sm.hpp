@@ -125,6 +125,9 @@ class Sm : public Unit {
   std::unique_ptr<ProgramTiming> timing_;
   std::vector<Warp> warps_;
   std::vector<std::unique_ptr<Subcore>> subcores_;
+  // Per sub-core, kept here so that an evaluation touches idle sub-cores not at all:
+  std::vector<Cycle> subcore_due_;            // next cycle it must run (0: now)
+  std::vector<std::uint32_t> reads_pending_;  // queued instructions whose operands are unread
   std::vector<CtaSlot> ctas_;
   InPort<Completion> lsu_completions_;
   InPort<Completion> mio_completions_;
