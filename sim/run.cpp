@@ -1,5 +1,6 @@
 #include "sim/run.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -84,13 +85,14 @@ int run_job(const std::string& trace_path, const SimulateOptions& options, std::
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
   bool all_passed = true;
-  std::uint64_t instructions = 0;
+  std::uint64_t instructions = 0, cycles = 0;
   for (const auto& r : runs) {
     out << "\n";
     print_kernel_table(out, r, params);
     all_passed &= !r.checked || r.check.passed();
     auto j = kernel_json(r, params);
     instructions += j["warp_instructions"].get<std::uint64_t>();
+    cycles += r.cycles;
   }
   if (runs.size() > 1) {
     out << fmt::format("\n{:<36}{:>12}{:>10}\n", "kernel", "cycles", "speedup");
@@ -98,8 +100,12 @@ int run_job(const std::string& trace_path, const SimulateOptions& options, std::
       out << fmt::format("{:<36}{:>12}{:>9.2f}x\n", r.name, r.cycles,
                          r.cycles ? static_cast<double>(runs.front().cycles) / static_cast<double>(r.cycles) : 0.0);
   }
-  out << fmt::format("\nsimulated {} warp instructions in {:.2f} s ({:.2f} M warp-instructions/s)\n", instructions,
-                     seconds, seconds > 0 ? static_cast<double>(instructions) / seconds / 1e6 : 0.0);
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  out << fmt::format("\nsimulated {} warp instructions and {} cycles in {:.2f} s: {:.2f} M warp-instructions/s, "
+                     "{:.3f} M cycles/s, peak memory {:.0f} MB\n",
+                     instructions, cycles, seconds, seconds > 0 ? static_cast<double>(instructions) / seconds / 1e6 : 0.0,
+                     seconds > 0 ? static_cast<double>(cycles) / seconds / 1e6 : 0.0, usage.ru_maxrss / 1024.0);
   if (!options.json_out.empty())
     write_file_atomically(options.json_out, run_json(runs, params, options.overrides, trace_path.empty() ? "built-in microbenchmark" : trace_path).dump(2) + "\n");
   if (!all_passed) {

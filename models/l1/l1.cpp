@@ -10,7 +10,7 @@ using trace::OpClass;
 L1::L1(const sc_core::sc_module_name& name, const L1Params& p, std::uint16_t sm, std::uint32_t subcores,
        const AddressMap& map, LaneOpPool& pool, StatRegistry& stats)
     : Unit(name), params_(p), sm_(sm), map_(map), pool_(pool), tags_(p.capacity_bytes, p.line_bytes, p.ways),
-      to_sm_(*this), to_l2_(*this), from_l2_(*this, 1 << 16), kernel_end_(*this, 4), pipeline_(p.sectors_per_cycle),
+      to_sm_(*this), to_l2_(*this), from_l2_(*this, 1024), kernel_end_(*this, 4), pipeline_(p.sectors_per_cycle),
       inflight_(p.max_inflight_instructions) {
   if (p.atomic_buffer) atomic_buffer_.emplace(p.atomic_buffer_entries);
   StatGroup& g = stats.group("l1", basename());
