@@ -112,7 +112,12 @@ nlohmann::json run_json(const std::vector<KernelRun>& runs, const GpuParams& par
                         const std::vector<std::string>& overrides, const std::string& trace) {
   nlohmann::json doc;
   doc["schema"] = "atomsim.run/1";
-  doc["config"] = {{"name", params.name}, {"file", params.origin}, {"overrides", overrides},
+  // Bundled configurations are named relative to the source tree, so that the
+  // document does not depend on where the project was checked out.
+  std::string file = params.origin;
+  const std::string bundled = std::string(ATOMSIM_CONFIG_DIR) + "/";
+  if (file.starts_with(bundled)) file = "configs/" + file.substr(bundled.size());
+  doc["config"] = {{"name", params.name}, {"file", file}, {"overrides", overrides},
                    {"sms", params.sms}, {"sm_clock_mhz", params.sm_clock_mhz}};
   doc["trace"] = trace;
   doc["kernels"] = nlohmann::json::array();
