@@ -22,7 +22,7 @@ inline constexpr std::size_t kChunkHeaderSize = 48;
 inline constexpr std::size_t kTrailerSize = 24;
 inline constexpr std::uint32_t kMaxChunkBytes = 64u << 20;
 // A segment closes once its raw records reach this size (bounds reader memory per warp).
-inline constexpr std::size_t kSegmentTargetBytes = 16u << 10;
+inline constexpr std::size_t kSegmentTargetBytes = 4u << 10;
 
 enum class ChunkType : std::uint8_t { Kernel = 1, Segment = 2, WarpIndex = 3, Footer = 4 };
 

@@ -2,7 +2,8 @@
 # Simulator speed on the h100 config: simulated warp-instructions per second,
 # simulated cycles per second and peak memory, for a microbenchmark trace of
 # more than 10 million warp-instructions and for one twice as long (memory
-# must not grow with trace length). Usage: tools/bench/speed.sh [atomsim-binary]
+# must not grow with trace length: the 4096 primitives bound the atomic memory
+# image, so only the trace grows). Usage: tools/bench/speed.sh [atomsim-binary]
 set -euo pipefail
 bin=${1:-build/atomsim}
 dir=$(mktemp -d)
@@ -11,7 +12,7 @@ echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; one simu
 for iterations in 4 8; do
   trace=$dir/microbench-$iterations.trace
   "$bin" gen microbench --out "$trace" --blocks 528 --warps-per-block 8 --iterations "$iterations" \
-    --active-fraction 0.5 --lanes-per-primitive 32 --params 9 --threshold 8 >/dev/null
-  echo "trace: 528 CTAs x 8 warps, $iterations iterations, baseline + SW-B + SW-S, $(du -h "$trace" | cut -f1)"
+    --active-fraction 0.5 --lanes-per-primitive 32 --params 9 --threshold 8 --primitives 4096 >/dev/null
+  echo "trace: 528 CTAs x 8 warps, $iterations iterations, 4096 primitives x 9 parameters, baseline + SW-B + SW-S, $(du -h "$trace" | cut -f1)"
   "$bin" run --quiet --no-check --config h100 --trace "$trace" | grep -E "^microbench|^simulated"
 done
