@@ -184,16 +184,16 @@ TEST_CASE("L1: every RED lane is an L1 access; lanes group into per-line packets
   if (!buffered) {
     REQUIRE(to_l2.received.size() == 33);
     REQUIRE(to_l2.received[0].second.op_count == 32);
-    // The second instruction waits for 32 lanes at 4 per cycle: taken at cycle 9, sent at 10.
-    REQUIRE(to_l2.received[0].first == 3);
-    REQUIRE(to_l2.received[1].first == 11);
+    // Requests leave the cycle their instruction is taken (1, then 9: 32 lanes at 4 per cycle).
+    REQUIRE(to_l2.received[0].first == 2);
+    REQUIRE(to_l2.received[1].first == 10);
     REQUIRE(s["l1"]["atomic_ops_to_l2"].total == 64);
     REQUIRE(to_sm.received.empty());  // acknowledgements come from L2
   } else {
     // 31 updates combine into one entry; 32 distinct words take 32 more; all leave at kernel end.
     REQUIRE(s["l1"]["atomic_buffer_combines"].total == 31);
     REQUIRE(to_l2.received.size() == 33);
-    REQUIRE(to_l2.received[0].first > 500);
+    REQUIRE(to_l2.received[0].first == 502);  // kernel end reaches the L1 at 501; the flush leaves at once
     std::uint64_t updates = 0;
     for (auto& [t, pk] : to_l2.received) updates += pool.ops(pk.ops)[0].updates;
     REQUIRE(updates == 64);

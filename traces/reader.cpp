@@ -175,6 +175,9 @@ bool WarpStream::advance() {
   operand_pos_ = pos_ + in.pos();
   format::decode_record_operands(in, kernel_->program[header_.index], header_, nullptr, nullptr);
   pos_ += in.pos();
+  // The next record of this warp is read only when the warp issues again, long
+  // after its bytes have left the cache: ask for them now.
+  __builtin_prefetch(raw_.data() + std::min(pos_, raw_.size() - 1));
   previous_index_ = header_.index;
   previous_mask_ = header_.active_mask;
   --segment_left_;

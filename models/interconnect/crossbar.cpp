@@ -22,9 +22,8 @@ Crossbar::Crossbar(const sc_core::sc_module_name& name, const CrossbarParams& p,
 
 void Crossbar::evaluate() {
   const Cycle now = Unit::now();
-  const std::uint32_t n = static_cast<std::uint32_t>(inputs_.size());
   Cycle next = kNever;
-  active_.visit(round_robin_, [&](std::uint32_t i) {
+  active_.visit([&](std::uint32_t i) {
     InPort<MemPacket>& in = *inputs_[i];
     while (!in.empty()) {
       if (!in.ready(now)) { next = std::min(next, in.next_ready()); break; }
@@ -48,7 +47,6 @@ void Crossbar::evaluate() {
     }
     return !in.empty();
   });
-  round_robin_ = (round_robin_ + 1) % n;
   if (next != kNever) wake_at(next);
 }
 

@@ -43,7 +43,6 @@ class Crossbar : public Unit {
   std::vector<RateServer> input_links_;
   std::vector<RateServer> output_links_;
   ActiveInputs active_;
-  std::uint32_t round_robin_ = 0;
   std::uint64_t packets_ = 0;
   std::uint64_t flits_ = 0;
   std::uint64_t output_busy_scaled_ = 0;

@@ -266,16 +266,20 @@ void L1::evaluate() {
 
   // Send what the pipeline produced; the interconnect's credit wakes us when blocked.
   bool blocked = false;
-  while (!outgoing_.empty()) {
-    if (!to_l2_.try_send(outgoing_.front())) {
-      blocked = true;
-      ++stall_cycles_;
-      break;
+  auto send_outgoing = [&] {
+    while (!outgoing_.empty()) {
+      if (!to_l2_.try_send(outgoing_.front())) {
+        blocked = true;
+        ++stall_cycles_;
+        return;
+      }
+      outgoing_.pop_front();
     }
-    outgoing_.pop_front();
-  }
+  };
+  send_outgoing();
 
-  // Take the next instruction once the pipeline is free and nothing waits to leave.
+  // Take the next instruction once the pipeline is free and nothing waits to
+  // leave; its requests leave in the same cycle.
   const bool can_take = !blocked && outgoing_.empty() && !free_inflight_.empty();
   if (can_take && pipeline_.free(now)) {
     const std::uint32_t n = static_cast<std::uint32_t>(lg_queues_.size());
@@ -285,6 +289,7 @@ void L1::evaluate() {
       round_robin_ = (round_robin_ + k + 1) % n;
       take_instruction(q.front(), now);
       q.pop();  // the credit tells the sub-core its source registers were read
+      send_outgoing();
       break;
     }
   }

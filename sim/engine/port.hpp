@@ -66,12 +66,11 @@ class ActiveInputs {
       ids_.push_back(id);
     }
   }
-  // Active inputs in round-robin order from `start`; `still_active(id)` says whether to keep each.
+  // Visits the active inputs, starting one further along at each call so that
+  // no input is always served first; `still_active(id)` says whether to keep each.
   template <class Visit>
-  void visit(std::uint32_t start, Visit still_active) {
-    std::sort(ids_.begin(), ids_.end());
-    auto first = std::lower_bound(ids_.begin(), ids_.end(), start);
-    std::rotate(ids_.begin(), first, ids_.end());
+  void visit(Visit still_active) {
+    if (ids_.size() > 1) std::rotate(ids_.begin(), ids_.begin() + (rotation_++ % ids_.size()), ids_.end());
     std::size_t kept = 0;
     for (std::size_t i = 0; i < ids_.size(); ++i) {
       std::uint32_t id = ids_[i];
@@ -85,6 +84,7 @@ class ActiveInputs {
  private:
   std::vector<char> member_;
   std::vector<std::uint32_t> ids_;
+  std::size_t rotation_ = 0;
 };
 
 // Anything sent through a port says how many flits of buffer it occupies.
