@@ -7,7 +7,9 @@
 #include "models/interconnect/crossbar.hpp"
 #include "models/l1/l1.hpp"
 #include "models/l2/l2_slice.hpp"
+#include "models/dispatch/cta_dispatcher.hpp"
 #include "models/mio/mio.hpp"
+#include "models/sm/scheduler.hpp"
 
 using namespace atomsim;
 using namespace atomsim::model;
@@ -228,4 +230,37 @@ TEST_CASE("MIO: shared dispatch at one per cycle, results after the pipe latency
   // Shuffles dispatched at 1, 3, 5 (queue a, 24-cycle pipe) interleave with SFU ops at 2 and 4
   // (queue b, 20-cycle pipe taking one every 2 cycles); results cross a 1-cycle link.
   REQUIRE(t == std::vector<Cycle>{22, 24, 25, 27, 29});
+}
+
+TEST_CASE("dispatcher occupancy: warps, registers, shared memory and CTA slots each bound CTAs per SM", "[models][dispatch]") {
+  trace::KernelInfo k;
+  k.block = {256, 1, 1};  // 8 warps
+  SmLimits h100{64, 32, 65536, 256, 233472};
+  k.registers_per_thread = 32;  // 32 x 32 = 1024 registers per warp: 8 CTAs by registers, 8 by warps
+  REQUIRE(ctas_per_sm(k, h100) == 8);
+  k.registers_per_thread = 72;  // 2304 -> 2304 per warp (multiple of 256): 65536 / (2304 x 8) = 3
+  REQUIRE(ctas_per_sm(k, h100) == 3);
+  k.registers_per_thread = 30;  // 960 rounds up to 1024
+  k.shared_bytes = 48 * 1024;   // 228 KB / 48 KB = 4
+  REQUIRE(ctas_per_sm(k, h100) == 4);
+  k.shared_bytes = 0;
+  k.block = {32, 1, 1};  // one warp: the 32 CTA slots bind before the 64 warps
+  REQUIRE(ctas_per_sm(k, h100) == 32);
+  k.registers_per_thread = 255;
+  k.block = {1024, 1, 1};  // 32 warps x 8192 registers: does not fit
+  REQUIRE(ctas_per_sm(k, h100) == 0);
+}
+
+TEST_CASE("warp schedulers: GTO stays on its warp, LRR rotates", "[models][sm]") {
+  std::vector<SchedulerCandidate> all = {{0, 5}, {1, 3}, {2, 9}};
+  GtoScheduler gto;
+  REQUIRE(all[gto.pick(all)].slot == 1);  // oldest
+  REQUIRE(all[gto.pick(all)].slot == 1);  // greedy: same warp while eligible
+  std::vector<SchedulerCandidate> without_1 = {{0, 5}, {2, 9}};
+  REQUIRE(without_1[gto.pick(without_1)].slot == 0);  // then the oldest remaining
+  LrrScheduler lrr;
+  REQUIRE(all[lrr.pick(all)].slot == 0);
+  REQUIRE(all[lrr.pick(all)].slot == 1);
+  REQUIRE(all[lrr.pick(all)].slot == 2);
+  REQUIRE(all[lrr.pick(all)].slot == 0);
 }
