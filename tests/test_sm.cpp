@@ -7,6 +7,17 @@ using namespace atomsim::testing;
 
 namespace {
 const std::vector<std::string> kOneSm = {"gpu.sms=1", "l2.slices=2", "l2.partitions=1"};
+const std::string kRed = "REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR6][R10.64], R13";
+
+// A reduction whose 32 lanes add 1.0 to 32 different lines (the i-th such instruction).
+trace::WarpInst spread_reduction(std::uint32_t index, int i) {
+  trace::WarpInst w = record(index);
+  for (int lane = 0; lane < 32; ++lane) {
+    w.address[lane] = 0x100000 + 128u * (32 * i + lane);
+    w.value[lane] = 0x3f800000;
+  }
+  return w;
+}
 }
 
 TEST_CASE("SM: independent instructions issue once per warp re-issue interval", "[models][sm]") {
@@ -63,20 +74,12 @@ TEST_CASE("SM: a throughput-limited pipe shows math_pipe_throttle", "[models][sm
 
 TEST_CASE("SM: reductions that outrun the L1 fill the LG queue (lg_throttle) and drain at exit", "[models][sm]") {
   auto params = h100_with(kOneSm);
-  std::string path = write_kernel("reds", {"REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR6][R10.64], R13", "EXIT"}, 1, 1,
-                                  [](std::uint64_t) {
-                                    std::vector<trace::WarpInst> s;
-                                    for (int i = 0; i < 64; ++i) {
-                                      trace::WarpInst w = record(0);
-                                      for (int lane = 0; lane < 32; ++lane) {
-                                        w.address[lane] = 0x100000 + 128u * (32 * i + lane);
-                                        w.value[lane] = 0x3f800000;
-                                      }
-                                      s.push_back(w);
-                                    }
-                                    s.push_back(record(1));
-                                    return s;
-                                  });
+  std::string path = write_kernel("reds", {kRed, "EXIT"}, 1, 1, [](std::uint64_t) {
+    std::vector<trace::WarpInst> s;
+    for (int i = 0; i < 64; ++i) s.push_back(spread_reduction(0, i));
+    s.push_back(record(1));
+    return s;
+  });
   KernelRun run = run_one(params, path);
   REQUIRE(total(run, "smsp", "atomic_lane_ops") == 64 * 32);
   REQUIRE(total(run, "l2_slice", "atomic_ops") == 64 * 32);
@@ -92,20 +95,14 @@ TEST_CASE("SM: reductions that outrun the L1 fill the LG queue (lg_throttle) and
 
 TEST_CASE("SM: overwriting a register an LSU op has not yet read waits on long_scoreboard", "[models][sm]") {
   auto params = h100_with({"gpu.sms=1", "l2.slices=2", "l2.partitions=1", "l1.lg_queue_depth=2"});
-  std::string path = write_kernel("war", {"REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR6][R10.64], R13", "FFMA R13, R2, R3, R4"},
-                                  1, 1, [](std::uint64_t) {
-                                    std::vector<trace::WarpInst> s;
-                                    for (int i = 0; i < 20; ++i) {
-                                      trace::WarpInst w = record(0);
-                                      for (int lane = 0; lane < 32; ++lane) {
-                                        w.address[lane] = 0x100000 + 128u * (32 * i + lane);
-                                        w.value[lane] = 0x3f800000;
-                                      }
-                                      s.push_back(w);
-                                      s.push_back(record(1));
-                                    }
-                                    return s;
-                                  });
+  std::string path = write_kernel("war", {kRed, "FFMA R13, R2, R3, R4"}, 1, 1, [](std::uint64_t) {
+    std::vector<trace::WarpInst> s;
+    for (int i = 0; i < 20; ++i) {
+      s.push_back(spread_reduction(0, i));
+      s.push_back(record(1));
+    }
+    return s;
+  });
   KernelRun run = run_one(params, path);
   REQUIRE(total(run, "smsp", "stall.long_scoreboard") > 0);
   require_states_cover_residency(run);

@@ -74,66 +74,59 @@ void L1::complete(std::uint32_t slot, Cycle ready) {
   --inflight_level_;
 }
 
-void L1::issue_loads(LsuOp& op, std::uint32_t slot, Cycle now) {
+void L1::collect_sectors(const LsuOp& op) {
   scratch_.clear();
+  const std::uint64_t sector_mask = ~std::uint64_t(params_.sector_bytes - 1);
   for (std::uint32_t m = op.active_mask; m; m &= m - 1) {
     std::uint64_t a = op.address[std::countr_zero(m)];
-    std::uint64_t first = a & ~std::uint64_t(params_.sector_bytes - 1);
-    std::uint64_t last = (a + op.access_bytes - 1) & ~std::uint64_t(params_.sector_bytes - 1);
-    for (std::uint64_t s = first; s <= last; s += params_.sector_bytes) scratch_.push_back(s);
+    for (std::uint64_t s = a & sector_mask; s <= ((a + op.access_bytes - 1) & sector_mask); s += params_.sector_bytes)
+      scratch_.push_back(s);
   }
   std::sort(scratch_.begin(), scratch_.end());
   scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
-  load_sectors_ += scratch_.size();
-  Cycle done = pipeline_.occupy(now, std::max<std::size_t>(1, scratch_.size()));
-  Inflight& f = inflight_[slot];
-  for (std::size_t i = 0; i < scratch_.size();) {
-    std::uint64_t line = map_.line_of(scratch_[i]);
-    std::uint8_t sectors = 0;
-    while (i < scratch_.size() && map_.line_of(scratch_[i]) == line) { ++sectors; ++i; }
-    if (tags_.access(line)) {
-      ++load_hits_;
-      continue;
-    }
-    ++load_misses_;
-    MemPacket p;
-    p.kind = MemPacket::Kind::Read;
-    p.source = sm_;
-    p.destination = static_cast<std::uint16_t>(map_.slice_of(line));
-    p.request = slot;
-    p.line = line;
-    p.sectors = sectors;
-    outgoing_.push_back(p);
-    ++f.remaining;
-  }
-  if (f.remaining == 0) complete(slot, done + params_.hit_latency);
 }
 
-void L1::issue_stores(LsuOp& op, std::uint32_t slot) {
-  scratch_.clear();
-  for (std::uint32_t m = op.active_mask; m; m &= m - 1)
-    scratch_.push_back(op.address[std::countr_zero(m)] & ~std::uint64_t(params_.sector_bytes - 1));
-  std::sort(scratch_.begin(), scratch_.end());
-  scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
-  store_sectors_ += scratch_.size();
-  pipeline_.occupy(Unit::now(), std::max<std::size_t>(1, scratch_.size()));
-  Inflight& f = inflight_[slot];
+template <class Served>
+std::uint32_t L1::request_lines(MemPacket::Kind kind, std::uint32_t slot, Served served_here) {
+  std::uint32_t packets = 0;
   for (std::size_t i = 0; i < scratch_.size();) {
     std::uint64_t line = map_.line_of(scratch_[i]);
     std::uint8_t sectors = 0;
     while (i < scratch_.size() && map_.line_of(scratch_[i]) == line) { ++sectors; ++i; }
+    if (served_here(line)) continue;
     MemPacket p;
-    p.kind = MemPacket::Kind::Write;
+    p.kind = kind;
     p.source = sm_;
     p.destination = static_cast<std::uint16_t>(map_.slice_of(line));
     p.request = slot;
     p.line = line;
     p.sectors = sectors;
     outgoing_.push_back(p);
-    ++f.remaining;
-    ++outstanding_writes_;
+    ++packets;
   }
-  if (f.remaining == 0) complete(slot, Unit::now() + params_.hit_latency);
+  inflight_[slot].remaining += packets;
+  return packets;
+}
+
+void L1::issue_loads(LsuOp& op, std::uint32_t slot, Cycle now) {
+  collect_sectors(op);
+  load_sectors_ += scratch_.size();
+  Cycle done = pipeline_.occupy(now, std::max<std::size_t>(1, scratch_.size()));
+  request_lines(MemPacket::Kind::Read, slot, [&](std::uint64_t line) {
+    bool hit = tags_.access(line);
+    ++(hit ? load_hits_ : load_misses_);
+    return hit;
+  });
+  if (inflight_[slot].remaining == 0) complete(slot, done + params_.hit_latency);
+}
+
+void L1::issue_stores(LsuOp& op, std::uint32_t slot, Cycle now) {
+  collect_sectors(op);
+  store_sectors_ += scratch_.size();
+  Cycle done = pipeline_.occupy(now, std::max<std::size_t>(1, scratch_.size()));
+  // Write-through without allocation: every line goes to L2.
+  outstanding_writes_ += request_lines(MemPacket::Kind::Write, slot, [](std::uint64_t) { return false; });
+  if (inflight_[slot].remaining == 0) complete(slot, done + params_.hit_latency);
 }
 
 void L1::send_evicted(const BufferedUpdate& update) {
@@ -232,7 +225,7 @@ void L1::take_instruction(LsuOp& op, Cycle now) {
   std::uint32_t slot = allocate_inflight(op);
   switch (op.op) {
     case OpClass::LoadGlobal: issue_loads(op, slot, now); break;
-    case OpClass::StoreGlobal: issue_stores(op, slot); break;
+    case OpClass::StoreGlobal: issue_stores(op, slot, now); break;
     default: issue_atomics(op, slot, now); break;
   }
 }

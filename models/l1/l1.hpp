@@ -68,8 +68,14 @@ class L1 : public Unit {
   static constexpr std::uint32_t kFlushRequest = 0xFFFFFFFFu;
 
   void take_instruction(LsuOp& op, Cycle now);
+  // Sorted, distinct sectors the active lanes touch, into scratch_.
+  void collect_sectors(const LsuOp& op);
+  // One request per line of the sectors in scratch_ that `served_here(line)`
+  // does not answer; returns how many were sent.
+  template <class Served>
+  std::uint32_t request_lines(MemPacket::Kind kind, std::uint32_t slot, Served served_here);
   void issue_loads(LsuOp& op, std::uint32_t slot, Cycle now);
-  void issue_stores(LsuOp& op, std::uint32_t slot);
+  void issue_stores(LsuOp& op, std::uint32_t slot, Cycle now);
   void issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now);
   void send_evicted(const BufferedUpdate& update);
   void flush_atomic_buffer();
