@@ -12,11 +12,18 @@ namespace {
 enum class Route : std::uint8_t { Pipe, Mio, Lsu, Barrier, Membar };
 enum PipeIndex : std::uint8_t { kIntAlu, kFpAlu, kFma, kVote, kBranch, kMisc, kPipeCount };
 
+// What the SM needs of a static instruction, compactly. Registers are renumbered
+// densely per kernel (in order of first use) so that the registers a kernel
+// uses share the first words of each warp's scoreboard.
 struct InstTiming {
   Route route = Route::Pipe;
   std::uint8_t pipe = kMisc;
-  Cycle latency = 1;
   bool resolves_branch = false;
+  std::uint8_t num_src = 0;
+  std::uint8_t num_dst = 0;
+  std::array<std::uint16_t, 6> src{};
+  std::array<std::uint16_t, 2> dst{};
+  Cycle latency = 1;
 };
 
 // What the scheduler scans every evaluation, apart from the cold warp state.
@@ -213,23 +220,22 @@ class Sm::Subcore {
     // Dependences of the next instruction: an event-driven block (a result or
     // operand read still owed by the LSU or MIO) or the time fixed-latency
     // results are ready.
-    const trace::StaticInst& s = sm_.kernel_.info->program[w.index];
+    const InstTiming& tm = (*timing_)[w.index];
     const Scoreboard& sb = w.scoreboard;
     WarpState blocked = WarpState::NotSelected;
     Cycle ready = 0;
-    for (int i = 0; i < s.num_src && blocked == WarpState::NotSelected; ++i) {
-      auto r = s.src[i];
+    for (int i = 0; i < tm.num_src && blocked == WarpState::NotSelected; ++i) {
+      auto r = tm.src[i];
       if (sb.pending(Scoreboard::LongWrite, r)) blocked = WarpState::LongScoreboard;
       else if (sb.pending(Scoreboard::ShortWrite, r)) blocked = WarpState::ShortScoreboard;
       ready = std::max(ready, sb.ready_at(r));
     }
-    for (int i = 0; i < s.num_dst && blocked == WarpState::NotSelected; ++i) {
-      auto r = s.dst[i];
+    for (int i = 0; i < tm.num_dst && blocked == WarpState::NotSelected; ++i) {
+      auto r = tm.dst[i];
       if (sb.pending_any(Scoreboard::LongWrite, Scoreboard::LongRead, r)) blocked = WarpState::LongScoreboard;
       else if (sb.pending_any(Scoreboard::ShortWrite, Scoreboard::ShortRead, r)) blocked = WarpState::ShortScoreboard;
       ready = std::max(ready, sb.ready_at(r));
     }
-    const InstTiming& tm = (*timing_)[w.index];
     h.route = tm.route;
     h.pipe = tm.pipe;
     if (t < w.next_issue) {
@@ -272,7 +278,7 @@ class Sm::Subcore {
     sm_.reads_pending_[index_] = static_cast<std::uint32_t>(lg_reads_.size() + mio_reads_.size());
   }
 
-  void push_reads(std::deque<ReadRelease>& fifo, Warp& w, const trace::StaticInst& s, bool is_long) {
+  void push_reads(std::deque<ReadRelease>& fifo, Warp& w, const InstTiming& s, bool is_long) {
     ReadRelease r;
     r.slot = w.slot;
     for (int i = 0; i < s.num_src; ++i) {
@@ -283,7 +289,7 @@ class Sm::Subcore {
     ++sm_.reads_pending_[index_];
   }
 
-  void send_lsu(Warp& w, const trace::StaticInst& s, LsuOp::Kind kind) {
+  void send_lsu(Warp& w, const trace::StaticInst& s, const InstTiming& tm, LsuOp::Kind kind) {
     LsuOp op;
     op.kind = kind;
     op.warp_slot = w.slot;
@@ -291,8 +297,8 @@ class Sm::Subcore {
     op.access_bytes = s.access_bytes;
     op.atomic_op = s.atomic_op;
     op.atomic_type = s.atomic_type;
-    op.num_dst = s.num_dst;
-    op.dst = s.dst;
+    op.num_dst = tm.num_dst;
+    op.dst = tm.dst;
     op.active_mask = w.active_mask;
     if (kind == LsuOp::Kind::Memory) {
       w.stream.operands(op.address, op.value);
@@ -312,7 +318,7 @@ class Sm::Subcore {
     switch (tm.route) {
       case Route::Pipe:
         pipes_[tm.pipe].occupy(now, 1);
-        for (int i = 0; i < s.num_dst; ++i) w.scoreboard.add_result(s.dst[i], now + tm.latency, now);
+        for (int i = 0; i < tm.num_dst; ++i) w.scoreboard.add_result(tm.dst[i], now + tm.latency, now);
         if (tm.resolves_branch) {
           w.resolving_branch = true;
           w.next_issue = now + tm.latency;
@@ -322,35 +328,35 @@ class Sm::Subcore {
         MioOp op;
         op.warp_slot = w.slot;
         op.op = s.op;
-        op.num_dst = s.num_dst;
-        op.dst = s.dst;
-        for (int i = 0; i < s.num_dst; ++i) w.scoreboard.set(Scoreboard::ShortWrite, s.dst[i]);
-        push_reads(mio_reads_, w, s, false);
+        op.num_dst = tm.num_dst;
+        op.dst = tm.dst;
+        for (int i = 0; i < tm.num_dst; ++i) w.scoreboard.set(Scoreboard::ShortWrite, tm.dst[i]);
+        push_reads(mio_reads_, w, tm, false);
         mio_.try_send(op);
         break;
       }
       case Route::Lsu:
         if (s.op == OpClass::LoadGlobal || s.op == OpClass::Atom)
-          for (int i = 0; i < s.num_dst; ++i) w.scoreboard.set(Scoreboard::LongWrite, s.dst[i]);
+          for (int i = 0; i < tm.num_dst; ++i) w.scoreboard.set(Scoreboard::LongWrite, tm.dst[i]);
         if (trace::is_atomic(s.op)) {
           atomic_lane_ops_ += lanes;
           ++atomic_instructions_;
         }
         ++w.outstanding_memory;
-        push_reads(lg_reads_, w, s, true);
-        send_lsu(w, s, LsuOp::Kind::Memory);
+        push_reads(lg_reads_, w, tm, true);
+        send_lsu(w, s, tm, LsuOp::Kind::Memory);
         break;
       case Route::Membar:
         w.waiting_membar = true;
         lg_reads_.push_back(ReadRelease{w.slot, 0, {}});
         ++sm_.reads_pending_[index_];
-        send_lsu(w, s, LsuOp::Kind::Membar);
+        send_lsu(w, s, tm, LsuOp::Kind::Membar);
         break;
       case Route::Barrier:
         if (sm_.kernel_.flush_atomics_at_barrier) {
           lg_reads_.push_back(ReadRelease{w.slot, 0, {}});
           ++sm_.reads_pending_[index_];
-          send_lsu(w, s, LsuOp::Kind::BarrierFlush);
+          send_lsu(w, s, tm, LsuOp::Kind::BarrierFlush);
         }
         w.at_barrier = true;
         break;
@@ -393,8 +399,19 @@ namespace {
 std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams& p) {
   std::vector<InstTiming> out;
   out.reserve(k.program.size());
+  std::array<std::uint16_t, trace::reg::kSpace> dense;
+  dense.fill(UINT16_MAX);
+  std::uint16_t next_dense = 0;
+  auto renumber = [&](std::uint16_t reg) {
+    if (dense[reg] == UINT16_MAX) dense[reg] = next_dense++;
+    return dense[reg];
+  };
   for (const auto& s : k.program) {
     InstTiming t;
+    t.num_src = s.num_src;
+    t.num_dst = s.num_dst;
+    for (int i = 0; i < s.num_src; ++i) t.src[i] = renumber(s.src[i]);
+    for (int i = 0; i < s.num_dst; ++i) t.dst[i] = renumber(s.dst[i]);
     auto pipe = [&](PipeIndex i, const PipeParams& pp) { t.route = Route::Pipe; t.pipe = i; t.latency = pp.latency; };
     switch (s.op) {
       case OpClass::IntAlu: pipe(kIntAlu, p.int_alu); break;
