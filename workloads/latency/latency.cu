@@ -1,0 +1,147 @@
+// Latency microbenchmarks for the h100 configuration: one warp times a chain
+// of dependent operations with clock64() and reports cycles per operation.
+// Chains: FFMA, integer add (IADD3), SHFL.IDX, MUFU.RCP, shared-memory load
+// (plus its address arithmetic),
+// L1-hit load, L2-hit load (ld.global.cg) and DRAM load (pointer chase over a
+// buffer larger than the L2). Warm-up pass first; median of repeats.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CHECK(call)                                                                          \
+  do {                                                                                       \
+    cudaError_t err_ = (call);                                                               \
+    if (err_ != cudaSuccess) {                                                               \
+      std::fprintf(stderr, "latency: %s failed: %s\n", #call, cudaGetErrorString(err_));     \
+      std::exit(1);                                                                          \
+    }                                                                                        \
+  } while (0)
+
+constexpr int kChain = 1024;
+
+__global__ void ffma_chain(float* out, long long* cycles, float seed) {
+  float x = seed + threadIdx.x;
+  long long t0 = clock64();
+#pragma unroll 64
+  for (int i = 0; i < kChain; ++i) x = fmaf(x, 0.999f, 0.5f);
+  long long t1 = clock64();
+  out[threadIdx.x] = x;
+  if (threadIdx.x == 0) *cycles = t1 - t0;
+}
+
+__global__ void iadd_chain(unsigned* out, long long* cycles, unsigned seed) {
+  unsigned x = seed + threadIdx.x;
+  long long t0 = clock64();
+#pragma unroll 64
+  for (int i = 0; i < kChain; ++i) asm volatile("add.u32 %0, %0, %1;" : "+r"(x) : "r"(seed));
+  long long t1 = clock64();
+  out[threadIdx.x] = x;
+  if (threadIdx.x == 0) *cycles = t1 - t0;
+}
+
+__global__ void shfl_chain(unsigned* out, long long* cycles, unsigned seed) {
+  unsigned x = seed + threadIdx.x;
+  const int source = (threadIdx.x + 1) & 31;
+  long long t0 = clock64();
+#pragma unroll 64
+  for (int i = 0; i < kChain; ++i) x = __shfl_sync(0xffffffffu, x, source);
+  long long t1 = clock64();
+  out[threadIdx.x] = x;
+  if (threadIdx.x == 0) *cycles = t1 - t0;
+}
+
+__global__ void rcp_chain(float* out, long long* cycles, float seed) {
+  float x = seed + threadIdx.x + 1.0f;
+  long long t0 = clock64();
+#pragma unroll 64
+  for (int i = 0; i < kChain; ++i) asm volatile("rcp.approx.ftz.f32 %0, %0;" : "+f"(x));
+  long long t1 = clock64();
+  out[threadIdx.x] = x;
+  if (threadIdx.x == 0) *cycles = t1 - t0;
+}
+
+__global__ void shared_chain(unsigned* out, long long* cycles) {
+  __shared__ unsigned next[1024];
+  for (int i = threadIdx.x; i < 1024; i += blockDim.x) next[i] = (i + 33) & 1023;
+  __syncthreads();
+  unsigned p = threadIdx.x;
+  long long t0 = clock64();
+#pragma unroll 16
+  for (int i = 0; i < kChain; ++i) p = next[p];
+  long long t1 = clock64();
+  out[threadIdx.x] = p;
+  if (threadIdx.x == 0) *cycles = t1 - t0;
+}
+
+// Pointer chase through `chain` (indices); `cg` bypasses the L1.
+template <bool cg>
+__global__ void global_chain(const unsigned* chain, unsigned* out, long long* cycles, int steps) {
+  unsigned p = 0;
+  for (int i = 0; i < steps; ++i) p = cg ? __ldcg(chain + p) : __ldca(chain + p);  // warm
+  p = 0;
+  long long t0 = clock64();
+  for (int i = 0; i < steps; ++i) p = cg ? __ldcg(chain + p) : __ldca(chain + p);
+  long long t1 = clock64();
+  out[threadIdx.x] = p;
+  if (threadIdx.x == 0) *cycles = t1 - t0;
+}
+
+template <class Launch>
+double median_cycles(Launch launch, long long* d_cycles, int ops, int repeats = 9) {
+  std::vector<double> v;
+  for (int r = 0; r < repeats + 1; ++r) {
+    launch();
+    CHECK(cudaGetLastError());
+    CHECK(cudaDeviceSynchronize());
+    long long c = 0;
+    CHECK(cudaMemcpy(&c, d_cycles, sizeof c, cudaMemcpyDeviceToHost));
+    if (r > 0) v.push_back(static_cast<double>(c) / ops);
+  }
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int main() {
+  long long* d_cycles;
+  unsigned* d_out;
+  float* d_fout;
+  CHECK(cudaMalloc(&d_cycles, sizeof(long long)));
+  CHECK(cudaMalloc(&d_out, 1024 * sizeof(unsigned)));
+  CHECK(cudaMalloc(&d_fout, 1024 * sizeof(float)));
+  // Chains for global loads: 128-byte stride within 16 KB (L1 hit), 4 MB (L2 hit, .cg),
+  // and a 1 GB random chase at 4 KB granularity (DRAM).
+  auto make_chain = [](size_t bytes, size_t stride, bool shuffle) {
+    size_t n = bytes / sizeof(unsigned), hops = bytes / stride;
+    std::vector<unsigned> order(hops);
+    for (size_t i = 0; i < hops; ++i) order[i] = static_cast<unsigned>(i * (stride / sizeof(unsigned)));
+    if (shuffle) { srand(7); for (size_t i = hops - 1; i > 0; --i) std::swap(order[i], order[rand() % (i + 1)]); }
+    std::vector<unsigned> chain(n, 0);
+    for (size_t i = 0; i < hops; ++i) chain[order[i]] = order[(i + 1) % hops];
+    unsigned* d;
+    CHECK(cudaMalloc(&d, bytes));
+    CHECK(cudaMemcpy(d, chain.data(), bytes, cudaMemcpyHostToDevice));
+    return d;
+  };
+  unsigned* l1 = make_chain(16 << 10, 128, false);
+  unsigned* l2 = make_chain(4 << 20, 128, true);
+  unsigned* dram = make_chain(size_t(1) << 30, 4096, true);
+
+  double ffma = median_cycles([&] { ffma_chain<<<1, 32>>>(d_fout, d_cycles, 1.0f); }, d_cycles, kChain);
+  double iadd = median_cycles([&] { iadd_chain<<<1, 32>>>(d_out, d_cycles, 3u); }, d_cycles, kChain);
+  double shfl = median_cycles([&] { shfl_chain<<<1, 32>>>(d_out, d_cycles, 3u); }, d_cycles, kChain);
+  double rcp = median_cycles([&] { rcp_chain<<<1, 32>>>(d_fout, d_cycles, 1.0f); }, d_cycles, kChain);
+  double lds = median_cycles([&] { shared_chain<<<1, 32>>>(d_out, d_cycles); }, d_cycles, kChain);
+  double ldl1 = median_cycles([&] { global_chain<false><<<1, 1>>>(l1, d_out, d_cycles, 2048); }, d_cycles, 2048);
+  double ldl2 = median_cycles([&] { global_chain<true><<<1, 1>>>(l2, d_out, d_cycles, 2048); }, d_cycles, 2048);
+  double lddram = median_cycles([&] { global_chain<true><<<1, 1>>>(dram, d_out, d_cycles, 2048); }, d_cycles, 2048, 5);
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("{\"device\":\"%s\",\"ffma\":%.2f,\"iadd\":%.2f,\"shfl\":%.2f,\"rcp\":%.2f,\"lds\":%.2f,"
+              "\"ldg_l1_hit\":%.2f,\"ldg_l2_hit\":%.2f,\"ldg_dram\":%.2f,\"unit\":\"SM cycles per dependent operation\"}\n",
+              prop.name, ffma, iadd, shfl, rcp, lds, ldl1, ldl2, lddram);
+  return 0;
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds and runs the latency microbenchmarks on a GPU machine; writes
+# OUTDIR/latency.json, the SASS (to check each chain is what it claims) and the clocks.
+# Usage: workloads/latency/run_h100.sh OUTDIR
+set -euo pipefail
+out=${1:?usage: run_h100.sh OUTDIR}
+mkdir -p "$out"
+here=$(cd "$(dirname "$0")" && pwd)
+nvcc -O3 -arch=sm_90 -o "$out/latency" "$here/latency.cu"
+cuobjdump --dump-sass "$out/latency" > "$out/latency.sass"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$out/device.txt" 2>&1 || true
+"$out/latency" | tee "$out/latency.json"
