@@ -115,7 +115,6 @@ struct CtaLaunch {
   std::uint32_t flits() const { return 1; }
 };
 struct CtaDone {
-  std::uint16_t sm = 0;
   std::uint64_t cta = 0;
   std::uint32_t flits() const { return 1; }
 };

@@ -38,7 +38,7 @@ Gpu::Gpu(const GpuParams& p) : params_(p) {
   Units& u = *units_;
   const std::uint32_t slices = p.l2.slices;
   for (std::uint32_t i = 0; i < p.sms; ++i) {
-    u.sms.push_back(std::make_unique<Sm>(fmt::format("sm{}", i).c_str(), p.sm, static_cast<std::uint16_t>(i), stats_));
+    u.sms.push_back(std::make_unique<Sm>(fmt::format("sm{}", i).c_str(), p.sm, stats_));
     u.mios.push_back(std::make_unique<Mio>(fmt::format("mio{}", i).c_str(), p.mio, p.sm.subcores, stats_));
     u.l1s.push_back(std::make_unique<L1>(fmt::format("l1_{}", i).c_str(), p.l1, static_cast<std::uint16_t>(i),
                                          p.sm.subcores, u.map, u.pool, stats_));
@@ -141,7 +141,6 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
   record_expected_ = options.check_atomics;
   KernelContext ctx;
   ctx.info = &info;
-  ctx.kernel_index = kernel;
   ctx.open_warp = [&reader, kernel](std::uint64_t warp) { return reader.open_warp(kernel, warp); };
   ctx.flush_atomics_at_barrier = params_.l1.atomic_buffer;
   SmHooks hooks;

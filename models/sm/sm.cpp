@@ -448,8 +448,8 @@ struct Sm::ProgramTiming {
 
 namespace atomsim::model {
 
-Sm::Sm(const sc_core::sc_module_name& name, const SmParams& p, std::uint16_t index, StatRegistry& stats)
-    : Unit(name), params_(p), index_(index), timing_(std::make_unique<ProgramTiming>()), warps_(p.max_warps),
+Sm::Sm(const sc_core::sc_module_name& name, const SmParams& p, StatRegistry& stats)
+    : Unit(name), params_(p), timing_(std::make_unique<ProgramTiming>()), warps_(p.max_warps),
       subcore_due_(p.subcores, kNever), reads_pending_(p.subcores, 0),
       ctas_(p.max_ctas), lsu_completions_(*this, 4096), mio_completions_(*this, 4096), cta_launch_(*this, 256),
       cta_done_(*this) {
@@ -551,7 +551,7 @@ void Sm::maybe_retire(Warp& w, Cycle end) {
   if (--c.resident_warps == 0) {
     c.active = false;
     ++ctas_completed_;
-    CtaDone done{index_, c.cta};
+    CtaDone done{c.cta};
     if (!done_backlog_.empty() || !cta_done_.try_send(done)) done_backlog_.push_back(done);
   }
 }

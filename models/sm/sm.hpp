@@ -64,7 +64,6 @@ struct SmParams {
 // What the SM needs to run a kernel: its program and launch shape.
 struct KernelContext {
   const trace::KernelInfo* info = nullptr;
-  std::size_t kernel_index = 0;
   std::function<trace::WarpStream(std::uint64_t warp)> open_warp;
   bool flush_atomics_at_barrier = false;
 };
@@ -78,7 +77,7 @@ struct SmHooks {
 
 class Sm : public Unit {
  public:
-  Sm(const sc_core::sc_module_name& name, const SmParams& p, std::uint16_t index, StatRegistry& stats);
+  Sm(const sc_core::sc_module_name& name, const SmParams& p, StatRegistry& stats);
   ~Sm() override;
 
   void begin_kernel(const KernelContext& kernel);
@@ -119,7 +118,6 @@ class Sm : public Unit {
 
   friend class Subcore;
   const SmParams params_;
-  const std::uint16_t index_;
   KernelContext kernel_;
   SmHooks hooks_;
   std::unique_ptr<ProgramTiming> timing_;

@@ -22,7 +22,6 @@ template <class T>
 class RingBuffer {
  public:
   explicit RingBuffer(std::size_t capacity = 0) : slots_(capacity) {}
-  void reset(std::size_t capacity) { slots_.assign(capacity, T{}); head_ = size_ = 0; }
   bool empty() const { return size_ == 0; }
   bool full() const { return size_ == slots_.size(); }
   std::size_t size() const { return size_; }
@@ -112,8 +111,6 @@ class InPort {
   bool ready(Cycle now) const { return !buffer_.empty() && buffer_.front().ready <= now; }
   Cycle next_ready() const { return buffer_.empty() ? kNever : buffer_.front().ready; }
   bool empty() const { return buffer_.empty(); }
-  std::size_t messages() const { return buffer_.size(); }
-  std::uint32_t occupied_flits() const { return occupied_flits_; }
   Msg& front() { return buffer_.front().msg; }
 
   void pop() {
@@ -193,7 +190,6 @@ class OutPort {
     latency_ = latency;
     peer.attach_sender(&owner_);
   }
-  bool bound() const { return peer_ != nullptr; }
 
   // True when the message was accepted; otherwise the sender is woken once
   // the receiver frees space.
@@ -211,7 +207,6 @@ class OutPort {
   // Asks to be woken when the receiver next frees a slot (used to learn of credit returns).
   void watch_credits() { peer_->sender_wants_wake(); }
   std::uint64_t take_credits() { return peer_->take_credits(); }
-  Cycle latency() const { return latency_; }
 
  private:
   Unit& owner_;
