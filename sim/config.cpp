@@ -36,6 +36,9 @@ GpuParams load_gpu_params(const std::string& config, const std::vector<std::stri
   if (p.l2.slices % p.l2.partitions != 0)
     throw ConfigError(fmt::format("{}: key 'l2.slices' = {} must be a multiple of 'l2.partitions' = {}", p.origin,
                                   p.l2.slices, p.l2.partitions));
+  if (p.sm.max_warps > 64 * p.sm.subcores)
+    throw ConfigError(fmt::format("{}: key 'sm.max_warps' = {} exceeds 64 warps per sub-core ({} sub-cores)", p.origin,
+                                  p.sm.max_warps, p.sm.subcores));
   if (p.l1.line_bytes != p.l2.line_bytes)
     throw ConfigError(fmt::format("{}: key 'l1.line_bytes' must equal 'l2.line_bytes'", p.origin));
   if (p.sms > 65535 || p.l2.slices > 65535) throw ConfigError(fmt::format("{}: too many SMs or slices", p.origin));

@@ -77,15 +77,29 @@ class Sm::Subcore {
     return UINT16_MAX;
   }
   void set_resident(std::uint16_t slot, bool resident, std::uint64_t age) {
-    WarpHot& h = hot_[slot / sm_.params_.subcores];
+    const std::uint32_t i = slot / sm_.params_.subcores;
+    WarpHot& h = hot_[i];
+    const std::uint64_t bit = std::uint64_t(1) << i;
+    if (resident_bits_ & bit) --counts_[static_cast<int>(h.state)];
+    structural_bits_ &= ~bit;
+    timer_bits_ &= ~bit;
+    dirty_bits_ &= ~bit;
+    resident_bits_ &= ~bit;
     h = WarpHot{slot};
-    h.resident = resident;
-    h.age = age;
+    if (resident) {
+      h.resident = true;
+      h.age = age;
+      resident_bits_ |= bit;
+      dirty_bits_ |= bit;
+      ++counts_[static_cast<int>(h.state)];
+    }
     mark_dirty();
   }
   // Something changed for this warp (completion, operands read, barrier).
   void mark_warp_dirty(std::uint16_t slot) {
-    hot_[slot / sm_.params_.subcores].dirty = true;
+    const std::uint32_t i = slot / sm_.params_.subcores;
+    hot_[i].dirty = true;
+    dirty_bits_ |= std::uint64_t(1) << i;
     mark_dirty();
   }
 
@@ -102,48 +116,43 @@ class Sm::Subcore {
       sm_.subcore_due_[index_] = now + 1;
       return;
     }
-    if (!dirty_ && now == accounted_until_) {
-      // Nothing happened since the last pass classified the warps for this cycle.
-      for (int s = 0; s < kWarpStateCount; ++s)
-        if (s != static_cast<int>(WarpState::NotSelected)) stall_cycles_[s] += counts_[s];
-      eligible_.swap(eligible_next_);
-    } else {
+    // Unless nothing happened since the last pass classified the warps for
+    // this very cycle, bring them to `now`.
+    if (dirty_ || now != accounted_until_) {
       if (now > accounted_until_) {
         Cycle span = now - accounted_until_;
         for (int s = 0; s < kWarpStateCount; ++s) stall_cycles_[s] += counts_[s] * span;
       }
-      eligible_.clear();
-      for (WarpHot& h : hot_) {
-        if (!h.resident) continue;
-        refresh(h, now);
-        if (h.state == WarpState::NotSelected) eligible_.push_back({h.slot, h.age});
-        else ++stall_cycles_[static_cast<int>(h.state)];
-      }
+      update(now);
     }
+    for (int s = 0; s < kWarpStateCount; ++s)
+      if (s != static_cast<int>(WarpState::NotSelected)) stall_cycles_[s] += counts_[s];
     accounted_until_ = now + 1;  // this evaluation accounts cycle `now` itself
     issued_slot_ = UINT16_MAX;
-    if (!eligible_.empty()) {
-      std::size_t chosen = scheduler_->pick(eligible_);
-      issued_slot_ = eligible_[chosen].slot;
-      hot_[issued_slot_ / sm_.params_.subcores].dirty = true;
-      stall_cycles_[static_cast<int>(WarpState::Selected)] += 1;
-      stall_cycles_[static_cast<int>(WarpState::NotSelected)] += eligible_.size() - 1;
-      ++issue_cycles_;
-      issue(sm_.warp(issued_slot_), now);
+    if (structural_bits_) {
+      eligible_.clear();
+      for (std::uint64_t m = structural_bits_; m; m &= m - 1) {
+        const WarpHot& h = hot_[std::countr_zero(m)];
+        if (h.state == WarpState::NotSelected) eligible_.push_back({h.slot, h.age});
+      }
+      if (!eligible_.empty()) {
+        std::size_t chosen = scheduler_->pick(eligible_);
+        issued_slot_ = eligible_[chosen].slot;
+        mark_warp_dirty(issued_slot_);
+        stall_cycles_[static_cast<int>(WarpState::Selected)] += 1;
+        stall_cycles_[static_cast<int>(WarpState::NotSelected)] += eligible_.size() - 1;
+        ++issue_cycles_;
+        issue(sm_.warp(issued_slot_), now);
+      }
     }
     // States from the next cycle on hold until something changes.
     dirty_ = false;
-    counts_.fill(0);
-    eligible_next_.clear();
-    Cycle next = kNever;
     const Cycle after = now + 1;
-    for (WarpHot& h : hot_) {
-      if (!h.resident) continue;
-      refresh(h, after);
-      ++counts_[static_cast<int>(h.state)];
-      if (h.state == WarpState::NotSelected) eligible_next_.push_back({h.slot, h.age});
-      next = std::min(next, h.state == WarpState::NotSelected ? after : h.unblock_at);
-    }
+    update(after);
+    Cycle next = kNever;
+    for (std::uint64_t m = structural_bits_; m && next > after; m &= m - 1)
+      if (hot_[std::countr_zero(m)].state == WarpState::NotSelected) next = after;
+    for (std::uint64_t m = timer_bits_; m; m &= m - 1) next = std::min(next, hot_[std::countr_zero(m)].unblock_at);
     sm_.subcore_due_[index_] = dirty_ ? 0 : next;
     if (!lg_reads_.empty()) lg_.watch_credits();
     if (!mio_reads_.empty()) mio_.watch_credits();
@@ -163,6 +172,38 @@ class Sm::Subcore {
   void mark_dirty() {
     dirty_ = true;
     sm_.subcore_due_[index_] = 0;
+  }
+
+  // Brings to cycle t the warps whose state can have changed: those marked
+  // dirty, those competing for a resource (eligible or throttled) and those
+  // whose timer has run out. State counts are kept up to date as states change.
+  void update(Cycle t) {
+    std::uint64_t candidates = dirty_bits_ | structural_bits_;
+    for (std::uint64_t m = timer_bits_; m; m &= m - 1)
+      if (hot_[std::countr_zero(m)].unblock_at <= t) candidates |= m & (~m + 1);
+    dirty_bits_ = 0;
+    for (std::uint64_t m = candidates & resident_bits_; m; m &= m - 1) {
+      const int i = std::countr_zero(m);
+      WarpHot& h = hot_[i];
+      const WarpState before = h.state;
+      refresh(h, t);
+      if (h.state == before) continue;
+      --counts_[static_cast<int>(before)];
+      ++counts_[static_cast<int>(h.state)];
+      const std::uint64_t bit = std::uint64_t(1) << i;
+      structural_bits_ &= ~bit;
+      timer_bits_ &= ~bit;
+      switch (h.state) {
+        case WarpState::NotSelected: case WarpState::LgThrottle: case WarpState::MioThrottle:
+          structural_bits_ |= bit;
+          break;
+        case WarpState::Wait: case WarpState::BranchResolving: case WarpState::MathPipeThrottle:
+          timer_bits_ |= bit;
+          break;
+        default:
+          break;
+      }
+    }
   }
 
   // Brings a warp's state to cycle t. A warp is reclassified in full only when
@@ -384,7 +425,12 @@ class Sm::Subcore {
   std::vector<InstTiming>* timing_ = nullptr;
   RateServer pipes_[kPipeCount];
   std::deque<ReadRelease> lg_reads_, mio_reads_;
-  std::vector<SchedulerCandidate> eligible_, eligible_next_;
+  std::vector<SchedulerCandidate> eligible_;
+  // Warps by what can change their state (bit i is hot_[i]).
+  std::uint64_t resident_bits_ = 0;
+  std::uint64_t dirty_bits_ = 0;       // marked by an event
+  std::uint64_t structural_bits_ = 0;  // eligible or throttled: recheck their resource each pass
+  std::uint64_t timer_bits_ = 0;       // waiting for a known cycle
   std::array<std::uint64_t, kWarpStateCount> counts_{};
   std::array<std::uint64_t, kWarpStateCount> stall_cycles_{};
   std::array<std::uint64_t, trace::kOpClassCount> issued_by_class_{};
