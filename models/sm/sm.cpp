@@ -81,8 +81,7 @@ class Sm::Subcore {
     WarpHot& h = hot_[i];
     const std::uint64_t bit = std::uint64_t(1) << i;
     if (resident_bits_ & bit) --counts_[static_cast<int>(h.state)];
-    structural_bits_ &= ~bit;
-    timer_bits_ &= ~bit;
+    clear_bits(bit);
     dirty_bits_ &= ~bit;
     resident_bits_ &= ~bit;
     h = WarpHot{slot};
@@ -129,13 +128,13 @@ class Sm::Subcore {
       if (s != static_cast<int>(WarpState::NotSelected)) stall_cycles_[s] += counts_[s];
     accounted_until_ = now + 1;  // this evaluation accounts cycle `now` itself
     issued_slot_ = UINT16_MAX;
-    if (structural_bits_) {
+    if (eligible_bits_) {
       eligible_.clear();
-      for (std::uint64_t m = structural_bits_; m; m &= m - 1) {
+      for (std::uint64_t m = eligible_bits_; m; m &= m - 1) {
         const WarpHot& h = hot_[std::countr_zero(m)];
-        if (h.state == WarpState::NotSelected) eligible_.push_back({h.slot, h.age});
+        eligible_.push_back({h.slot, h.age});
       }
-      if (!eligible_.empty()) {
+      {
         std::size_t chosen = scheduler_->pick(eligible_);
         issued_slot_ = eligible_[chosen].slot;
         mark_warp_dirty(issued_slot_);
@@ -149,10 +148,8 @@ class Sm::Subcore {
     dirty_ = false;
     const Cycle after = now + 1;
     update(after);
-    Cycle next = kNever;
-    for (std::uint64_t m = structural_bits_; m && next > after; m &= m - 1)
-      if (hot_[std::countr_zero(m)].state == WarpState::NotSelected) next = after;
-    for (std::uint64_t m = timer_bits_; m; m &= m - 1) next = std::min(next, hot_[std::countr_zero(m)].unblock_at);
+    Cycle next = eligible_bits_ ? after : kNever;
+    for (std::uint64_t m = timer_bits_; m && next > after; m &= m - 1) next = std::min(next, hot_[std::countr_zero(m)].unblock_at);
     sm_.subcore_due_[index_] = dirty_ ? 0 : next;
     if (!lg_reads_.empty()) lg_.watch_credits();
     if (!mio_reads_.empty()) mio_.watch_credits();
@@ -178,7 +175,13 @@ class Sm::Subcore {
   // dirty, those competing for a resource (eligible or throttled) and those
   // whose timer has run out. State counts are kept up to date as states change.
   void update(Cycle t) {
-    std::uint64_t candidates = dirty_bits_ | structural_bits_;
+    // Queue room is read once per pass; a throttled warp is revisited only when
+    // its queue has room again.
+    lg_room_ = lg_.has_room(1);
+    mio_room_ = mio_.has_room(1);
+    std::uint64_t candidates = dirty_bits_ | eligible_bits_;
+    if (lg_room_) candidates |= lg_bits_;
+    if (mio_room_) candidates |= mio_bits_;
     for (std::uint64_t m = timer_bits_; m; m &= m - 1)
       if (hot_[std::countr_zero(m)].unblock_at <= t) candidates |= m & (~m + 1);
     dirty_bits_ = 0;
@@ -191,12 +194,11 @@ class Sm::Subcore {
       --counts_[static_cast<int>(before)];
       ++counts_[static_cast<int>(h.state)];
       const std::uint64_t bit = std::uint64_t(1) << i;
-      structural_bits_ &= ~bit;
-      timer_bits_ &= ~bit;
+      clear_bits(bit);
       switch (h.state) {
-        case WarpState::NotSelected: case WarpState::LgThrottle: case WarpState::MioThrottle:
-          structural_bits_ |= bit;
-          break;
+        case WarpState::NotSelected: eligible_bits_ |= bit; break;
+        case WarpState::LgThrottle: lg_bits_ |= bit; break;
+        case WarpState::MioThrottle: mio_bits_ |= bit; break;
         case WarpState::Wait: case WarpState::BranchResolving: case WarpState::MathPipeThrottle:
           timer_bits_ |= bit;
           break;
@@ -204,6 +206,15 @@ class Sm::Subcore {
           break;
       }
     }
+    if (lg_bits_) lg_.watch_credits();
+    if (mio_bits_) mio_.watch_credits();
+  }
+
+  void clear_bits(std::uint64_t bit) {
+    eligible_bits_ &= ~bit;
+    lg_bits_ &= ~bit;
+    mio_bits_ &= ~bit;
+    timer_bits_ &= ~bit;
   }
 
   // Brings a warp's state to cycle t. A warp is reclassified in full only when
@@ -239,13 +250,13 @@ class Sm::Subcore {
         }
         break;
       case Route::Mio:
-        if (!mio_.has_room(1)) { h.state = WarpState::MioThrottle; mio_.watch_credits(); }
+        if (!mio_room_) h.state = WarpState::MioThrottle;
         break;
       case Route::Lsu: case Route::Membar:
-        if (!lg_.has_room(1)) { h.state = WarpState::LgThrottle; lg_.watch_credits(); }
+        if (!lg_room_) h.state = WarpState::LgThrottle;
         break;
       case Route::Barrier:
-        if (sm_.kernel_.flush_atomics_at_barrier && !lg_.has_room(1)) { h.state = WarpState::LgThrottle; lg_.watch_credits(); }
+        if (sm_.kernel_.flush_atomics_at_barrier && !lg_room_) h.state = WarpState::LgThrottle;
         break;
     }
   }
@@ -429,8 +440,12 @@ class Sm::Subcore {
   // Warps by what can change their state (bit i is hot_[i]).
   std::uint64_t resident_bits_ = 0;
   std::uint64_t dirty_bits_ = 0;       // marked by an event
-  std::uint64_t structural_bits_ = 0;  // eligible or throttled: recheck their resource each pass
+  std::uint64_t eligible_bits_ = 0;    // recheck their resource each pass
+  std::uint64_t lg_bits_ = 0;          // LG queue full: recheck when it has room
+  std::uint64_t mio_bits_ = 0;         // MIO queue full: recheck when it has room
   std::uint64_t timer_bits_ = 0;       // waiting for a known cycle
+  bool lg_room_ = true;
+  bool mio_room_ = true;
   std::array<std::uint64_t, kWarpStateCount> counts_{};
   std::array<std::uint64_t, kWarpStateCount> stall_cycles_{};
   std::array<std::uint64_t, trace::kOpClassCount> issued_by_class_{};
