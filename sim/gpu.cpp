@@ -32,7 +32,7 @@ struct Gpu::Units {
   explicit Units(const AddressMapParams& p) : map(p) {}
 };
 
-Gpu::Gpu(const GpuParams& p) : params_(p) {
+Gpu::Gpu(const GpuParams& p) : params_(p), created_(std::chrono::steady_clock::now()) {
   reset_simulation_context();
   units_ = std::make_unique<Units>(p.l2.address_map());
   Units& u = *units_;
@@ -138,7 +138,6 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
     throw ConfigError(fmt::format("{}: kernel {} ('{}') does not fit on one SM of {} ({} warps, {} registers/thread, {} B shared)",
                                   reader.path(), kernel, info.name, params_.origin, info.warps_per_cta(),
                                   info.registers_per_thread, info.shared_bytes));
-  record_expected_ = options.check_atomics;
   KernelContext ctx;
   ctx.info = &info;
   ctx.open_warp = [&reader, kernel](std::uint64_t warp) { return reader.open_warp(kernel, warp); };
@@ -166,15 +165,15 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
   u.dispatcher->begin_kernel(info.grid.count(), run.ctas_per_sm);
 
   using clock = std::chrono::steady_clock;
-  const auto wall_start = clock::now();
-  auto last_report = wall_start;
-  const sc_core::sc_time slice = sc_core::sc_time::from_value(200000 * kPicosecondsPerCycle);
+  auto last_report = clock::now();
+  // Short slices let a long run report progress about once a second.
+  const sc_core::sc_time slice = sc_core::sc_time::from_value(10000 * kPicosecondsPerCycle);
   do {
     sc_core::sc_start(slice, sc_core::SC_EXIT_ON_STARVATION);
     for (auto& sm : u.sms)
       if (!sm->error().empty()) throw trace::TraceError(sm->error());
     auto t = clock::now();
-    if (options.progress && t - wall_start > std::chrono::seconds(2) && t - last_report > std::chrono::seconds(1)) {
+    if (options.progress && t - created_ > std::chrono::seconds(2) && t - last_report > std::chrono::seconds(1)) {
       last_report = t;
       std::fprintf(stderr, "%s kernel %zu '%s': cycle %llu, %llu of %llu CTAs done\n", options.label.c_str(), kernel,
                    info.name.c_str(), static_cast<unsigned long long>(Unit::now() - run.start),

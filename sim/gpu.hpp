@@ -2,6 +2,7 @@
 // and runs a trace's kernels one after another.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -64,7 +65,7 @@ class Gpu {
   StatRegistry stats_;
   std::unique_ptr<Units> units_;
   std::unordered_map<std::uint64_t, Expected> expected_;
-  bool record_expected_ = false;
+  std::chrono::steady_clock::time_point created_;  // progress is shown once a run is older than 2 s
 };
 
 }  // namespace atomsim
