@@ -39,7 +39,7 @@ MemPacket packet(MemPacket::Kind kind, std::uint64_t line, std::uint8_t sectors 
 TEST_CASE("crossbar: one flit per cycle per port, latency plus serialization", "[models][crossbar]") {
   reset_simulation_context();
   StatRegistry stats;
-  CrossbarParams p{10, 16, 1.0, 1.0};
+  CrossbarParams p{10, 16, 64, 1.0, 1.0};
   Crossbar xbar("xbar", p, 1, 1, stats);
   Source<MemPacket> source("source");
   Sink<MemPacket> sink("sink", 64);

@@ -14,11 +14,10 @@ AddressMap::AddressMap(const AddressMapParams& p)
 std::uint32_t AddressMap::slice_of(std::uint64_t address) const {
   std::uint64_t line = address / line_bytes_;
   if (xor_hash_) {
-    // Fold upper address bits into the index so that power-of-two strides
-    // spread over slices, as GPU L2 hashes do.
+    // Consecutive lines go to consecutive slices, so a contiguous buffer
+    // spreads evenly; folding in upper bits keeps power-of-two strides from
+    // landing on a few slices.
     line ^= (line >> 7) ^ (line >> 13) ^ (line >> 19);
-    line *= 0x9E3779B97F4A7C15ull;
-    line >>= 32;
   }
   return static_cast<std::uint32_t>(line % slices_);
 }

@@ -7,7 +7,8 @@ namespace atomsim::model {
 Crossbar::Crossbar(const sc_core::sc_module_name& name, const CrossbarParams& p, std::uint32_t inputs,
                    std::uint32_t outputs, StatRegistry& stats)
     : Unit(name), params_(p), input_links_(inputs, RateServer(p.input_flits_per_cycle)),
-      output_links_(outputs, RateServer(p.output_flits_per_cycle)), active_(inputs) {
+      output_links_(outputs, RateServer(p.output_flits_per_cycle)), active_(inputs), busy_outputs_(outputs),
+      output_queues_(outputs), output_queue_flits_(outputs, 0) {
   StatGroup& g = stats.group(std::string(basename()), "");
   for (std::uint32_t i = 0; i < inputs; ++i) {
     inputs_.push_back(std::make_unique<InPort<MemPacket>>(*this, p.input_buffer_flits));
@@ -23,30 +24,51 @@ Crossbar::Crossbar(const sc_core::sc_module_name& name, const CrossbarParams& p,
 void Crossbar::evaluate() {
   const Cycle now = Unit::now();
   Cycle next = kNever;
+  // Inputs to output queues.
   active_.visit([&](std::uint32_t i) {
     InPort<MemPacket>& in = *inputs_[i];
     while (!in.empty()) {
       if (!in.ready(now)) { next = std::min(next, in.next_ready()); break; }
       if (!input_links_[i].free(now)) { next = std::min(next, input_links_[i].free_at()); break; }
       MemPacket& packet = in.front();
-      RateServer& link = output_links_[packet.destination];
+      const std::uint32_t o = packet.destination;
+      const std::uint32_t flits = packet.flits();
+      if (output_queue_flits_[o] + flits > params_.output_queue_flits) break;  // woken when the queue drains
+      input_links_[i].occupy(now, flits);
+      output_queue_flits_[o] += flits;
+      output_queues_[o].push_back(packet);
+      busy_outputs_.mark(o);
+      in.pop();
+    }
+    return !in.empty();
+  });
+  // Output queues to destinations.
+  bool drained = false;
+  busy_outputs_.visit([&](std::uint32_t o) {
+    std::deque<MemPacket>& queue = output_queues_[o];
+    RateServer& link = output_links_[o];
+    while (!queue.empty()) {
       if (!link.free(now)) { next = std::min(next, link.free_at()); break; }
-      std::uint32_t flits = packet.flits();
-      if (!outputs_[packet.destination]->has_room(flits)) {
-        outputs_[packet.destination]->watch_credits();  // woken when the destination frees space
+      MemPacket& packet = queue.front();
+      const std::uint32_t flits = packet.flits();
+      if (!outputs_[o]->has_room(flits)) {
+        outputs_[o]->watch_credits();  // woken when the destination frees space
         break;
       }
-      input_links_[i].occupy(now, flits);
       std::uint64_t before = *link.busy_scaled();
       Cycle done = link.occupy(now, flits);
       output_busy_scaled_ += (*link.busy_scaled() - before) / outputs_.size();
       ++packets_;
       flits_ += flits;
-      outputs_[packet.destination]->try_send(packet, done > now + 1 ? done - now - 1 : 0);
-      in.pop();
+      output_queue_flits_[o] -= flits;
+      outputs_[o]->try_send(packet, done > now + 1 ? done - now - 1 : 0);
+      queue.pop_front();
+      drained = true;
     }
-    return !in.empty();
+    return !queue.empty();
   });
+  // Space freed in an output queue may unblock an input next cycle.
+  if (drained && !active_.empty()) next = std::min(next, now + 1);
   if (next != kNever) wake_at(next);
 }
 

@@ -1,9 +1,12 @@
-// Crossbar between SMs and L2 slices (one instance per direction). Each input
-// has a bounded buffer and injects at a fixed flit rate; each output link
-// carries a fixed flit rate to its destination. Packets are routed on their
-// `destination` field; a blocked head blocks its input (head-of-line).
+// Crossbar between SMs and L2 slices (one instance per direction), output
+// queued: packets move from bounded input buffers (at the input's flit rate)
+// into a bounded queue per output, which drains at the output's flit rate into
+// its destination. Packets are routed on their `destination` field. An input
+// waits only when the queue its head packet goes to is full, so one congested
+// destination does not stall traffic to the others until its queue fills.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -16,11 +19,13 @@ namespace atomsim::model {
 struct CrossbarParams {
   Cycle latency = 1;
   std::uint32_t input_buffer_flits = 16;
+  std::uint32_t output_queue_flits = 64;
   double input_flits_per_cycle = 1;
   double output_flits_per_cycle = 1;
   void declare(ParamBinder b) {
     b.integer("latency", latency, 1, 10000, "cycles from entering the crossbar to arriving at the destination buffer");
     b.integer("input_buffer_flits", input_buffer_flits, 1, 1 << 20, "flits each input buffers");
+    b.integer("output_queue_flits", output_queue_flits, 32, 1 << 20, "flits queued for each output (at least one 32-operation packet)");
     b.real("input_flits_per_cycle", input_flits_per_cycle, 0.001, 1024, "injection bandwidth of one input port");
     b.real("output_flits_per_cycle", output_flits_per_cycle, 0.001, 1024, "bandwidth of one output port");
   }
@@ -43,6 +48,9 @@ class Crossbar : public Unit {
   std::vector<RateServer> input_links_;
   std::vector<RateServer> output_links_;
   ActiveInputs active_;
+  ActiveInputs busy_outputs_;  // outputs whose queue holds packets
+  std::vector<std::deque<MemPacket>> output_queues_;
+  std::vector<std::uint32_t> output_queue_flits_;
   std::uint64_t packets_ = 0;
   std::uint64_t flits_ = 0;
   std::uint64_t output_busy_scaled_ = 0;
