@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages atomsim builds with, skipping those present.
 set -euo pipefail
-packages=(build-essential cmake ninja-build pkg-config libsystemc-dev libfmt-dev libboost-dev
+packages=(build-essential cmake ninja-build pkg-config libsystemc-dev libfmt-dev
           libcli11-dev libtoml11-dev libzstd-dev nlohmann-json3-dev catch2 python3)
 missing=()
 for p in "${packages[@]}"; do
