@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages atomsim builds with, skipping those present.
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config libsystemc-dev libfmt-dev
-          libcli11-dev libtoml11-dev libzstd-dev nlohmann-json3-dev catch2 python3)
+          libcli11-dev libtoml11-dev libzstd-dev nlohmann-json3-dev catch2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
