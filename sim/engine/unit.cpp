@@ -1,32 +1,96 @@
 #include "sim/engine/unit.hpp"
 
+#include <map>
+#include <vector>
+
 namespace atomsim {
 
-Unit::Unit(const sc_core::sc_module_name& name) : sc_core::sc_module(name) {
-  sc_core::sc_spawn_options options;
-  options.spawn_method();
-  options.dont_initialize();
-  options.set_sensitivity(&wake_event_);
-  sc_core::sc_spawn([this] { on_wake(); }, sc_core::sc_gen_unique_name("evaluate"), &options);
-}
+// Units due per cycle: a ring of buckets for the next kWindow cycles, a map
+// beyond. Entries whose unit has since asked for an earlier cycle are skipped.
+class WakeCalendar : public sc_core::sc_module {
+ public:
+  explicit WakeCalendar(const sc_core::sc_module_name& name) : sc_core::sc_module(name), buckets_(kWindow) {
+    sc_core::sc_spawn_options options;
+    options.spawn_method();
+    options.dont_initialize();
+    options.set_sensitivity(&tick_);
+    sc_core::sc_spawn([this] { run(); }, sc_core::sc_gen_unique_name("run"), &options);
+  }
 
-void Unit::wake_at(Cycle cycle) {
-  Cycle now_cycle = now();
-  if (cycle < now_cycle) cycle = now_cycle;
-  if (cycle >= pending_wake_) return;
-  pending_wake_ = cycle;
-  if (cycle == now_cycle)
-    wake_event_.notify(sc_core::SC_ZERO_TIME);
-  else
-    wake_event_.notify(sc_core::sc_time::from_value((cycle - now_cycle) * kPicosecondsPerCycle));
-}
+  static WakeCalendar& current() {
+    static sc_core::sc_simcontext* context = nullptr;
+    static WakeCalendar* calendar = nullptr;
+    if (context != sc_core::sc_get_curr_simcontext()) {
+      context = sc_core::sc_get_curr_simcontext();
+      calendar = new WakeCalendar("wake_calendar");  // lives as long as its (leaked) context
+    }
+    return *calendar;
+  }
 
-void Unit::on_wake() {
-  // A wake may fire for an earlier request than the one recorded when a
-  // later-cancelled notification raced; evaluate() recomputes what it needs.
-  pending_wake_ = kNever;
-  evaluate();
-}
+  void schedule(Unit& unit, Cycle cycle) {
+    const Cycle now = current_cycle();
+    if (cycle < now) cycle = now;
+    if (cycle >= unit.pending_wake_) return;
+    unit.pending_wake_ = cycle;
+    if (cycle - now < kWindow) {
+      buckets_[cycle % kWindow].push_back(&unit);
+      ++in_buckets_;
+    } else {
+      far_[cycle].push_back(&unit);
+    }
+    if (cycle == running_ || cycle >= planned_) return;
+    planned_ = cycle;
+    tick_.notify(cycle == now ? sc_core::SC_ZERO_TIME
+                              : sc_core::sc_time::from_value((cycle - now) * kPicosecondsPerCycle));
+  }
+
+ private:
+  static constexpr Cycle kWindow = 4096;
+
+  void run() {
+    const Cycle now = current_cycle();
+    planned_ = kNever;
+    running_ = now;
+    std::vector<Unit*>& bucket = buckets_[now % kWindow];
+    for (std::size_t i = 0; i < bucket.size(); ++i) {  // units may join this cycle while it runs
+      Unit* unit = bucket[i];
+      --in_buckets_;
+      if (unit->pending_wake_ != now) continue;
+      unit->pending_wake_ = kNever;
+      unit->evaluate();
+    }
+    bucket.clear();
+    running_ = kNever;
+    while (!far_.empty() && far_.begin()->first - now < kWindow) {
+      for (Unit* unit : far_.begin()->second) {
+        buckets_[far_.begin()->first % kWindow].push_back(unit);
+        ++in_buckets_;
+      }
+      far_.erase(far_.begin());
+    }
+    Cycle next = kNever;
+    if (in_buckets_ > 0) {
+      for (Cycle c = now + 1; c < now + kWindow; ++c)
+        if (!buckets_[c % kWindow].empty()) { next = c; break; }
+    } else if (!far_.empty()) {
+      next = far_.begin()->first;
+    }
+    if (next == kNever) return;
+    planned_ = next;
+    tick_.notify(sc_core::sc_time::from_value((next - now) * kPicosecondsPerCycle));
+  }
+
+  std::vector<std::vector<Unit*>> buckets_;
+  std::map<Cycle, std::vector<Unit*>> far_;
+  std::size_t in_buckets_ = 0;
+  Cycle running_ = kNever;
+  Cycle planned_ = kNever;
+  sc_core::sc_event tick_;
+};
+
+Unit::Unit(const sc_core::sc_module_name& name) : sc_core::sc_module(name), calendar_(WakeCalendar::current()) {}
+
+void Unit::wake_at(Cycle cycle) { calendar_.schedule(*this, cycle); }
 
 void reset_simulation_context() {
   // SystemC offers no public reset; replacing the global context is the

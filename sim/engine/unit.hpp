@@ -1,7 +1,10 @@
 // A Unit is one hardware component: a SystemC module with a single evaluation
 // method that runs only when something may have changed for it. Units never
 // tick idly: they ask to be woken at a future cycle (a timer of their own) and
-// are woken by their input ports when a message arrives.
+// are woken by their input ports when a message arrives. Wake-ups go through
+// one calendar per simulation (a SystemC process driven by one event), which
+// keeps scheduling O(1) however many units are busy in a cycle; units due in
+// the same cycle run in the order they asked, so runs are reproducible.
 #pragma once
 
 #include <systemc>
@@ -21,6 +24,8 @@ inline constexpr std::uint64_t kPicosecondsPerCycle = 1000;
 
 inline Cycle current_cycle() { return sc_core::sc_time_stamp().value() / kPicosecondsPerCycle; }
 
+class WakeCalendar;
+
 class Unit : public sc_core::sc_module {
  public:
   explicit Unit(const sc_core::sc_module_name& name);
@@ -33,8 +38,8 @@ class Unit : public sc_core::sc_module {
   virtual void evaluate() = 0;
 
  private:
-  void on_wake();
-  sc_core::sc_event wake_event_;
+  friend class WakeCalendar;
+  WakeCalendar& calendar_;
   Cycle pending_wake_ = kNever;
 };
 
