@@ -161,7 +161,7 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
     sm->set_hooks(hooks);
   }
   auto before = stats_.snapshot();
-  run.start = Unit::now();
+  run.start = current_cycle();
   u.dispatcher->begin_kernel(info.grid.count(), run.ctas_per_sm);
 
   using clock = std::chrono::steady_clock;
@@ -176,14 +176,14 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
     if (options.progress && t - created_ > std::chrono::seconds(2) && t - last_report > std::chrono::seconds(1)) {
       last_report = t;
       std::fprintf(stderr, "%s kernel %zu '%s': cycle %llu, %llu of %llu CTAs done\n", options.label.c_str(), kernel,
-                   info.name.c_str(), static_cast<unsigned long long>(Unit::now() - run.start),
+                   info.name.c_str(), static_cast<unsigned long long>(current_cycle() - run.start),
                    static_cast<unsigned long long>(u.dispatcher->finished()),
                    static_cast<unsigned long long>(u.dispatcher->total()));
     }
   } while (sc_core::sc_pending_activity());
   if (!u.dispatcher->kernel_done())
     throw trace::TraceError(fmt::format("{}: kernel {} stalled before finishing (simulator deadlock)", reader.path(), kernel));
-  run.cycles = Unit::now() - run.start;
+  run.cycles = current_cycle() - run.start;
   run.stats = stats_.summarize(before, stats_.snapshot(), run.cycles);
   if (options.check_atomics) {
     run.check = check_atomics();

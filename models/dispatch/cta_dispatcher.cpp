@@ -31,7 +31,7 @@ void CtaDispatcher::begin_kernel(std::uint64_t ctas, std::uint32_t per_sm) {
   next_cta_ = finished_ = 0;
   end_sent_ = false;
   initial_wave_pending_ = true;
-  wake_at(Unit::now());
+  wake_at(current_cycle());  // called between kernels, outside any evaluation
 }
 
 bool CtaDispatcher::launch_next(std::uint32_t sm) {

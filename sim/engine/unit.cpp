@@ -5,6 +5,8 @@
 
 namespace atomsim {
 
+Cycle detail::evaluation_cycle = 0;
+
 // Units due per cycle: a ring of buckets for the next kWindow cycles, a map
 // beyond. Entries whose unit has since asked for an earlier cycle are skipped.
 class WakeCalendar : public sc_core::sc_module {
@@ -49,6 +51,7 @@ class WakeCalendar : public sc_core::sc_module {
 
   void run() {
     const Cycle now = current_cycle();
+    detail::evaluation_cycle = now;
     planned_ = kNever;
     running_ = now;
     std::vector<Unit*>& bucket = buckets_[now % kWindow];
@@ -99,6 +102,7 @@ void reset_simulation_context() {
   // of modules that the caller has already destroyed.
   sc_core::sc_curr_simcontext = new sc_core::sc_simcontext();
   sc_core::sc_default_global_context = sc_core::sc_curr_simcontext;
+  detail::evaluation_cycle = 0;
 }
 
 }  // namespace atomsim

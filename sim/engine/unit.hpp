@@ -24,6 +24,12 @@ inline constexpr std::uint64_t kPicosecondsPerCycle = 1000;
 
 inline Cycle current_cycle() { return sc_core::sc_time_stamp().value() / kPicosecondsPerCycle; }
 
+namespace detail {
+// The cycle units are being evaluated in, set by the wake calendar; cheaper
+// than asking SystemC for the time on every port operation.
+extern Cycle evaluation_cycle;
+}  // namespace detail
+
 class WakeCalendar;
 
 class Unit : public sc_core::sc_module {
@@ -32,7 +38,8 @@ class Unit : public sc_core::sc_module {
 
   // Ensures evaluate() runs at `cycle` (or earlier). Cheap when already due sooner.
   void wake_at(Cycle cycle);
-  static Cycle now() { return current_cycle(); }
+  // The current cycle, for use inside evaluate() (and the port operations it makes).
+  static Cycle now() { return detail::evaluation_cycle; }
 
  protected:
   virtual void evaluate() = 0;
