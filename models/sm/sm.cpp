@@ -43,6 +43,7 @@ struct ReadRelease {
   std::uint16_t slot = 0;
   std::uint8_t count = 0;
   std::array<std::uint16_t, 6> regs{};
+  std::uint64_t low_regs = 0;  // the registers below 64 (dense ids: usually all), as a mask
 };
 
 }  // namespace
@@ -318,12 +319,17 @@ class Sm::Subcore {
       const ReadRelease r = fifo.front();
       fifo.pop_front();
       Warp& w = sm_.warp(r.slot);
+      std::uint64_t still_read_low = 0;
+      for (const ReadRelease& q : fifo)
+        if (q.slot == r.slot) still_read_low |= q.low_regs;
       for (int i = 0; i < r.count; ++i) {
-        bool still_read = false;
-        for (const ReadRelease& q : fifo)
-          if (q.slot == r.slot)
-            for (int j = 0; j < q.count && !still_read; ++j) still_read = q.regs[j] == r.regs[i];
-        if (!still_read) w.scoreboard.clear(kind, r.regs[i]);
+        const std::uint16_t reg = r.regs[i];
+        bool still_read = reg < 64 ? ((still_read_low >> reg) & 1) != 0 : false;
+        if (reg >= 64)
+          for (const ReadRelease& q : fifo)
+            if (q.slot == r.slot)
+              for (int j = 0; j < q.count && !still_read; ++j) still_read = q.regs[j] == reg;
+        if (!still_read) w.scoreboard.clear(kind, reg);
       }
       mark_warp_dirty(r.slot);
     }
@@ -335,6 +341,7 @@ class Sm::Subcore {
     r.slot = w.slot;
     for (int i = 0; i < s.num_src; ++i) {
       r.regs[r.count++] = s.src[i];
+      if (s.src[i] < 64) r.low_regs |= std::uint64_t(1) << s.src[i];
       w.scoreboard.set(is_long ? Scoreboard::LongRead : Scoreboard::ShortRead, s.src[i]);
     }
     fifo.push_back(r);
