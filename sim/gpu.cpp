@@ -99,7 +99,7 @@ FunctionalCheck Gpu::check_atomics() const {
   FunctionalCheck c;
   std::unordered_map<std::uint64_t, const AtomicCell*> applied;
   for (const auto& slice : units_->slices)
-    for (const auto& [address, cell] : slice->atomic_memory()) applied[address] = &cell;
+    slice->atomic_memory().for_each([&](std::uint64_t address, const AtomicCell& cell) { applied[address] = &cell; });
   for (const auto& [address, e] : expected_) {
     ++c.addresses;
     c.lane_updates_expected += e.updates;

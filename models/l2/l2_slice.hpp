@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/cache/tag_array.hpp"
+#include "models/l2/atomic_memory.hpp"
 #include "models/interconnect/address_map.hpp"
 #include "models/messages.hpp"
 #include "sim/engine/params.hpp"
@@ -55,13 +56,6 @@ struct L2Params {
   AddressMapParams address_map() const { return {slices, partitions, line_bytes, hash}; }
 };
 
-// Functional state of atomically updated words, for checking the final image.
-struct AtomicCell {
-  std::uint64_t bits = 0;
-  std::uint64_t updates = 0;
-  trace::DataType type = trace::DataType::None;
-};
-
 class L2Slice : public Unit {
  public:
   L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::uint32_t index, const AddressMap& map,
@@ -70,7 +64,7 @@ class L2Slice : public Unit {
   OutPort<MemPacket>& replies() { return replies_; }
   OutPort<DramRequest>& to_dram() { return to_dram_; }
   InPort<DramRequest>& from_dram() { return from_dram_; }
-  const std::unordered_map<std::uint64_t, AtomicCell>& atomic_memory() const { return memory_; }
+  const AtomicMemory& atomic_memory() const { return memory_; }
 
  protected:
   void evaluate() override;
@@ -104,7 +98,7 @@ class L2Slice : public Unit {
   std::vector<MemPacket> refilled_;  // packets whose line arrived, replayed before new requests
   std::priority_queue<Reply, std::vector<Reply>, std::greater<>> pending_replies_;
   std::uint64_t reply_sequence_ = 0;
-  std::unordered_map<std::uint64_t, AtomicCell> memory_;
+  AtomicMemory memory_;
   std::vector<std::uint64_t> same_address_scratch_;
 
   std::uint64_t hits_ = 0, misses_ = 0, reads_ = 0, writes_ = 0, atomic_packets_ = 0, atomic_ops_ = 0,
