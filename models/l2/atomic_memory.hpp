@@ -57,7 +57,7 @@ class AtomicMemory {
   }
   // The slot holding `address`, or the empty slot where it would go.
   template <class Slots>
-  static auto& probe(Slots& slots, std::uint64_t address) {
+  static auto probe(Slots& slots, std::uint64_t address) -> decltype(slots[0]) {
     const std::size_t mask = slots.size() - 1;
     for (std::size_t i = hash(address) & mask;; i = (i + 1) & mask)
       if (!slots[i].used || slots[i].address == address) return slots[i];
