@@ -107,8 +107,8 @@ class Sm::Subcore {
 
   // Releases source registers the LSU and MIO have read since the last call.
   void collect_credits() {
-    if (!lg_reads_.empty()) release_reads(lg_.take_credits(), lg_reads_, true);
-    if (!mio_reads_.empty()) release_reads(mio_.take_credits(), mio_reads_, false);
+    release_reads(lg_.take_credits(), lg_reads_, true);
+    release_reads(mio_.take_credits(), mio_reads_, false);
   }
 
   void evaluate(Cycle now) {
@@ -333,7 +333,6 @@ class Sm::Subcore {
       }
       mark_warp_dirty(r.slot);
     }
-    sm_.reads_pending_[index_] = static_cast<std::uint32_t>(lg_reads_.size() + mio_reads_.size());
   }
 
   void push_reads(std::deque<ReadRelease>& fifo, Warp& w, const InstTiming& s, bool is_long) {
@@ -345,7 +344,6 @@ class Sm::Subcore {
       w.scoreboard.set(is_long ? Scoreboard::LongRead : Scoreboard::ShortRead, s.src[i]);
     }
     fifo.push_back(r);
-    ++sm_.reads_pending_[index_];
   }
 
   void send_lsu(Warp& w, const trace::StaticInst& s, const InstTiming& tm, LsuOp::Kind kind) {
@@ -408,13 +406,11 @@ class Sm::Subcore {
       case Route::Membar:
         w.waiting_membar = true;
         lg_reads_.push_back(ReadRelease{w.slot, 0, {}});
-        ++sm_.reads_pending_[index_];
         send_lsu(w, s, tm, LsuOp::Kind::Membar);
         break;
       case Route::Barrier:
         if (sm_.kernel_.flush_atomics_at_barrier) {
           lg_reads_.push_back(ReadRelease{w.slot, 0, {}});
-          ++sm_.reads_pending_[index_];
           send_lsu(w, s, tm, LsuOp::Kind::BarrierFlush);
         }
         w.at_barrier = true;
@@ -518,12 +514,15 @@ namespace atomsim::model {
 
 Sm::Sm(const sc_core::sc_module_name& name, const SmParams& p, StatRegistry& stats)
     : Unit(name), params_(p), timing_(std::make_unique<ProgramTiming>()), warps_(p.max_warps),
-      subcore_due_(p.subcores, kNever), reads_pending_(p.subcores, 0),
+      subcore_due_(p.subcores, kNever), credits_(p.subcores),
       ctas_(p.max_ctas), lsu_completions_(*this, 4096), mio_completions_(*this, 4096), cta_launch_(*this, 256),
       cta_done_(*this) {
   StatGroup& sm_stats = stats.group("sm", basename());
-  for (std::uint32_t s = 0; s < p.subcores; ++s)
+  for (std::uint32_t s = 0; s < p.subcores; ++s) {
     subcores_.push_back(std::make_unique<Subcore>(*this, s, stats.group("smsp", std::string(basename()) + "." + std::to_string(s))));
+    subcores_.back()->lg().count_credits_in(credits_[s].lg);
+    subcores_.back()->mio().count_credits_in(credits_[s].mio);
+  }
   for (std::uint16_t slot = 0; slot < p.max_warps; ++slot) {
     warps_[slot].slot = slot;
     subcores_[slot % p.subcores]->add_slot(slot);
@@ -661,7 +660,7 @@ void Sm::evaluate() {
     }
     Cycle next = std::min({lsu_completions_.next_ready(), mio_completions_.next_ready(), cta_launch_.next_ready()});
     for (std::uint32_t i = 0; i < subcores_.size(); ++i) {
-      if (reads_pending_[i]) subcores_[i]->collect_credits();
+      if (credits_[i].lg | credits_[i].mio) subcores_[i]->collect_credits();
       if (subcore_due_[i] <= now) subcores_[i]->evaluate(now);
       next = std::min(next, subcore_due_[i]);
     }

@@ -125,7 +125,10 @@ class Sm : public Unit {
   std::vector<std::unique_ptr<Subcore>> subcores_;
   // Per sub-core, kept here so that an evaluation touches idle sub-cores not at all:
   std::vector<Cycle> subcore_due_;            // next cycle it must run (0: now)
-  std::vector<std::uint32_t> reads_pending_;  // queued instructions whose operands are unread
+  struct Credits {
+    std::uint64_t lg = 0, mio = 0;  // queue slots the L1 and MIO freed (operands read)
+  };
+  std::vector<Credits> credits_;
   std::vector<CtaSlot> ctas_;
   InPort<Completion> lsu_completions_;
   InPort<Completion> mio_completions_;

@@ -118,7 +118,7 @@ class InPort {
     track_level(now);
     occupied_flits_ -= flits_of(buffer_.front().msg);
     buffer_.pop_front();
-    ++credits_returned_;
+    ++*credits_returned_;
     if (sender_ && sender_waiting_) {
       sender_waiting_ = false;
       sender_->wake_at(now + 1);
@@ -137,13 +137,15 @@ class InPort {
     if (activity_) activity_->mark(activity_id_);
     owner_.wake_at(ready);
   }
-  void attach_sender(Unit* sender) { sender_ = sender; }
+  void attach_sender(Unit* sender, std::uint64_t* credit_counter) {
+    sender_ = sender;
+    credits_returned_ = credit_counter;
+  }
   void report_activity_to(ActiveInputs* set, std::uint32_t id) {
     activity_ = set;
     activity_id_ = id;
   }
   void sender_wants_wake() { sender_waiting_ = true; }
-  std::uint64_t take_credits() { return std::exchange(credits_returned_, 0); }
 
   // Time-weighted occupancy, reported by the owner through its stats group.
   // `prefix` may be empty when the group describes this buffer alone.
@@ -172,7 +174,8 @@ class InPort {
   bool sender_waiting_ = false;
   ActiveInputs* activity_ = nullptr;
   std::uint32_t activity_id_ = 0;
-  std::uint64_t credits_returned_ = 0;
+  std::uint64_t own_credit_counter_ = 0;
+  std::uint64_t* credits_returned_ = &own_credit_counter_;  // lives with the sender once bound
   Cycle last_change_ = 0;
   Cycle full_since_ = kNever;
   std::uint64_t level_integral_ = 0;
@@ -188,7 +191,7 @@ class OutPort {
     if (latency == 0) throw std::invalid_argument("link latency must be at least one cycle");
     peer_ = &peer;
     latency_ = latency;
-    peer.attach_sender(&owner_);
+    peer.attach_sender(&owner_, credits_);
   }
 
   // True when the message was accepted; otherwise the sender is woken once
@@ -206,12 +209,18 @@ class OutPort {
   bool has_room(std::uint32_t flits) const { return peer_->has_room(flits); }
   // Asks to be woken when the receiver next frees a slot (used to learn of credit returns).
   void watch_credits() { peer_->sender_wants_wake(); }
-  std::uint64_t take_credits() { return peer_->take_credits(); }
+  // Slots the receiver has freed since the last call.
+  std::uint64_t take_credits() { return std::exchange(*credits_, 0); }
+  // Keeps the count of returned credits in `counter` (call before bind), so a
+  // sender with many ports can see at a glance which have credits.
+  void count_credits_in(std::uint64_t& counter) { credits_ = &counter; }
 
  private:
   Unit& owner_;
   InPort<Msg>* peer_ = nullptr;
   Cycle latency_ = 1;
+  std::uint64_t own_credits_ = 0;
+  std::uint64_t* credits_ = &own_credits_;
 };
 
 // A pipelined resource that accepts work at a fixed rate (e.g. one request per
