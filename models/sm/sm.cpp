@@ -70,11 +70,11 @@ class Sm::Subcore {
 
   OutPort<LsuOp>& lg() { return lg_; }
   OutPort<MioOp>& mio() { return mio_; }
-  void add_slot(std::uint16_t slot) { hot_.push_back(WarpHot{slot}); }
+  void add_slot(std::uint16_t slot) { hot_[warps_++] = WarpHot{slot}; }
   // Free warp slot of this sub-core, or UINT16_MAX.
   std::uint16_t free_slot() const {
-    for (const WarpHot& h : hot_)
-      if (!h.resident) return h.slot;
+    for (std::uint32_t i = 0; i < warps_; ++i)
+      if (!hot_[i].resident) return hot_[i].slot;
     return UINT16_MAX;
   }
   void set_resident(std::uint16_t slot, bool resident, std::uint64_t age) {
@@ -430,12 +430,15 @@ class Sm::Subcore {
   static void fetch(Warp& w) { w.has_inst = w.stream.next_instruction(w.index, w.active_mask); }
 
  private:
+  // What every evaluation reads comes first, in one place: the warps'
+  // scheduling state and the masks and counts over it.
+  std::array<WarpHot, 64> hot_;  // this sub-core's warp slots; the first warps_ are used
+  std::uint32_t warps_ = 0;
   Sm& sm_;
   const std::uint32_t index_;
   std::unique_ptr<WarpScheduler> scheduler_;
   OutPort<LsuOp> lg_;
   OutPort<MioOp> mio_;
-  std::vector<WarpHot> hot_;  // scheduling state of this sub-core's warp slots, kept contiguous
   std::vector<InstTiming>* timing_ = nullptr;
   RateServer pipes_[kPipeCount];
   std::deque<ReadRelease> lg_reads_, mio_reads_;
