@@ -434,15 +434,6 @@ class Sm::Subcore {
   // scheduling state and the masks and counts over it.
   std::array<WarpHot, 64> hot_;  // this sub-core's warp slots; the first warps_ are used
   std::uint32_t warps_ = 0;
-  Sm& sm_;
-  const std::uint32_t index_;
-  std::unique_ptr<WarpScheduler> scheduler_;
-  OutPort<LsuOp> lg_;
-  OutPort<MioOp> mio_;
-  std::vector<InstTiming>* timing_ = nullptr;
-  RateServer pipes_[kPipeCount];
-  std::deque<ReadRelease> lg_reads_, mio_reads_;
-  std::vector<SchedulerCandidate> eligible_;
   // Warps by what can change their state (bit i is hot_[i]).
   std::uint64_t resident_bits_ = 0;
   std::uint64_t dirty_bits_ = 0;       // marked by an event
@@ -452,6 +443,15 @@ class Sm::Subcore {
   std::uint64_t timer_bits_ = 0;       // waiting for a known cycle
   bool lg_room_ = true;
   bool mio_room_ = true;
+  Sm& sm_;
+  const std::uint32_t index_;
+  std::unique_ptr<WarpScheduler> scheduler_;
+  OutPort<LsuOp> lg_;
+  OutPort<MioOp> mio_;
+  std::vector<InstTiming>* timing_ = nullptr;
+  RateServer pipes_[kPipeCount];
+  std::deque<ReadRelease> lg_reads_, mio_reads_;
+  std::vector<SchedulerCandidate> eligible_;
   std::array<std::uint64_t, kWarpStateCount> counts_{};
   std::array<std::uint64_t, kWarpStateCount> stall_cycles_{};
   std::array<std::uint64_t, trace::kOpClassCount> issued_by_class_{};
