@@ -443,6 +443,11 @@ class Sm::Subcore {
   std::uint64_t timer_bits_ = 0;       // waiting for a known cycle
   bool lg_room_ = true;
   bool mio_room_ = true;
+  std::array<std::uint64_t, kWarpStateCount> counts_{};
+  std::array<std::uint64_t, kWarpStateCount> stall_cycles_{};
+  Cycle accounted_until_ = 0;
+  bool dirty_ = false;
+  std::uint16_t issued_slot_ = UINT16_MAX;
   Sm& sm_;
   const std::uint32_t index_;
   std::unique_ptr<WarpScheduler> scheduler_;
@@ -452,14 +457,9 @@ class Sm::Subcore {
   RateServer pipes_[kPipeCount];
   std::deque<ReadRelease> lg_reads_, mio_reads_;
   std::vector<SchedulerCandidate> eligible_;
-  std::array<std::uint64_t, kWarpStateCount> counts_{};
-  std::array<std::uint64_t, kWarpStateCount> stall_cycles_{};
   std::array<std::uint64_t, trace::kOpClassCount> issued_by_class_{};
   std::uint64_t warp_instructions_ = 0, thread_instructions_ = 0, atomic_lane_ops_ = 0, atomic_instructions_ = 0,
                 issue_cycles_ = 0;
-  Cycle accounted_until_ = 0;
-  bool dirty_ = false;
-  std::uint16_t issued_slot_ = UINT16_MAX;
 };
 
 namespace {
