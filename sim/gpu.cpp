@@ -111,6 +111,14 @@ FunctionalCheck Gpu::check_atomics() const {
     const AtomicCell& cell = *it->second;
     c.lane_updates_applied += cell.updates;
     if (cell.updates != e.updates) ++c.count_mismatches;
+    if (!e.summable) continue;
+    ++c.values_compared;
+    if (cell.type != trace::DataType::F32 && cell.type != trace::DataType::F64) {
+      const bool wide = cell.type == trace::DataType::U64 || cell.type == trace::DataType::S64;
+      const std::uint64_t mask = wide ? ~0ull : 0xFFFFFFFFull;
+      if ((cell.bits & mask) != (e.bits_sum & mask)) ++c.value_mismatches;
+      continue;
+    }
     double value = as_number(cell.bits, cell.type);
     double error = std::fabs(value - e.sum);
     // Rounding bound of summing n terms in single precision, in any order.
@@ -149,8 +157,13 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
       for (std::uint32_t m = active_mask; m; m &= m - 1) {
         int lane = std::countr_zero(m);
         Expected& e = expected_[address[lane]];
+        using trace::DataType;
+        e.summable &= s.atomic_op == trace::AtomicOp::Add &&
+                      (s.atomic_type == DataType::F32 || s.atomic_type == DataType::F64 || s.atomic_type == DataType::U32 ||
+                       s.atomic_type == DataType::S32 || s.atomic_type == DataType::U64 || s.atomic_type == DataType::S64);
         double v = as_number(value[lane], s.atomic_type);
         e.sum += v;
+        e.bits_sum += value[lane];
         e.magnitude += std::fabs(v);
         ++e.updates;
       }

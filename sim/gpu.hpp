@@ -21,6 +21,7 @@ struct FunctionalCheck {
   std::uint64_t addresses = 0;
   std::uint64_t lane_updates_expected = 0;
   std::uint64_t lane_updates_applied = 0;
+  std::uint64_t values_compared = 0;   // addresses updated only by additions of plain numbers
   std::uint64_t count_mismatches = 0;  // addresses whose update count differs (lost or doubled updates)
   std::uint64_t value_mismatches = 0;  // addresses whose value is off beyond rounding
   double max_relative_error = 0;
@@ -55,9 +56,11 @@ class Gpu {
  private:
   struct Units;
   struct Expected {
-    double sum = 0;
+    double sum = 0;            // floating-point additions
+    std::uint64_t bits_sum = 0;  // integer additions, wrapping as the hardware does
     double magnitude = 0;
     std::uint64_t updates = 0;
+    bool summable = true;  // only additions of plain numbers have an order-independent result to compare
   };
   FunctionalCheck check_atomics() const;
 

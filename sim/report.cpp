@@ -99,6 +99,7 @@ nlohmann::json kernel_json(const KernelRun& run, const GpuParams& params) {
     const FunctionalCheck& c = run.check;
     k["functional_check"] = {{"passed", c.passed()},
                              {"addresses", c.addresses},
+                             {"values_compared", c.values_compared},
                              {"lane_updates_expected", c.lane_updates_expected},
                              {"lane_updates_applied", c.lane_updates_applied},
                              {"count_mismatches", c.count_mismatches},
