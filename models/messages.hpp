@@ -98,7 +98,6 @@ struct MemPacket {
       default: return 1;
     }
   }
-  bool is_reply() const { return kind >= Kind::ReadReply; }
 };
 
 struct DramRequest {

@@ -25,7 +25,6 @@ class WarpStream {
   // operands() until the following call.
   bool next_instruction(std::uint32_t& index, std::uint32_t& active_mask);
   void operands(std::array<std::uint64_t, 32>& address, std::array<std::uint64_t, 32>& value) const;
-  std::uint64_t records_read() const { return records_read_; }
 
  private:
   friend class TraceReader;

@@ -42,7 +42,6 @@ class AtomicMemory {
     for (const Slot& s : slots_)
       if (s.used) visit(s.address, s.cell);
   }
-  std::size_t size() const { return used_; }
 
  private:
   struct Slot {

@@ -55,6 +55,7 @@ void L2Slice::apply(const LaneOp& op, AtomicOp kind, DataType type) {
       else if (type == DataType::S32) take = kind == AtomicOp::Min ? std::int32_t(b) < std::int32_t(a) : std::int32_t(b) > std::int32_t(a);
       else if (type == DataType::S64) take = kind == AtomicOp::Min ? std::int64_t(b) < std::int64_t(a) : std::int64_t(b) > std::int64_t(a);
       else take = kind == AtomicOp::Min ? b < a : b > a;
+      // Traces carry no initial memory contents: a word's first update defines it.
       if (take || cell.updates == op.updates) cell.bits = b;
       break;
     }
@@ -201,10 +202,10 @@ void L2Slice::evaluate() {
 
   Cycle next = kNever;
   if (!pending_replies_.empty() && pending_replies_.top().ready > now) next = pending_replies_.top().ready;
-  if (!requests_.empty()) {
-    Cycle head = std::max(requests_.next_ready(), lookups_.free_at());
-    if (head > now || mshrs_.size() < params_.mshrs) next = std::min(next, std::max(head, now + 1));
-  }
+  // A head waiting for a free MSHR is woken by the line coming back from DRAM.
+  const bool waits_for_mshr = requests_.ready(now) && mshrs_.size() >= params_.mshrs;
+  if (!requests_.empty() && !waits_for_mshr)
+    next = std::min(next, std::max({requests_.next_ready(), lookups_.free_at(), now + 1}));
   next = std::min(next, from_dram_.next_ready());
   if (next != kNever) wake_at(next);
 }

@@ -25,7 +25,6 @@ class RingBuffer {
   bool empty() const { return size_ == 0; }
   bool full() const { return size_ == slots_.size(); }
   std::size_t size() const { return size_; }
-  std::size_t capacity() const { return slots_.size(); }
   T& front() { return slots_[head_]; }
   const T& front() const { return slots_[head_]; }
   T& at(std::size_t i) { return slots_[(head_ + i) % slots_.size()]; }
@@ -58,7 +57,6 @@ class RingBuffer {
 class ActiveInputs {
  public:
   explicit ActiveInputs(std::size_t inputs = 0) : member_(inputs, 0) {}
-  void resize(std::size_t inputs) { member_.assign(inputs, 0); ids_.clear(); }
   void mark(std::uint32_t id) {
     if (!member_[id]) {
       member_[id] = 1;
