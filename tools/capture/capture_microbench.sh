@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Recaptures the H100 microbenchmark dataset in one command on a GPU machine:
+# builds the native microbenchmark for sm_90, and for every configuration of the
+# grid (3 active-lane fractions x 2 lanes-per-primitive x 3 variants, plus a
+# balancing-threshold sweep) records the runner's own timing (warm-up, median of
+# repeats) and the capture tool's timing, stall and count passes.
+#
+# Usage: tools/capture/capture_microbench.sh OUTDIR [BUILD_DIR]
+#   BUILD_DIR holds atomsim-capture and its injection libraries (default: build).
+# The configuration matches `atomsim gen microbench` defaults (264 blocks x 8
+# warps, 8 iterations, 9 parameters, 65536 primitives) so that the simulator can
+# replay the same kernels; see docs/capture.md.
+set -euo pipefail
+out=${1:?usage: capture_microbench.sh OUTDIR [BUILD_DIR]}
+build=${2:-build}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+capture=$build/atomsim-capture
+[ -x "$capture" ] || { echo "capture_microbench: $capture not found (build the project first)" >&2; exit 1; }
+mkdir -p "$out"
+bin=$out/.microbench
+nvcc -O3 -arch=sm_90 -lineinfo -o "$bin" "$root/workloads/microbench/microbench.cu"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
+  --format=csv > "$out/device.txt" 2>&1 || true
+
+shape="--blocks 264 --warps-per-block 8 --iterations 8 --params 9 --primitives 65536"
+configs=()
+for lpp in 32 1; do
+  for af in 1.0 0.5 0.25; do
+    for v in baseline swb sws; do configs+=("$v $lpp $af 8"); done
+  done
+done
+for thr in 0 4 16 24 32; do configs+=("sws 32 0.5 $thr"); done
+
+: > "$out/timing.jsonl"
+failures=0
+for c in "${configs[@]}"; do
+  read -r v lpp af thr <<<"$c"
+  name="$v-lpp$lpp-af$af-thr$thr"
+  args="$shape --variant $v --lanes-per-primitive $lpp --active-fraction $af --threshold $thr"
+  # The runner's own timing: 5 warm-up launches, median of 51.
+  if ! "$bin" $args --warmup 5 --repeat 51 >> "$out/timing.jsonl"; then
+    echo "capture_microbench: $name: native run failed" >&2; failures=$((failures + 1)); continue
+  fi
+  # Capture passes on launch 1 (launch 0 warms up), each pass its own run.
+  if ! "$capture" --pass timing,stall,count --kernel microbench_ --launch 1 --timeout 300 --out "$out/$name" -- \
+      "$bin" $args --warmup 1 --repeat 1 > /dev/null; then
+    echo "capture_microbench: $name: capture failed" >&2; failures=$((failures + 1)); continue
+  fi
+done
+# Every configuration runs the same module: keep one cubin and its SASS at the top.
+first=$(ls -d "$out"/*/ | head -1)
+cp "$first"/cubin-*.cubin "$first"/cubin-*.sass "$out"/ 2>/dev/null || true
+for d in "$out"/*/; do rm -f "$d"/cubin-*.cubin "$d"/cubin-*.sass; done
+rm -f "$bin"
+echo "capture_microbench: ${#configs[@]} configurations, $failures failed; results in $out"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,228 @@
+// The CUPTI injection library: the driver loads it through CUDA_INJECTION64_PATH
+// into an unmodified program and calls InitializeInjection. It decodes launches
+// and resource events for the pass that the launcher asked for, and at exit
+// writes that pass's JSON (or a one-line error) into the output folder.
+#include <cupti.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+#include "tools/capture/outputs.hpp"
+#include "tools/capture/pass.hpp"
+#include "tools/capture/provenance.hpp"
+
+namespace atomsim::capture {
+
+void check_cupti(CUptiResult result, const char* call) {
+  if (result == CUPTI_SUCCESS) return;
+  const char* text = nullptr;
+  cuptiGetResultString(result, &text);
+  std::string message = std::string(call) + " failed: " + (text ? text : "unknown CUPTI error");
+  if (result == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
+    message += " (profiling needs root or the driver option NVreg_RestrictProfilingToAdminUsers=0)";
+  throw CaptureError(message);
+}
+
+nlohmann::json LaunchInfo::to_json() const {
+  return {{"launch", ordinal}, {"name", name}, {"mangled", mangled}, {"grid", grid}, {"block", block},
+          {"registers", registers}, {"static_shared_bytes", static_shared_bytes},
+          {"dynamic_shared_bytes", dynamic_shared_bytes}, {"correlation_id", correlation_id}};
+}
+
+namespace {
+
+struct Injection {
+  Settings settings;
+  std::unique_ptr<CapturePass> pass;
+  std::unique_ptr<LaunchSelector> selector;
+  CUpti_SubscriberHandle subscriber = nullptr;
+  std::mutex mutex;
+  std::string first_error;
+  nlohmann::json device;
+  Clocks clocks_at_start;
+  LaunchInfo current;
+  std::uint64_t launches = 0;
+
+  void fail(const std::string& message) {
+    if (first_error.empty()) first_error = message;
+  }
+};
+
+Injection* g_injection = nullptr;
+
+// The runtime may launch through a library kernel handle rather than a
+// context's function; either answers the attribute.
+int function_attribute(CUfunction f, CUfunction_attribute a) {
+  int v = 0;
+  if (cuFuncGetAttribute(&v, a, f) == CUDA_SUCCESS) return v;
+  CUdevice dev = 0;
+  if (cuCtxGetDevice(&dev) == CUDA_SUCCESS && cuKernelGetAttribute(&v, a, reinterpret_cast<CUkernel>(f), dev) == CUDA_SUCCESS)
+    return v;
+  return -1;
+}
+
+LaunchInfo decode_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  LaunchInfo info;
+  info.correlation_id = cb->correlationId;
+  info.context = cb->context;
+  info.mangled = cb->symbolName ? cb->symbolName : "";
+  info.name = demangle(cb->symbolName);
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+      auto* p = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
+      info.function = p->f;
+      info.grid = {p->gridDimX, p->gridDimY, p->gridDimZ};
+      info.block = {p->blockDimX, p->blockDimY, p->blockDimZ};
+      info.dynamic_shared_bytes = p->sharedMemBytes;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
+      info.function = p->f;
+      info.grid = {p->config->gridDimX, p->config->gridDimY, p->config->gridDimZ};
+      info.block = {p->config->blockDimX, p->config->blockDimY, p->config->blockDimZ};
+      info.dynamic_shared_bytes = p->config->sharedMemBytes;
+      break;
+    }
+    default: break;
+  }
+  if (info.function) {
+    info.registers = function_attribute(info.function, CU_FUNC_ATTRIBUTE_NUM_REGS);
+    info.static_shared_bytes = function_attribute(info.function, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
+  }
+  return info;
+}
+
+bool is_launch(CUpti_CallbackId cbid) {
+  return cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+         cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
+}
+
+void on_driver_call(Injection& inj, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  if (!is_launch(cbid)) return;
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    inj.current = decode_launch(cbid, cb);
+    inj.current.ordinal = inj.launches++;
+    inj.current.selected = inj.selector->select(inj.current.mangled, inj.current.name);
+    if (inj.device.is_null()) {
+      CUdevice dev = 0;
+      cuCtxGetDevice(&dev);
+      inj.device = describe_device(dev);
+      inj.clocks_at_start = current_clocks(dev);
+    }
+    inj.pass->on_launch_begin(inj.current);
+  } else {
+    inj.pass->on_launch_end(inj.current);
+  }
+}
+
+void on_resource(Injection& inj, CUpti_CallbackId cbid, const CUpti_ResourceData* rd) {
+  switch (cbid) {
+    case CUPTI_CBID_RESOURCE_CONTEXT_CREATED: inj.pass->on_context_created(rd->context); break;
+    case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: inj.pass->on_context_destroying(rd->context); break;
+    case CUPTI_CBID_RESOURCE_MODULE_LOADED: {
+      auto* module = static_cast<const CUpti_ModuleResourceData*>(rd->resourceDescriptor);
+      if (module && module->pCubin) inj.pass->on_module_loaded(rd->context, module->pCubin, module->cubinSize);
+      break;
+    }
+    default: break;
+  }
+}
+
+void CUPTIAPI dispatch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  Injection& inj = *g_injection;
+  std::lock_guard lock(inj.mutex);
+  try {
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
+      on_driver_call(inj, cbid, static_cast<const CUpti_CallbackData*>(data));
+    else if (domain == CUPTI_CB_DOMAIN_RESOURCE)
+      on_resource(inj, cbid, static_cast<const CUpti_ResourceData*>(data));
+  } catch (const std::exception& e) {
+    inj.fail(e.what());
+  }
+}
+
+void write_outputs() {
+  Injection& inj = *g_injection;
+  std::lock_guard lock(inj.mutex);
+  const char* pass = pass_name(inj.settings.pass);
+  nlohmann::json body;
+  try {
+    body = inj.pass->finish();
+  } catch (const std::exception& e) {
+    inj.fail(e.what());
+  }
+  if (inj.first_error.empty() && inj.pass->uses_selection()) inj.first_error = inj.selector->nothing_selected_reason();
+  if (inj.first_error.empty() && inj.launches == 0) inj.first_error = "the program launched no kernels";
+  try {
+    if (!inj.first_error.empty()) {
+      write_file_atomically(error_path(inj.settings.out_dir, pass), inj.first_error + "\n");
+      return;
+    }
+    nlohmann::json doc;
+    doc["schema"] = std::string("atomsim.capture.") + pass + "/1";
+    doc["pass"] = pass;
+    doc["device"] = inj.device;
+    CUdevice dev = 0;
+    Clocks end{};
+    if (cuCtxGetDevice(&dev) == CUDA_SUCCESS) end = current_clocks(dev);
+    doc["clocks"] = {{"sm_mhz_at_first_launch", inj.clocks_at_start.sm_mhz},
+                     {"memory_mhz_at_first_launch", inj.clocks_at_start.memory_mhz},
+                     {"sm_mhz_at_exit", end.sm_mhz}, {"memory_mhz_at_exit", end.memory_mhz}};
+    doc["selection"] = {{"kernel", inj.settings.kernel_pattern},
+                        {"launch", inj.settings.launch ? nlohmann::json(*inj.settings.launch) : nlohmann::json()},
+                        {"launches_seen", inj.selector->launches_seen()},
+                        {"launches_selected", inj.selector->launches_selected()}};
+    doc.update(body);
+    write_json_atomically(result_path(inj.settings.out_dir, pass), doc);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "atomsim-capture: %s\n", e.what());
+  }
+}
+
+void enable_callbacks(Injection& inj) {
+  ATOMSIM_CUPTI(cuptiSubscribe(&inj.subscriber, dispatch, nullptr));
+  for (CUpti_CallbackId cbid : {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+                                CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz})
+    ATOMSIM_CUPTI(cuptiEnableCallback(1, inj.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid));
+  for (CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+                                CUPTI_CBID_RESOURCE_MODULE_LOADED})
+    ATOMSIM_CUPTI(cuptiEnableCallback(1, inj.subscriber, CUPTI_CB_DOMAIN_RESOURCE, cbid));
+}
+
+}  // namespace
+}  // namespace atomsim::capture
+
+extern "C" int InitializeInjection() {
+  using namespace atomsim::capture;
+  if (g_injection) return 1;
+  g_injection = new Injection();
+  Injection& inj = *g_injection;
+  try {
+    inj.settings = Settings::from_environment();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "atomsim-capture: %s\n", e.what());
+    return 0;
+  }
+  const char* pass = pass_name(inj.settings.pass);
+  try {
+    write_file_atomically(loaded_marker_path(inj.settings.out_dir, pass), "injected\n");
+    inj.selector = std::make_unique<LaunchSelector>(inj.settings);
+    switch (inj.settings.pass) {
+      case Pass::Timing: inj.pass = make_timing_pass(inj.settings); break;
+      case Pass::Stall: inj.pass = make_stall_pass(inj.settings); break;
+      case Pass::Count: inj.pass = make_count_pass(inj.settings); break;
+      case Pass::Trace: throw CaptureError("the trace pass is served by the Sanitizer library, not this one");
+    }
+    enable_callbacks(inj);
+  } catch (const std::exception& e) {
+    inj.fail(e.what());
+    write_file_atomically(error_path(inj.settings.out_dir, pass), inj.first_error + "\n");
+    return 0;
+  }
+  std::atexit(write_outputs);
+  return 1;
+}

@@ -1,0 +1,197 @@
+// atomsim-capture: runs an unmodified CUDA program once per requested pass with
+// the matching injection library, and turns every way that can go wrong (no
+// CUDA work, a filter that selects nothing, a crash, a timeout, a library error)
+// into one line and a non-zero exit. Outputs are complete or absent.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "tools/capture/outputs.hpp"
+#include "tools/capture/settings.hpp"
+
+namespace fs = std::filesystem;
+using namespace atomsim::capture;
+
+namespace {
+
+struct Options {
+  std::vector<std::string> passes{"timing", "stall", "count"};
+  fs::path out = "capture";
+  std::string kernel;
+  std::optional<std::uint64_t> launch;
+  unsigned sampling_period = 12;
+  unsigned trace_buffer_mb = 2048;
+  double timeout_s = 0;
+  std::vector<std::string> program;
+};
+
+fs::path library_dir() {
+  if (const char* d = std::getenv("ATOMSIM_CAPTURE_LIBDIR")) return d;
+  return fs::canonical("/proc/self/exe").parent_path();
+}
+
+fs::path library_for(Pass pass) {
+  fs::path lib = library_dir() / (pass == Pass::Trace ? "libatomsim_capture_trace.so" : "libatomsim_capture_cupti.so");
+  if (!fs::exists(lib)) {
+    if (pass == Pass::Trace)
+      throw CaptureError("the trace pass is not built here: it needs Compute Sanitizer's headers (sanitizer.h), which "
+                         "this machine's CUDA toolkit lacks; build on a machine that has them");
+    throw CaptureError("injection library not found: " + lib.string());
+  }
+  return lib;
+}
+
+std::string read_line(const fs::path& p) {
+  std::ifstream in(p);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// Runs the program with the pass's environment; returns a wait status.
+int run_program(const Options& o, Pass pass, const fs::path& lib) {
+  pid_t pid = fork();
+  if (pid < 0) throw CaptureError("fork failed");
+  if (pid == 0) {
+    setpgid(0, 0);
+    setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
+    setenv(kEnvPass, pass_name(pass), 1);
+    setenv(kEnvOut, fs::absolute(o.out).c_str(), 1);
+    if (!o.kernel.empty()) setenv(kEnvKernel, o.kernel.c_str(), 1); else unsetenv(kEnvKernel);
+    if (o.launch) setenv(kEnvLaunch, std::to_string(*o.launch).c_str(), 1); else unsetenv(kEnvLaunch);
+    setenv(kEnvSamplingPeriod, std::to_string(o.sampling_period).c_str(), 1);
+    setenv(kEnvTraceBuffer, std::to_string(o.trace_buffer_mb).c_str(), 1);
+    // Patching passes need every function loaded before the launch they patch.
+    if (pass == Pass::Count || pass == Pass::Trace) setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+    std::vector<char*> argv;
+    for (const auto& a : o.program) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "atomsim-capture: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  auto start = std::chrono::steady_clock::now();
+  int status = 0;
+  for (;;) {
+    pid_t r = waitpid(pid, &status, o.timeout_s > 0 ? WNOHANG : 0);
+    if (r == pid) return status;
+    if (r < 0 && errno != EINTR) throw CaptureError("waiting for the program failed");
+    if (o.timeout_s > 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > o.timeout_s) {
+      kill(-pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      throw CaptureError("the program ran past --timeout " + std::to_string(o.timeout_s) + " s and was killed");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+void disassemble_cubins(const fs::path& out, const nlohmann::json& doc) {
+  for (const auto& c : doc.at("cubins")) {
+    fs::path cubin = out / c.at("file").get<std::string>();
+    fs::path sass = cubin;
+    sass.replace_extension(".sass");
+    fs::path partial = sass;
+    partial += ".partial";
+    std::string cmd = "cuobjdump --dump-sass '" + cubin.string() + "' > '" + partial.string() + "' 2>/dev/null";
+    if (std::system(cmd.c_str()) != 0) {
+      fs::remove(partial);
+      throw CaptureError("cuobjdump could not disassemble " + cubin.string());
+    }
+    fs::rename(partial, sass);
+  }
+}
+
+void capture(const Options& o, Pass pass) {
+  const char* name = pass_name(pass);
+  fs::path lib = library_for(pass);
+  fs::create_directories(o.out);
+  for (const auto& p : {result_path(o.out, name), error_path(o.out, name), loaded_marker_path(o.out, name)})
+    fs::remove(p);
+  int status = run_program(o, pass, lib);
+  auto discard = [&] { fs::remove(result_path(o.out, name)); };
+  if (WIFSIGNALED(status)) {
+    discard();
+    fs::remove(loaded_marker_path(o.out, name));
+    throw CaptureError(std::string(name) + " pass: the program crashed (" + strsignal(WTERMSIG(status)) +
+                       "); nothing written");
+  }
+  if (!fs::exists(loaded_marker_path(o.out, name)))
+    throw CaptureError(std::string(name) + " pass: the program did no CUDA work (the injection library was never "
+                       "loaded)");
+  fs::remove(loaded_marker_path(o.out, name));
+  if (fs::exists(error_path(o.out, name))) {
+    discard();
+    std::string line = read_line(error_path(o.out, name));
+    fs::remove(error_path(o.out, name));
+    throw CaptureError(std::string(name) + " pass: " + line);
+  }
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (code != 0) {
+    discard();
+    throw CaptureError(std::string(name) + " pass: the program failed (exit status " + std::to_string(code) +
+                       "); its outputs were discarded");
+  }
+  if (!fs::exists(result_path(o.out, name)))
+    throw CaptureError(std::string(name) + " pass: the program ended without running its exit handlers (_exit or "
+                       "abort?), so no results were written");
+  if (pass == Pass::Count) {
+    std::ifstream in(result_path(o.out, name));
+    disassemble_cubins(o.out, nlohmann::json::parse(in));
+  }
+  std::cerr << "atomsim-capture: " << name << " pass -> " << result_path(o.out, name).string() << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  int split = argc;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--") {
+      split = i;
+      break;
+    }
+  for (int i = split + 1; i < argc; ++i) o.program.push_back(argv[i]);
+
+  CLI::App app{"Capture launches, stall samples, instruction counts or traces of an unmodified CUDA program.\n"
+               "usage: atomsim-capture [options] -- ./app args..."};
+  app.add_option("--pass", o.passes, "passes, each its own run of the program: timing, stall, count, trace")
+      ->delimiter(',');
+  app.add_option("--out", o.out, "output folder")->capture_default_str();
+  app.add_option("--kernel", o.kernel, "regular expression a kernel's name must match (stall, count, trace)");
+  app.add_option("--launch", o.launch, "index among the launches that match --kernel (default: all)");
+  app.add_option("--sampling-period", o.sampling_period, "PC sampling: one sample per 2^N cycles")
+      ->check(CLI::Range(5, 31))->capture_default_str();
+  app.add_option("--trace-buffer-mb", o.trace_buffer_mb, "trace pass: device buffer for one launch's events")
+      ->check(CLI::Range(16, 65536))->capture_default_str();
+  app.add_option("--timeout", o.timeout_s, "kill the program after this many seconds (0: never)");
+  try {
+    app.parse(split, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (o.program.empty()) throw CaptureError("no program given: atomsim-capture [options] -- ./app args...");
+    for (const auto& p : o.passes) {
+      Pass pass = pass_from_name(p);
+      if (pass == Pass::Trace && o.kernel.empty())
+        throw CaptureError("the trace pass needs --kernel (and usually --launch): traces are large");
+      capture(o, pass);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "atomsim-capture: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

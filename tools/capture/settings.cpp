@@ -1,0 +1,99 @@
+#include "tools/capture/settings.hpp"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <memory>
+
+namespace atomsim::capture {
+
+const char* pass_name(Pass pass) {
+  switch (pass) {
+    case Pass::Timing: return "timing";
+    case Pass::Stall: return "stall";
+    case Pass::Count: return "count";
+    case Pass::Trace: return "trace";
+  }
+  return "?";
+}
+
+Pass pass_from_name(const std::string& name) {
+  for (Pass p : {Pass::Timing, Pass::Stall, Pass::Count, Pass::Trace})
+    if (name == pass_name(p)) return p;
+  throw CaptureError("unknown pass '" + name + "' (timing, stall, count or trace)");
+}
+
+namespace {
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
+std::uint64_t env_number(const char* name, std::uint64_t fallback, std::uint64_t lo, std::uint64_t hi) {
+  auto text = env(name);
+  if (!text) return fallback;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(text->c_str(), &end, 10);
+  if (*end != '\0' || v < lo || v > hi)
+    throw CaptureError(std::string(name) + "='" + *text + "' is not a whole number in [" + std::to_string(lo) +
+                       ", " + std::to_string(hi) + "]");
+  return v;
+}
+
+}  // namespace
+
+Settings Settings::from_environment() {
+  Settings s;
+  auto pass = env(kEnvPass);
+  if (!pass) throw CaptureError(std::string(kEnvPass) + " is not set (run the program through atomsim-capture)");
+  s.pass = pass_from_name(*pass);
+  auto out = env(kEnvOut);
+  if (!out) throw CaptureError(std::string(kEnvOut) + " is not set");
+  s.out_dir = *out;
+  if (auto k = env(kEnvKernel)) {
+    s.kernel_pattern = *k;
+    try {
+      s.kernel_regex_.emplace(*k, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      throw CaptureError(std::string(kEnvKernel) + "='" + *k + "' is not a valid regular expression");
+    }
+  }
+  if (env(kEnvLaunch)) s.launch = env_number(kEnvLaunch, 0, 0, UINT32_MAX);
+  s.sampling_period = static_cast<std::uint32_t>(env_number(kEnvSamplingPeriod, s.sampling_period, 5, 31));
+  s.trace_buffer_mb = env_number(kEnvTraceBuffer, s.trace_buffer_mb, 16, 65536);
+  return s;
+}
+
+bool Settings::name_matches(const std::string& mangled, const std::string& demangled) const {
+  if (!kernel_regex_) return true;
+  return std::regex_search(mangled, *kernel_regex_) || std::regex_search(demangled, *kernel_regex_);
+}
+
+bool LaunchSelector::select(const std::string& mangled, const std::string& demangled) {
+  ++seen_;
+  if (!settings_.name_matches(mangled, demangled)) return false;
+  std::uint64_t index = matching_++;
+  if (settings_.launch && *settings_.launch != index) return false;
+  ++selected_;
+  return true;
+}
+
+std::string LaunchSelector::nothing_selected_reason() const {
+  if (selected_ > 0) return {};
+  if (seen_ == 0) return "the program launched no kernels";
+  std::string filter = settings_.kernel_pattern.empty() ? "" : " matching '" + settings_.kernel_pattern + "'";
+  if (matching_ == 0) return "no kernel" + filter + " among " + std::to_string(seen_) + " launches";
+  return "launch index " + std::to_string(*settings_.launch) + " asked for, but only " + std::to_string(matching_) +
+         " launches" + filter;
+}
+
+std::string demangle(const char* name) {
+  if (!name) return {};
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
+  return status == 0 && out ? std::string(out.get()) : std::string(name);
+}
+
+}  // namespace atomsim::capture

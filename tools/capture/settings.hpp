@@ -1,0 +1,66 @@
+// What one capture run was asked to do, read from the environment that the
+// launcher (atomsim-capture) sets for the injected library.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <regex>
+#include <stdexcept>
+#include <string>
+
+namespace atomsim::capture {
+
+struct CaptureError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class Pass { Timing, Stall, Count, Trace };
+
+const char* pass_name(Pass pass);
+Pass pass_from_name(const std::string& name);  // throws CaptureError
+
+// Environment variables shared by the launcher and the injected libraries.
+inline constexpr const char* kEnvPass = "ATOMSIM_CAPTURE_PASS";
+inline constexpr const char* kEnvOut = "ATOMSIM_CAPTURE_OUT";
+inline constexpr const char* kEnvKernel = "ATOMSIM_CAPTURE_KERNEL";
+inline constexpr const char* kEnvLaunch = "ATOMSIM_CAPTURE_LAUNCH";
+inline constexpr const char* kEnvSamplingPeriod = "ATOMSIM_CAPTURE_SAMPLING_PERIOD";
+inline constexpr const char* kEnvTraceBuffer = "ATOMSIM_CAPTURE_TRACE_BUFFER_MB";
+
+struct Settings {
+  Pass pass = Pass::Timing;
+  std::filesystem::path out_dir;
+  std::string kernel_pattern;            // empty: every kernel
+  std::optional<std::uint64_t> launch;   // index among the launches whose name matches
+  std::uint32_t sampling_period = 12;    // PC sampling: one sample per 2^N cycles per SM
+  std::uint64_t trace_buffer_mb = 2048;  // trace pass: device buffer for one launch's events
+
+  static Settings from_environment();    // throws CaptureError naming the variable
+
+  bool name_matches(const std::string& mangled, const std::string& demangled) const;
+
+ private:
+  std::optional<std::regex> kernel_regex_;
+};
+
+// Chooses launches: counts launches whose name matches and selects the one asked for.
+class LaunchSelector {
+ public:
+  explicit LaunchSelector(const Settings& settings) : settings_(settings) {}
+  // Called once per launch, in launch order.
+  bool select(const std::string& mangled, const std::string& demangled);
+  std::uint64_t launches_seen() const { return seen_; }
+  std::uint64_t launches_matching() const { return matching_; }
+  std::uint64_t launches_selected() const { return selected_; }
+  // Empty when something was selected; otherwise why nothing was.
+  std::string nothing_selected_reason() const;
+
+ private:
+  const Settings& settings_;
+  std::uint64_t seen_ = 0, matching_ = 0, selected_ = 0;
+};
+
+std::string demangle(const char* name);
+
+}  // namespace atomsim::capture
