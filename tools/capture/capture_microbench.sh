@@ -2,8 +2,10 @@
 # Recaptures the H100 microbenchmark dataset in one command on a GPU machine:
 # builds the native microbenchmark for sm_90, and for every configuration of the
 # grid (3 active-lane fractions x 2 lanes-per-primitive x 3 variants, plus a
-# balancing-threshold sweep) records the runner's own timing (warm-up, median of
-# repeats) and the capture tool's timing, stall and count passes.
+# balancing-threshold sweep) records the runner's own timing and checked result
+# (timing.jsonl), the capture tool's timing pass over 5 warm-up and 51 timed
+# launches (GPU timestamps), and its stall and count passes on one launch after
+# a warm-up. manifest.json lists each configuration with its parameters.
 #
 # Usage: tools/capture/capture_microbench.sh OUTDIR [BUILD_DIR]
 #   BUILD_DIR holds atomsim-capture and its injection libraries (default: build).
@@ -22,7 +24,8 @@ nvcc -O3 -arch=sm_90 -lineinfo -o "$bin" "$root/workloads/microbench/microbench.
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
   --format=csv > "$out/device.txt" 2>&1 || true
 
-shape="--blocks 264 --warps-per-block 8 --iterations 8 --params 9 --primitives 65536"
+blocks=264 warps=8 iterations=8 params=9 primitives=65536
+shape="--blocks $blocks --warps-per-block $warps --iterations $iterations --params $params --primitives $primitives"
 configs=()
 for lpp in 32 1; do
   for af in 1.0 0.5 0.25; do
@@ -33,6 +36,7 @@ for thr in 0 4 16 24 32; do configs+=("sws 32 0.5 $thr"); done
 
 : > "$out/timing.jsonl"
 failures=0
+entries=()
 for c in "${configs[@]}"; do
   read -r v lpp af thr <<<"$c"
   name="$v-lpp$lpp-af$af-thr$thr"
@@ -41,12 +45,20 @@ for c in "${configs[@]}"; do
   if ! "$bin" $args --warmup 5 --repeat 51 >> "$out/timing.jsonl"; then
     echo "capture_microbench: $name: native run failed" >&2; failures=$((failures + 1)); continue
   fi
-  # Capture passes on launch 1 (launch 0 warms up), each pass its own run.
-  if ! "$capture" --pass timing,stall,count --kernel microbench_ --launch 1 --timeout 300 --out "$out/$name" -- \
-      "$bin" $args --warmup 1 --repeat 1 > /dev/null; then
+  if ! "$capture" --pass timing --timeout 300 --out "$out/$name" -- "$bin" $args --warmup 5 --repeat 51 > /dev/null ||
+     ! "$capture" --pass stall,count --kernel microbench_ --launch 1 --timeout 300 --out "$out/$name" -- \
+       "$bin" $args --warmup 1 --repeat 1 > /dev/null; then
     echo "capture_microbench: $name: capture failed" >&2; failures=$((failures + 1)); continue
   fi
+  entries+=("{\"id\":\"$name\",\"variant\":\"$v\",\"lanes_per_primitive\":$lpp,\"active_fraction\":$af,\"threshold\":$thr,\"warmup_launches\":5}")
 done
+{
+  echo "{\"schema\":\"atomsim.dataset/1\",\"workload\":\"microbench\","
+  echo " \"shape\":{\"blocks\":$blocks,\"warps_per_block\":$warps,\"iterations\":$iterations,\"params\":$params,\"primitives\":$primitives},"
+  echo " \"configurations\":["
+  (IFS=,; echo "  ${entries[*]}" | sed 's/},{/},\n  {/g')
+  echo " ]}"
+} > "$out/manifest.json"
 # Every configuration runs the same module: keep one cubin and its SASS at the top.
 first=$(ls -d "$out"/*/ | head -1)
 cp "$first"/cubin-*.cubin "$first"/cubin-*.sass "$out"/ 2>/dev/null || true

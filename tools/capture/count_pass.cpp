@@ -18,10 +18,12 @@ namespace {
 
 constexpr const char* kWarpMetric = "smsp__sass_inst_executed";
 constexpr const char* kThreadMetric = "smsp__sass_thread_inst_executed";
+// Threads whose predicate was on: what a trace's active masks count.
+constexpr const char* kPredOnMetric = "smsp__sass_thread_inst_executed_pred_on";
 
 struct PcCounts {
   std::string function;
-  std::uint64_t warp = 0, thread = 0;
+  std::uint64_t warp = 0, thread = 0, thread_pred_on = 0;
 };
 
 struct PcKey {
@@ -62,13 +64,14 @@ class CountPass final : public CapturePass {
     chip.deviceIndex = device_index_;
     ATOMSIM_CUPTI(cuptiDeviceGetChipName(&chip));
     std::vector<CUpti_SassMetrics_Config> configs;
-    for (const char* metric : {kWarpMetric, kThreadMetric}) {
+    for (auto [metric, id] : {std::pair{kWarpMetric, &warp_metric_id_}, std::pair{kThreadMetric, &thread_metric_id_},
+                              std::pair{kPredOnMetric, &pred_on_metric_id_}}) {
       CUpti_SassMetrics_GetProperties_Params props{CUpti_SassMetrics_GetProperties_Params_STRUCT_SIZE};
       props.pChipName = chip.pChipName;
       props.pMetricName = metric;
       ATOMSIM_CUPTI(cuptiSassMetricsGetProperties(&props));
       configs.push_back({props.metric.metricId, CUPTI_SASS_METRICS_OUTPUT_GRANULARITY_GPU});
-      (std::string(metric) == kWarpMetric ? warp_metric_id_ : thread_metric_id_) = props.metric.metricId;
+      *id = props.metric.metricId;
     }
     CUpti_SassMetricsSetConfig_Params set{CUpti_SassMetricsSetConfig_Params_STRUCT_SIZE};
     set.pConfigs = configs.data();
@@ -98,16 +101,19 @@ class CountPass final : public CapturePass {
     unset();
     counted_ = true;
     nlohmann::json k = launch.to_json();
-    std::uint64_t warp = 0, thread = 0;
+    std::uint64_t warp = 0, thread = 0, pred_on = 0;
     nlohmann::json pcs = nlohmann::json::array();
     for (const auto& [key, c] : counts) {
       warp += c.warp;
       thread += c.thread;
+      pred_on += c.thread_pred_on;
       pcs.push_back({{"cubin_crc", key.cubin_crc}, {"function_index", key.function_index}, {"function", c.function},
-                     {"pc_offset", key.pc_offset}, {"warp_instructions", c.warp}, {"thread_instructions", c.thread}});
+                     {"pc_offset", key.pc_offset}, {"warp_instructions", c.warp}, {"thread_instructions", c.thread},
+                     {"thread_instructions_pred_on", c.thread_pred_on}});
     }
     k["warp_instructions"] = warp;
     k["thread_instructions"] = thread;
+    k["thread_instructions_pred_on"] = pred_on;
     k["pcs"] = pcs;
     kernels_.push_back(std::move(k));
   }
@@ -121,7 +127,7 @@ class CountPass final : public CapturePass {
     unset();
     nlohmann::json cubins = nlohmann::json::array();
     for (const auto& [crc, file] : cubins_) cubins.push_back({{"cubin_crc", crc}, {"file", file}});
-    return {{"metrics", {kWarpMetric, kThreadMetric}}, {"cubins", cubins},
+    return {{"metrics", {kWarpMetric, kThreadMetric, kPredOnMetric}}, {"cubins", cubins},
             {"selected_launches_not_counted", selected_but_not_counted_}, {"kernels", kernels_}};
   }
 
@@ -152,6 +158,7 @@ class CountPass final : public CapturePass {
       for (const auto& v : values[i]) {
         if (v.metricId == warp_metric_id_) c.warp += v.value;
         if (v.metricId == thread_metric_id_) c.thread += v.value;
+        if (v.metricId == pred_on_metric_id_) c.thread_pred_on += v.value;
       }
       std::free(const_cast<char*>(r.functionName));
     }
@@ -180,7 +187,7 @@ class CountPass final : public CapturePass {
   bool enabled_ = false, counted_ = false;
   std::uint64_t selected_but_not_counted_ = 0;
   std::uint32_t device_index_ = 0;
-  std::uint64_t warp_metric_id_ = 0, thread_metric_id_ = 0;
+  std::uint64_t warp_metric_id_ = 0, thread_metric_id_ = 0, pred_on_metric_id_ = 0;
   std::map<std::uint32_t, std::string> cubins_;
   nlohmann::json kernels_ = nlohmann::json::array();
 };
