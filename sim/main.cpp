@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "sim/config.hpp"
+#include "sim/compare_job.hpp"
 #include "sim/run.hpp"
 #include "sim/trace_cli.hpp"
 #include "sim/engine/params.hpp"
@@ -30,6 +31,17 @@ int sc_main(int argc, char** argv) {
   bool no_check = false, quiet = false;
   run->add_flag("--no-check", no_check, "skip the functional check of atomics");
   run->add_flag("--quiet,-q", quiet, "no progress lines");
+
+  CompareOptions cmp;
+  auto* compare = app.add_subcommand("compare", "simulate a dataset captured on a GPU and compare with its measurements");
+  compare->add_option("--dataset,-d", cmp.dataset, "folder with manifest.json, e.g. traces/h100/microbench/grid")->required();
+  compare->add_option("--config,-c", cmp.simulate.config, "configuration file or bundled name");
+  compare->add_option("--set", cmp.simulate.overrides, "override a parameter");
+  compare->add_option("--only", cmp.only, "regular expression on configuration ids");
+  compare->add_option("--json", cmp.json_out, "write the comparison as JSON");
+  compare->add_option("--plot", cmp.plot_out, "write stacked stall bars, measured vs simulated (SVG)");
+  bool compare_quiet = false;
+  compare->add_flag("--quiet,-q", compare_quiet, "no progress lines");
 
   auto* gen = app.add_subcommand("gen", "generate traces without a GPU");
   gen->require_subcommand(1);
@@ -86,6 +98,10 @@ int sc_main(int argc, char** argv) {
       sim.check_atomics = !no_check;
       sim.progress = !quiet;
       return run_job(trace_path, sim, std::cout);
+    }
+    if (*compare) {
+      cmp.simulate.progress = !compare_quiet;
+      return compare_job(cmp, std::cout);
     }
     if (*micro) {
       std::vector<workloads::MicrobenchParams> kernels;

@@ -63,14 +63,28 @@ struct TemporaryFile {
     if (!path.empty()) std::remove(path.c_str());
   }
 };
+
+std::string temporary_trace_path() {
+  static int serial = 0;
+  return (std::filesystem::temp_directory_path() / fmt::format("atomsim-microbench-{}-{}.trace", ::getpid(), serial++))
+      .string();
+}
 }  // namespace
+
+std::vector<KernelRun> simulate_microbench(const GpuParams& params,
+                                           const std::vector<workloads::MicrobenchParams>& kernels,
+                                           const SimulateOptions& options) {
+  TemporaryFile temporary{temporary_trace_path()};
+  write_microbench_trace(kernels, temporary.path);
+  return simulate_trace(params, temporary.path, options);
+}
 
 int run_job(const std::string& trace_path, const SimulateOptions& options, std::ostream& out) {
   GpuParams params = load_gpu_params(options.config, options.overrides);
   TemporaryFile temporary;
   std::string path = trace_path;
   if (path.empty()) {
-    temporary.path = (std::filesystem::temp_directory_path() / fmt::format("atomsim-microbench-{}.trace", ::getpid())).string();
+    temporary.path = temporary_trace_path();
     auto kernels = default_microbench();
     const auto& p = kernels.front();
     out << fmt::format("atomsim: built-in microbenchmark on {} ({} SMs): {} blocks x {} warps, {} iterations, {} params, "

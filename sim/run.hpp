@@ -28,6 +28,11 @@ std::vector<workloads::MicrobenchParams> default_microbench();
 // Writes those kernels to `path`; returns the warp instructions written.
 std::uint64_t write_microbench_trace(const std::vector<workloads::MicrobenchParams>& kernels, const std::string& path);
 
+// Generates the kernels into a temporary trace and simulates them.
+std::vector<KernelRun> simulate_microbench(const GpuParams& params,
+                                           const std::vector<workloads::MicrobenchParams>& kernels,
+                                           const SimulateOptions& options);
+
 // `atomsim run`: simulates `trace_path`, or the default microbenchmark when it is
 // empty, prints tables (and speedups over the first kernel), writes JSON if asked.
 // Returns the process exit status.

@@ -136,3 +136,26 @@ TEST_CASE("CLI: run writes the JSON document and trace tools read what gen wrote
   std::remove(json.c_str());
   std::remove(trace.c_str());
 }
+
+TEST_CASE("CLI: compare simulates dataset kernels and writes the table, JSON and plot", "[cli][compare]") {
+  std::string json = testing::temp_trace("compare.json"), svg = testing::temp_trace("compare.svg");
+  CliResult r = cli(std::string("compare -q -d ") + ATOMSIM_SOURCE_DIR + "/traces/h100/microbench/grid --only 'lpp1-af0.25' --json " +
+                    json + " --plot " + svg);
+  REQUIRE(r.code == 0);
+  REQUIRE(r.out.find("summary: cycles mean |error|") != std::string::npos);
+  auto doc = nlohmann::json::parse(slurp(json));
+  REQUIRE(doc["kernels"].size() == 3);
+  for (const auto& k : doc["kernels"]) {
+    // The simulated kernels are the ones the GPU ran: same warp-instruction counts.
+    REQUIRE(k["simulated"]["warp_instructions"] == k["measured"]["warp_instructions"]);
+    REQUIRE(k["stall_distance"].get<double>() >= 0.0);
+    REQUIRE(k["stall_distance"].get<double>() <= 1.0);
+  }
+  REQUIRE(slurp(svg).find("</svg>") != std::string::npos);
+  std::remove(json.c_str());
+  std::remove(svg.c_str());
+  CliResult bad = cli(std::string("compare -d ") + ATOMSIM_SOURCE_DIR + "/traces/h100/microbench/grid --only nothing-like-this");
+  REQUIRE(bad.code == 1);
+  REQUIRE(bad.err_lines() == 1);
+  REQUIRE(bad.err.find("matches no configuration") != std::string::npos);
+}

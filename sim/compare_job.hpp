@@ -1,0 +1,22 @@
+// `atomsim compare`: simulates every kernel of a dataset captured on a GPU and
+// sets the results beside the measurements.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "sim/run.hpp"
+
+namespace atomsim {
+
+struct CompareOptions {
+  std::string dataset;     // folder with manifest.json (tools/capture/capture_microbench.sh)
+  std::string only;        // regular expression on configuration ids; empty: all
+  std::string json_out;    // empty: none
+  std::string plot_out;    // SVG of stacked stall bars; empty: none
+  SimulateOptions simulate;
+};
+
+int compare_job(const CompareOptions& options, std::ostream& out);
+
+}  // namespace atomsim

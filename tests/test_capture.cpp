@@ -1,0 +1,83 @@
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim_helpers.hpp"
+#include "tools/capture/settings.hpp"
+
+using namespace atomsim;
+using namespace atomsim::capture;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Launch {
+  int code;
+  std::string err;
+};
+
+Launch run_capture(const std::string& args) {
+  std::string err = testing::temp_trace("capture.err");
+  std::string cmd = std::string(ATOMSIM_CAPTURE_BINARY) + " " + args + " >/dev/null 2>" + err + " </dev/null";
+  int status = std::system(cmd.c_str());
+  std::ifstream in(err);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::remove(err.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
+}
+
+}  // namespace
+
+TEST_CASE("Capture: launches are selected by name and index among matches", "[capture]") {
+  setenv(kEnvPass, "stall", 1);
+  setenv(kEnvOut, "/tmp", 1);
+  setenv(kEnvKernel, "atomics_", 1);
+  setenv(kEnvLaunch, "1", 1);
+  Settings s = Settings::from_environment();
+  LaunchSelector sel(s);
+  REQUIRE(!sel.select("_Z4initv", "init()"));
+  REQUIRE(!sel.select("_Z8atomics_v", "atomics_()"));  // match 0
+  REQUIRE(!sel.select("_Z4initv", "init()"));
+  REQUIRE(sel.select("_Z8atomics_v", "atomics_()"));   // match 1
+  REQUIRE(!sel.select("_Z8atomics_v", "atomics_()"));
+  REQUIRE(sel.launches_seen() == 5);
+  REQUIRE(sel.launches_matching() == 3);
+  REQUIRE(sel.nothing_selected_reason().empty());
+
+  LaunchSelector none(s);
+  none.select("_Z4initv", "init()");
+  REQUIRE(none.nothing_selected_reason() == "no kernel matching 'atomics_' among 1 launches");
+
+  setenv(kEnvLaunch, "x1", 1);
+  REQUIRE_THROWS_WITH(Settings::from_environment(), Catch::Contains("ATOMSIM_CAPTURE_LAUNCH='x1'"));
+  setenv(kEnvKernel, "([", 1);
+  unsetenv(kEnvLaunch);
+  REQUIRE_THROWS_WITH(Settings::from_environment(), Catch::Contains("not a valid regular expression"));
+  for (const char* v : {kEnvPass, kEnvOut, kEnvKernel}) unsetenv(v);
+}
+
+TEST_CASE("Capture: programs that do no CUDA work, crash or are missing fail with one line", "[capture][errors]") {
+  fs::path out = testing::temp_trace("capture-out");
+  Launch no_cuda = run_capture("--pass timing --out " + out.string() + " -- /bin/true");
+  REQUIRE(no_cuda.code == 1);
+  REQUIRE(no_cuda.err == "atomsim-capture: timing pass: the program did no CUDA work (the injection library was never loaded)\n");
+  Launch crash = run_capture("--pass timing --out " + out.string() + " -- /bin/sh -c 'kill -SEGV $$'");
+  REQUIRE(crash.code == 1);
+  REQUIRE(crash.err.find("crashed (Segmentation fault); nothing written") != std::string::npos);
+  Launch missing = run_capture("--out " + out.string() + " -- /no/such/program");
+  REQUIRE(missing.code == 1);
+  REQUIRE(missing.err.find("cannot run /no/such/program") != std::string::npos);
+  Launch hang = run_capture("--pass timing --timeout 0.5 --out " + out.string() + " -- /bin/sleep 30");
+  REQUIRE(hang.code == 1);
+  REQUIRE(hang.err.find("ran past --timeout") != std::string::npos);
+  REQUIRE(run_capture("--pass trace --out " + out.string() + " -- /bin/true").err.find("needs --kernel") != std::string::npos);
+  REQUIRE(run_capture("--pass bogus -- /bin/true").err == "atomsim-capture: unknown pass 'bogus' (timing, stall, count or trace)\n");
+  REQUIRE(run_capture("--pass timing").code == 1);
+  // Nothing half-written is left behind.
+  for (const auto& e : fs::directory_iterator(out)) FAIL("left behind: " << e.path());
+  fs::remove_all(out);
+}

@@ -1,0 +1,124 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "sim_helpers.hpp"
+#include "tools/compare/comparison.hpp"
+
+using namespace atomsim;
+using namespace atomsim::compare;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kGrid = fs::path(ATOMSIM_SOURCE_DIR) / "traces/h100/microbench/grid";
+
+nlohmann::json read(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
+// A copy of two configurations of the committed dataset, to damage in tests.
+fs::path copy_of_grid(const std::string& name) {
+  fs::path dir = testing::temp_trace(name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto manifest = read(kGrid / "manifest.json");
+  auto& configs = manifest["configurations"];
+  configs.erase(configs.begin() + 2, configs.end());
+  for (const auto& c : configs) fs::copy(kGrid / c["id"].get<std::string>(), dir / c["id"].get<std::string>());
+  std::ofstream(dir / "manifest.json") << manifest.dump();
+  return dir;
+}
+
+std::string error_of(const fs::path& dir) {
+  try {
+    load_dataset(dir);
+  } catch (const DatasetError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("Stall distance is half the L1 distance over the union of reasons", "[compare]") {
+  REQUIRE(stall_distance({{"wait", 0.5}, {"selected", 0.5}}, {{"wait", 0.5}, {"selected", 0.5}}) == 0.0);
+  REQUIRE(stall_distance({{"wait", 1.0}}, {{"selected", 1.0}}) == Approx(1.0));
+  // 0.5 * (|0.5-1.0| + |0.5-0|) = 0.5; a reason only one side has counts fully.
+  REQUIRE(stall_distance({{"wait", 0.5}, {"imc_miss", 0.5}}, {{"wait", 1.0}}) == Approx(0.5));
+}
+
+TEST_CASE("The committed H100 dataset loads with medians of the timed launches", "[compare]") {
+  auto d = load_dataset(kGrid);
+  REQUIRE(d.kernels.size() == 23);
+  auto it = std::find_if(d.kernels.begin(), d.kernels.end(), [](const auto& k) { return k.id == "swb-lpp32-af0.5-thr8"; });
+  REQUIRE(it != d.kernels.end());
+  REQUIRE(it->params.variant == workloads::MicrobenchVariant::SwB);
+  REQUIRE(it->params.active_fraction == 0.5);
+  // Recompute the median from the timing pass: launches 0-4 warm up.
+  auto timing = read(kGrid / it->id / "timing.json");
+  std::vector<double> ns;
+  for (const auto& k : timing["kernels"])
+    if (k["launch"].get<int>() >= 5) ns.push_back(k["duration_ns"].get<double>());
+  std::sort(ns.begin(), ns.end());
+  REQUIRE(it->timed_launches == ns.size());
+  REQUIRE(it->time_ns == ns[ns.size() / 2]);
+  REQUIRE(it->cycles == Approx(it->time_ns * timing["clocks"]["sm_mhz_at_exit"].get<double>() / 1000));
+  double total = 0;
+  for (const auto& [r, f] : it->stall_fractions) total += f;
+  REQUIRE(total == Approx(1.0));
+  REQUIRE(it->warp_instructions == read(kGrid / it->id / "count.json")["kernels"][0]["warp_instructions"].get<std::uint64_t>());
+}
+
+TEST_CASE("Damaged datasets fail naming the file", "[compare][errors]") {
+  REQUIRE(error_of(testing::temp_trace("no-such-dataset")).find("manifest.json: cannot open") != std::string::npos);
+  fs::path dir = copy_of_grid("damaged");
+  auto manifest = read(dir / "manifest.json");
+  std::string first = manifest["configurations"][0]["id"];
+  SECTION("truncated stall pass") {
+    fs::resize_file(dir / first / "stall.json", 100);
+    REQUIRE(error_of(dir) == (dir / first / "stall.json").string() + ": not valid JSON (byte 101)");
+  }
+  SECTION("missing count pass") {
+    fs::remove(dir / first / "count.json");
+    REQUIRE(error_of(dir) == (dir / first / "count.json").string() + ": cannot open");
+  }
+  SECTION("unknown variant") {
+    manifest["configurations"][0]["variant"] = "swx";
+    std::ofstream(dir / "manifest.json") << manifest.dump();
+    REQUIRE(error_of(dir).find("manifest.json: " + first + ": ") != std::string::npos);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("Comparison rows: errors, speedups over the same-shape baseline, summary", "[compare]") {
+  MeasuredKernel base, swb;
+  base.id = "base";
+  base.cycles = 1000;
+  base.stall_fractions = {{"lg_throttle", 1.0}};
+  swb = base;
+  swb.id = "swb";
+  swb.params.variant = workloads::MicrobenchVariant::SwB;
+  swb.cycles = 250;  // 4x measured
+  SimulatedKernel sb{900, 0, {{"lg_throttle", 0.5}, {"long_scoreboard", 0.5}}}, ss{300, 0, {{"lg_throttle", 1.0}}};
+  auto c = build_comparison({base, swb}, {sb, ss}, "h100");
+  REQUIRE(c.rows[0].cycle_error == Approx(-0.1));
+  REQUIRE(c.rows[1].cycle_error == Approx(0.2));
+  REQUIRE(!c.rows[0].measured_speedup);
+  REQUIRE(*c.rows[1].measured_speedup == Approx(4.0));
+  REQUIRE(*c.rows[1].simulated_speedup == Approx(3.0));
+  REQUIRE(c.summary.mean_abs_cycle_error == Approx(0.15));
+  REQUIRE(c.summary.worst_cycle_id == "swb");
+  REQUIRE(c.summary.mean_abs_speedup_error == Approx(0.25));
+  REQUIRE(c.rows[0].stall_distance == Approx(0.5));
+  REQUIRE(c.summary.mean_stall_distance == Approx(0.25));
+  auto svg = stall_plot_svg(c);
+  REQUIRE(svg.find("<svg") == 0);
+  REQUIRE(svg.find("base lg_throttle: 100.0%") != std::string::npos);
+  REQUIRE(svg.find("base long_scoreboard: 50.0%") != std::string::npos);
+}

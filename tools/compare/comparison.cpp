@@ -1,0 +1,192 @@
+#include "tools/compare/comparison.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace atomsim::compare {
+namespace {
+
+bool same_shape_except_variant(const workloads::MicrobenchParams& a, const workloads::MicrobenchParams& b) {
+  return a.blocks == b.blocks && a.warps_per_block == b.warps_per_block && a.iterations == b.iterations &&
+         a.params == b.params && a.primitives == b.primitives && a.lanes_per_primitive == b.lanes_per_primitive &&
+         a.active_fraction == b.active_fraction;
+}
+
+// Threshold only matters to SW-S, so any baseline of the same shape serves.
+const ComparisonRow* baseline_for(const std::vector<ComparisonRow>& rows, const ComparisonRow& r) {
+  for (const auto& b : rows)
+    if (b.measured.params.variant == workloads::MicrobenchVariant::Baseline &&
+        same_shape_except_variant(b.measured.params, r.measured.params))
+      return &b;
+  return nullptr;
+}
+
+void track_worst(double value, const std::string& id, double& worst, std::string& worst_id) {
+  if (std::abs(value) >= std::abs(worst)) {
+    worst = value;
+    worst_id = id;
+  }
+}
+
+}  // namespace
+
+Comparison build_comparison(const std::vector<MeasuredKernel>& measured, const std::vector<SimulatedKernel>& simulated,
+                            const std::string& config) {
+  Comparison c;
+  c.config = config;
+  if (!measured.empty()) c.device = measured.front().device;
+  for (std::size_t i = 0; i < measured.size(); ++i) {
+    ComparisonRow r;
+    r.measured = measured[i];
+    r.simulated = simulated.at(i);
+    r.cycle_error = (r.simulated.cycles - r.measured.cycles) / r.measured.cycles;
+    r.stall_distance = stall_distance(r.measured.stall_fractions, r.simulated.stall_fractions);
+    c.rows.push_back(std::move(r));
+  }
+  Summary& s = c.summary;
+  std::size_t speedups = 0;
+  for (auto& r : c.rows) {
+    if (r.measured.params.variant != workloads::MicrobenchVariant::Baseline) {
+      if (const ComparisonRow* b = baseline_for(c.rows, r)) {
+        r.measured_speedup = b->measured.cycles / r.measured.cycles;
+        r.simulated_speedup = b->simulated.cycles / r.simulated.cycles;
+        double err = (*r.simulated_speedup - *r.measured_speedup) / *r.measured_speedup;
+        s.mean_abs_speedup_error += std::abs(err);
+        ++speedups;
+        track_worst(err, r.measured.id, s.worst_speedup_error, s.worst_speedup_id);
+      }
+    }
+    s.mean_abs_cycle_error += std::abs(r.cycle_error);
+    track_worst(r.cycle_error, r.measured.id, s.worst_cycle_error, s.worst_cycle_id);
+    s.mean_stall_distance += r.stall_distance;
+    track_worst(r.stall_distance, r.measured.id, s.worst_stall_distance, s.worst_stall_id);
+  }
+  if (!c.rows.empty()) {
+    s.mean_abs_cycle_error /= static_cast<double>(c.rows.size());
+    s.mean_stall_distance /= static_cast<double>(c.rows.size());
+  }
+  if (speedups) s.mean_abs_speedup_error /= static_cast<double>(speedups);
+  return c;
+}
+
+void print_comparison(std::ostream& out, const Comparison& c) {
+  out << fmt::format("measured on {}, simulated with {}\n", c.device, c.config);
+  out << fmt::format("{:<28}{:>12}{:>12}{:>9}{:>10}{:>10}{:>9}\n", "kernel", "meas cyc", "sim cyc", "error",
+                     "meas spd", "sim spd", "stall d");
+  for (const auto& r : c.rows) {
+    auto speedup = [](const std::optional<double>& v) { return v ? fmt::format("{:.2f}x", *v) : std::string("-"); };
+    out << fmt::format("{:<28}{:>12.0f}{:>12.0f}{:>+8.1f}%{:>10}{:>10}{:>9.3f}\n", r.measured.id, r.measured.cycles,
+                       r.simulated.cycles, 100 * r.cycle_error, speedup(r.measured_speedup),
+                       speedup(r.simulated_speedup), r.stall_distance);
+  }
+  const Summary& s = c.summary;
+  out << fmt::format(
+      "summary: cycles mean |error| {:.1f}%, worst {:+.1f}% ({}); speedup mean |error| {:.1f}%, worst {:+.1f}% ({}); "
+      "stall distance mean {:.3f}, worst {:.3f} ({})\n",
+      100 * s.mean_abs_cycle_error, 100 * s.worst_cycle_error, s.worst_cycle_id, 100 * s.mean_abs_speedup_error,
+      100 * s.worst_speedup_error, s.worst_speedup_id, s.mean_stall_distance, s.worst_stall_distance, s.worst_stall_id);
+}
+
+nlohmann::json comparison_json(const Comparison& c) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : c.rows) {
+    nlohmann::json j = {{"id", r.measured.id},
+                        {"measured", {{"cycles", r.measured.cycles}, {"time_ns", r.measured.time_ns},
+                                      {"sm_clock_mhz", r.measured.sm_clock_mhz},
+                                      {"warp_instructions", r.measured.warp_instructions},
+                                      {"stall_samples", r.measured.stall_samples},
+                                      {"stall_fractions", r.measured.stall_fractions}}},
+                        {"simulated", {{"cycles", r.simulated.cycles},
+                                       {"warp_instructions", r.simulated.warp_instructions},
+                                       {"stall_fractions", r.simulated.stall_fractions}}},
+                        {"cycle_error", r.cycle_error},
+                        {"stall_distance", r.stall_distance}};
+    if (r.measured_speedup) {
+      j["measured"]["speedup"] = *r.measured_speedup;
+      j["simulated"]["speedup"] = *r.simulated_speedup;
+    }
+    rows.push_back(std::move(j));
+  }
+  const Summary& s = c.summary;
+  return {{"schema", "atomsim.compare/1"},
+          {"config", c.config},
+          {"device", c.device},
+          {"kernels", rows},
+          {"summary",
+           {{"mean_abs_cycle_error", s.mean_abs_cycle_error}, {"worst_cycle_error", s.worst_cycle_error},
+            {"worst_cycle_kernel", s.worst_cycle_id}, {"mean_abs_speedup_error", s.mean_abs_speedup_error},
+            {"worst_speedup_error", s.worst_speedup_error}, {"worst_speedup_kernel", s.worst_speedup_id},
+            {"mean_stall_distance", s.mean_stall_distance}, {"worst_stall_distance", s.worst_stall_distance},
+            {"worst_stall_kernel", s.worst_stall_id}}}};
+}
+
+std::string stall_plot_svg(const Comparison& c) {
+  // Nsight's reasons in a fixed order so colours mean the same in every plot;
+  // reasons the model has no state for come last, in grey tones.
+  static const std::vector<std::pair<std::string, std::string>> palette = {
+      {"selected", "#2ca02c"}, {"not_selected", "#98df8a"}, {"long_scoreboard", "#d62728"},
+      {"short_scoreboard", "#ff9896"}, {"wait", "#1f77b4"}, {"lg_throttle", "#9467bd"},
+      {"mio_throttle", "#c5b0d5"}, {"math_pipe_throttle", "#8c564b"}, {"barrier", "#e377c2"},
+      {"membar", "#f7b6d2"}, {"drain", "#bcbd22"}, {"dispatch_stall", "#dbdb8d"},
+      {"branch_resolving", "#17becf"}, {"no_instructions", "#9edae5"}, {"sleeping", "#ff7f0e"},
+      {"misc", "#ffbb78"}};
+  std::set<std::string> others;
+  for (const auto& r : c.rows)
+    for (const auto* m : {&r.measured.stall_fractions, &r.simulated.stall_fractions})
+      for (const auto& [name, v] : *m)
+        if (std::none_of(palette.begin(), palette.end(), [&](const auto& p) { return p.first == name; }))
+          others.insert(name);
+  auto reasons = palette;
+  int grey = 0;
+  for (const auto& name : others) reasons.emplace_back(name, fmt::format("#{0:02x}{0:02x}{0:02x}", 90 + 30 * (grey++ % 5)));
+
+  const double bar = 14, gap = 4, group = 2 * bar + gap + 16, top = 40, height = 300, left = 50;
+  const double width = left + group * static_cast<double>(c.rows.size()) + 200;
+  const double total_height = top + height + 150;
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" font-family=\"sans-serif\" "
+      "font-size=\"10\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"{}\" y=\"20\" font-size=\"13\">Warp stall reasons: measured (M, {}) vs simulated (S, {})</text>\n",
+      width, total_height, left, c.device, c.config);
+  for (int tick = 0; tick <= 4; ++tick) {
+    double y = top + height * (1 - tick / 4.0);
+    svg += fmt::format("<line x1=\"{}\" x2=\"{:.0f}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>"
+                       "<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}%</text>\n",
+                       left, width - 200, y, y, left - 4, y + 3, tick * 25);
+  }
+  for (std::size_t i = 0; i < c.rows.size(); ++i) {
+    const auto& r = c.rows[i];
+    double x0 = left + 8 + group * static_cast<double>(i);
+    int side = 0;
+    for (const auto* fractions : {&r.measured.stall_fractions, &r.simulated.stall_fractions}) {
+      double x = x0 + side * (bar + gap), y = top + height;
+      for (const auto& [name, colour] : reasons) {
+        auto it = fractions->find(name);
+        if (it == fractions->end() || it->second <= 0) continue;
+        double h = it->second * height;
+        y -= h;
+        svg += fmt::format("<rect x=\"{:.1f}\" y=\"{:.2f}\" width=\"{}\" height=\"{:.2f}\" fill=\"{}\"><title>{} {}: "
+                           "{:.1f}%</title></rect>\n",
+                           x, y, bar, h, colour, r.measured.id, name, 100 * it->second);
+      }
+      svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>\n", x + bar / 2,
+                         top + height + 11, side == 0 ? "M" : "S");
+      ++side;
+    }
+    svg += fmt::format("<text transform=\"translate({:.1f},{:.0f}) rotate(60)\">{}</text>\n", x0 + bar,
+                       top + height + 18, r.measured.id);
+  }
+  double ly = top;
+  for (const auto& [name, colour] : reasons) {
+    svg += fmt::format("<rect x=\"{:.0f}\" y=\"{:.0f}\" width=\"10\" height=\"10\" fill=\"{}\"/>"
+                       "<text x=\"{:.0f}\" y=\"{:.0f}\">{}</text>\n",
+                       width - 190, ly, colour, width - 176, ly + 9, name);
+    ly += 14;
+  }
+  return svg + "</svg>\n";
+}
+
+}  // namespace atomsim::compare

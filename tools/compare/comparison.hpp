@@ -1,0 +1,55 @@
+// Measured against simulated, kernel by kernel: cycles, speedups over the
+// baseline variant, and the distance between stall-reason distributions.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tools/compare/measured.hpp"
+
+namespace atomsim::compare {
+
+struct SimulatedKernel {
+  double cycles = 0;
+  std::uint64_t warp_instructions = 0;
+  std::map<std::string, double> stall_fractions;
+};
+
+struct ComparisonRow {
+  MeasuredKernel measured;
+  SimulatedKernel simulated;
+  double cycle_error = 0;  // (simulated - measured) / measured
+  std::optional<double> measured_speedup, simulated_speedup;  // over the baseline of the same shape
+  double stall_distance = 0;
+};
+
+struct Summary {
+  double mean_abs_cycle_error = 0, worst_cycle_error = 0;
+  std::string worst_cycle_id;
+  double mean_abs_speedup_error = 0, worst_speedup_error = 0;  // relative, simulated vs measured speedup
+  std::string worst_speedup_id;
+  double mean_stall_distance = 0, worst_stall_distance = 0;
+  std::string worst_stall_id;
+};
+
+struct Comparison {
+  std::string config, device;
+  std::vector<ComparisonRow> rows;
+  Summary summary;
+};
+
+// `simulated` is parallel to `measured`.
+Comparison build_comparison(const std::vector<MeasuredKernel>& measured, const std::vector<SimulatedKernel>& simulated,
+                            const std::string& config);
+void print_comparison(std::ostream& out, const Comparison& c);
+nlohmann::json comparison_json(const Comparison& c);
+// Stacked stall-reason bars, measured beside simulated for every kernel (SVG).
+std::string stall_plot_svg(const Comparison& c);
+
+}  // namespace atomsim::compare

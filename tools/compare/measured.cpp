@@ -1,0 +1,129 @@
+#include "tools/compare/measured.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+
+namespace atomsim::compare {
+namespace {
+
+nlohmann::json read_json(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw DatasetError(path.string() + ": cannot open");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw DatasetError(path.string() + ": not valid JSON (byte " + std::to_string(e.byte) + ")");
+  }
+}
+
+// Reads a field, turning a missing key or wrong type into an error naming both.
+template <typename T>
+T field(const nlohmann::json& j, const char* key, const std::filesystem::path& file) {
+  if (!j.is_object() || !j.contains(key)) throw DatasetError(file.string() + ": missing key '" + key + "'");
+  try {
+    return j.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw DatasetError(file.string() + ": key '" + key + "' has the wrong type");
+  }
+}
+
+const nlohmann::json& only_kernel(const nlohmann::json& doc, const std::filesystem::path& file) {
+  if (!doc.contains("kernels")) throw DatasetError(file.string() + ": missing key 'kernels'");
+  const auto& kernels = doc["kernels"];
+  if (!kernels.is_array() || kernels.size() != 1)
+    throw DatasetError(file.string() + ": expected exactly one captured launch");
+  return kernels[0];
+}
+
+void read_timing(MeasuredKernel& k, const std::filesystem::path& file, std::uint32_t warmup) {
+  auto doc = read_json(file);
+  std::vector<double> durations;
+  auto launches = field<nlohmann::json>(doc, "kernels", file);
+  for (const auto& launch : launches)
+    if (field<std::uint64_t>(launch, "launch", file) >= warmup)
+      durations.push_back(static_cast<double>(field<std::uint64_t>(launch, "duration_ns", file)));
+  if (durations.empty()) throw DatasetError(file.string() + ": no launches after the " + std::to_string(warmup) + " warm-up launches");
+  std::sort(durations.begin(), durations.end());
+  k.time_ns = durations[durations.size() / 2];
+  k.timed_launches = static_cast<std::uint32_t>(durations.size());
+  auto clocks = field<nlohmann::json>(doc, "clocks", file);
+  k.sm_clock_mhz = field<double>(clocks, "sm_mhz_at_exit", file);
+  if (k.sm_clock_mhz <= 0) throw DatasetError(file.string() + ": no SM clock recorded (NVML unavailable when captured)");
+  k.cycles = k.time_ns * k.sm_clock_mhz / 1000.0;
+  k.device = field<std::string>(field<nlohmann::json>(doc, "device", file), "name", file);
+}
+
+void read_stalls(MeasuredKernel& k, const std::filesystem::path& file) {
+  auto doc = read_json(file);
+  const auto& kernel = only_kernel(doc, file);
+  k.stall_samples = field<std::uint64_t>(kernel, "samples", file);
+  if (k.stall_samples == 0) throw DatasetError(file.string() + ": no PC samples");
+  auto fractions = field<nlohmann::json>(kernel, "fractions", file);
+  for (const auto& [reason, fraction] : fractions.items()) {
+    if (!fraction.is_number()) throw DatasetError(file.string() + ": fraction of '" + reason + "' is not a number");
+    k.stall_fractions[reason] = fraction.get<double>();
+  }
+}
+
+}  // namespace
+
+MeasuredDataset load_dataset(const std::filesystem::path& dir) {
+  MeasuredDataset d;
+  d.dir = dir;
+  auto manifest_path = dir / "manifest.json";
+  auto manifest = read_json(manifest_path);
+  d.workload = field<std::string>(manifest, "workload", manifest_path);
+  if (d.workload != "microbench")
+    throw DatasetError(manifest_path.string() + ": workload '" + d.workload + "' has no built-in generator to simulate");
+  auto shape = field<nlohmann::json>(manifest, "shape", manifest_path);
+  auto configurations = field<nlohmann::json>(manifest, "configurations", manifest_path);
+  for (const auto& c : configurations) {
+    MeasuredKernel k;
+    k.id = field<std::string>(c, "id", manifest_path);
+    auto& p = k.params;
+    try {
+      p.variant = workloads::parse_variant(field<std::string>(c, "variant", manifest_path));
+    } catch (const std::invalid_argument& e) {
+      throw DatasetError(manifest_path.string() + ": " + k.id + ": " + e.what());
+    }
+    p.blocks = field<std::uint32_t>(shape, "blocks", manifest_path);
+    p.warps_per_block = field<std::uint32_t>(shape, "warps_per_block", manifest_path);
+    p.iterations = field<std::uint32_t>(shape, "iterations", manifest_path);
+    p.params = field<std::uint32_t>(shape, "params", manifest_path);
+    p.primitives = field<std::uint32_t>(shape, "primitives", manifest_path);
+    p.lanes_per_primitive = field<std::uint32_t>(c, "lanes_per_primitive", manifest_path);
+    p.active_fraction = field<double>(c, "active_fraction", manifest_path);
+    p.threshold = field<std::uint32_t>(c, "threshold", manifest_path);
+    try {
+      p.validate();
+    } catch (const std::invalid_argument& e) {
+      throw DatasetError(manifest_path.string() + ": " + k.id + ": " + e.what());
+    }
+    auto folder = dir / k.id;
+    read_timing(k, folder / "timing.json", field<std::uint32_t>(c, "warmup_launches", manifest_path));
+    read_stalls(k, folder / "stall.json");
+    auto count_path = folder / "count.json";
+    k.warp_instructions = field<std::uint64_t>(only_kernel(read_json(count_path), count_path), "warp_instructions", count_path);
+    d.kernels.push_back(std::move(k));
+  }
+  if (d.kernels.empty()) throw DatasetError(manifest_path.string() + ": no configurations");
+  return d;
+}
+
+double stall_distance(const std::map<std::string, double>& a, const std::map<std::string, double>& b) {
+  std::set<std::string> names;
+  for (const auto& [n, v] : a) names.insert(n);
+  for (const auto& [n, v] : b) names.insert(n);
+  double sum = 0;
+  for (const auto& n : names) {
+    auto ia = a.find(n), ib = b.find(n);
+    sum += std::abs((ia == a.end() ? 0.0 : ia->second) - (ib == b.end() ? 0.0 : ib->second));
+  }
+  return 0.5 * sum;
+}
+
+}  // namespace atomsim::compare

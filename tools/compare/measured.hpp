@@ -1,0 +1,47 @@
+// A dataset captured on a GPU by tools/capture (manifest.json beside one folder
+// per configuration holding the timing, stall and count passes), read back as
+// the quantities the simulator reports.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "workloads/microbench/generator.hpp"
+
+namespace atomsim::compare {
+
+struct DatasetError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct MeasuredKernel {
+  std::string id;
+  workloads::MicrobenchParams params;   // what the generator needs to build the same kernel
+  double time_ns = 0;                   // median GPU duration of the timed launches
+  std::uint32_t timed_launches = 0;
+  double sm_clock_mhz = 0;              // read during the timing pass
+  double cycles = 0;                    // time_ns x sm_clock_mhz / 1000
+  std::uint64_t warp_instructions = 0;  // count pass
+  std::uint64_t stall_samples = 0;
+  std::map<std::string, double> stall_fractions;  // PC sampling, Nsight's reason names
+  std::string device;
+};
+
+struct MeasuredDataset {
+  std::filesystem::path dir;
+  std::string workload;
+  std::vector<MeasuredKernel> kernels;
+};
+
+// Throws DatasetError naming the file and what is wrong with it.
+MeasuredDataset load_dataset(const std::filesystem::path& dir);
+
+// Half the L1 distance between two distributions over reason names (a reason
+// missing from one side counts as 0 there): 0 identical, 1 disjoint.
+double stall_distance(const std::map<std::string, double>& a, const std::map<std::string, double>& b);
+
+}  // namespace atomsim::compare
