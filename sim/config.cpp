@@ -32,6 +32,7 @@ GpuParams load_gpu_params(const std::string& config, const std::vector<std::stri
   p.reply_network.declare(ParamBinder(source, "interconnect.reply"));
   p.l2.declare(ParamBinder(source, "l2"));
   p.dram.declare(ParamBinder(source, "dram"));
+  p.dispatch.declare(ParamBinder(source, "dispatch"));
   source.check_all_claimed();
   if (p.l2.slices % p.l2.partitions != 0)
     throw ConfigError(fmt::format("{}: key 'l2.slices' = {} must be a multiple of 'l2.partitions' = {}", p.origin,

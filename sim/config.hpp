@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "models/dispatch/cta_dispatcher.hpp"
 #include "models/dram/dram.hpp"
 #include "models/interconnect/crossbar.hpp"
 #include "models/l1/l1.hpp"
@@ -24,6 +25,7 @@ struct GpuParams {
   model::CrossbarParams request_network, reply_network;
   model::L2Params l2;
   model::DramParams dram;
+  model::DispatchParams dispatch;
   std::vector<ParamInfo> documentation;
   std::string origin;
 };

@@ -48,7 +48,7 @@ Gpu::Gpu(const GpuParams& p) : params_(p), created_(std::chrono::steady_clock::n
   for (std::uint32_t s = 0; s < slices; ++s)
     u.slices.push_back(std::make_unique<L2Slice>(fmt::format("l2_slice{}", s).c_str(), p.l2, s, u.map, u.pool, stats_));
   u.dram = std::make_unique<Dram>("dram", p.dram, slices, stats_);
-  u.dispatcher = std::make_unique<CtaDispatcher>("dispatcher", p.sms, p.sms, stats_);
+  u.dispatcher = std::make_unique<CtaDispatcher>("dispatcher", p.dispatch, p.sms, p.sms, stats_);
 
   for (std::uint32_t i = 0; i < p.sms; ++i) {
     Sm& sm = *u.sms[i];

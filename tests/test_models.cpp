@@ -251,6 +251,31 @@ TEST_CASE("dispatcher occupancy: warps, registers, shared memory and CTA slots e
   REQUIRE(ctas_per_sm(k, h100) == 0);
 }
 
+TEST_CASE("dispatcher: first CTAs after the launch latency, then one per SM per interval, breadth-first", "[models][dispatch]") {
+  reset_simulation_context();
+  StatRegistry stats;
+  CtaDispatcher d("dispatcher", DispatchParams{100, 10}, 2, 0, stats);
+  Sink<CtaLaunch> sm0("sm0", 8), sm1("sm1", 8);
+  Source<CtaDone> done1("done1");
+  d.to_sm(0).bind(sm0.in, 1);
+  d.to_sm(1).bind(sm1.in, 1);
+  Source<CtaDone> done0("done0");
+  done0.out.bind(d.from_sm(0), 1);
+  done1.out.bind(d.from_sm(1), 1);
+  d.begin_kernel(5, 2);  // two CTAs fit per SM
+  done1.schedule(200, CtaDone{});
+  done1.start();
+  sc_core::sc_start();
+  // CTAs 0 and 1 leave at 100 (one per SM), 2 and 3 at 110; links take a cycle.
+  REQUIRE(arrival_cycles(sm0.received) == std::vector<Cycle>{101, 111});
+  REQUIRE(sm0.received[0].second.cta == 0);
+  REQUIRE(sm1.received[0].second.cta == 1);
+  REQUIRE(sm0.received[1].second.cta == 2);
+  // CTA 4 waits for a free slot: SM 1 reports a CTA done at 200 (seen at 201).
+  REQUIRE(arrival_cycles(sm1.received) == std::vector<Cycle>{101, 111, 202});
+  REQUIRE(sm1.received[2].second.cta == 4);
+}
+
 TEST_CASE("warp schedulers: GTO stays on its warp, LRR rotates", "[models][sm]") {
   std::vector<SchedulerCandidate> all = {{0, 5}, {1, 3}, {2, 9}};
   GtoScheduler gto;

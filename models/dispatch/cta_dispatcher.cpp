@@ -14,9 +14,9 @@ std::uint32_t ctas_per_sm(const trace::KernelInfo& kernel, const SmLimits& limit
   return static_cast<std::uint32_t>(n);
 }
 
-CtaDispatcher::CtaDispatcher(const sc_core::sc_module_name& name, std::uint32_t sms, std::uint32_t l1s,
-                             StatRegistry& stats)
-    : Unit(name) {
+CtaDispatcher::CtaDispatcher(const sc_core::sc_module_name& name, const DispatchParams& p, std::uint32_t sms,
+                             std::uint32_t l1s, StatRegistry& stats)
+    : Unit(name), p_(p), free_slots_(sms), ready_at_(sms) {
   for (std::uint32_t i = 0; i < sms; ++i) {
     to_sm_.push_back(std::make_unique<OutPort<CtaLaunch>>(*this));
     from_sm_.push_back(std::make_unique<InPort<CtaDone>>(*this, 256));
@@ -25,40 +25,47 @@ CtaDispatcher::CtaDispatcher(const sc_core::sc_module_name& name, std::uint32_t 
   stats.group("dispatcher", "").add_counter("ctas_launched", &launched_, "CTAs handed to SMs");
 }
 
+// Called between kernels, outside any evaluation.
 void CtaDispatcher::begin_kernel(std::uint64_t ctas, std::uint32_t per_sm) {
   total_ = ctas;
-  per_sm_ = per_sm;
   next_cta_ = finished_ = 0;
   end_sent_ = false;
-  initial_wave_pending_ = true;
-  wake_at(current_cycle());  // called between kernels, outside any evaluation
+  const Cycle first = current_cycle() + p_.launch_latency;
+  std::fill(free_slots_.begin(), free_slots_.end(), per_sm);
+  std::fill(ready_at_.begin(), ready_at_.end(), first);
+  wake_at(first);
 }
 
-bool CtaDispatcher::launch_next(std::uint32_t sm) {
-  if (next_cta_ >= total_) return false;
-  if (!to_sm_[sm]->try_send(CtaLaunch{next_cta_})) return false;
+bool CtaDispatcher::launch_one(std::uint32_t sm, Cycle now) {
+  if (free_slots_[sm] == 0 || next_cta_ >= total_ || ready_at_[sm] > now) return false;
+  if (!to_sm_[sm]->try_send(CtaLaunch{next_cta_})) return false;  // the SM wakes us when it frees a slot
   ++next_cta_;
   ++launched_;
+  --free_slots_[sm];
+  ready_at_[sm] = now + p_.cta_launch_interval;
   return true;
 }
 
 void CtaDispatcher::evaluate() {
   const Cycle now = Unit::now();
-  if (initial_wave_pending_) {
-    initial_wave_pending_ = false;
-    for (std::uint32_t round = 0; round < per_sm_; ++round)
-      for (std::uint32_t sm = 0; sm < to_sm_.size(); ++sm) launch_next(sm);
-  }
   Cycle next = kNever;
   for (std::uint32_t sm = 0; sm < from_sm_.size(); ++sm) {
     InPort<CtaDone>& in = *from_sm_[sm];
     while (in.ready(now)) {
       in.pop();
       ++finished_;
-      launch_next(sm);
+      ++free_slots_[sm];
     }
     next = std::min(next, in.next_ready());
   }
+  // Passes of one CTA per SM, so a wave spreads breadth-first over the SMs.
+  for (bool launched = true; launched;) {
+    launched = false;
+    for (std::uint32_t sm = 0; sm < to_sm_.size(); ++sm) launched |= launch_one(sm, now);
+  }
+  if (next_cta_ < total_)
+    for (std::uint32_t sm = 0; sm < to_sm_.size(); ++sm)
+      if (free_slots_[sm] > 0 && ready_at_[sm] > now) next = std::min(next, ready_at_[sm]);
   if (finished_ == total_ && !end_sent_) {
     end_sent_ = true;
     for (auto& port : kernel_end_) port->try_send(KernelEnd{});

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/messages.hpp"
+#include "sim/engine/params.hpp"
 #include "sim/engine/port.hpp"
 #include "traces/trace.hpp"
 
@@ -23,9 +24,19 @@ struct SmLimits {
 // CTAs of this kernel one SM can hold at once; 0 when one does not fit.
 std::uint32_t ctas_per_sm(const trace::KernelInfo& kernel, const SmLimits& limits);
 
+struct DispatchParams {
+  Cycle launch_latency = 0;       // kernel launch until the first CTA can be handed out
+  Cycle cta_launch_interval = 0;  // an SM takes one new CTA per interval (0: any number at once)
+  void declare(ParamBinder b) {
+    b.integer("launch_latency", launch_latency, 0, 1000000, "cycles from a kernel's launch to its first CTA dispatch");
+    b.integer("cta_launch_interval", cta_launch_interval, 0, 100000, "cycles between two CTA launches on one SM");
+  }
+};
+
 class CtaDispatcher : public Unit {
  public:
-  CtaDispatcher(const sc_core::sc_module_name& name, std::uint32_t sms, std::uint32_t l1s, StatRegistry& stats);
+  CtaDispatcher(const sc_core::sc_module_name& name, const DispatchParams& p, std::uint32_t sms, std::uint32_t l1s,
+                StatRegistry& stats);
   OutPort<CtaLaunch>& to_sm(std::uint32_t sm) { return *to_sm_[sm]; }
   InPort<CtaDone>& from_sm(std::uint32_t sm) { return *from_sm_[sm]; }
   OutPort<KernelEnd>& kernel_end(std::uint32_t l1) { return *kernel_end_[l1]; }
@@ -39,13 +50,14 @@ class CtaDispatcher : public Unit {
   void evaluate() override;
 
  private:
-  bool launch_next(std::uint32_t sm);
+  bool launch_one(std::uint32_t sm, Cycle now);
+  DispatchParams p_;
   std::vector<std::unique_ptr<OutPort<CtaLaunch>>> to_sm_;
   std::vector<std::unique_ptr<InPort<CtaDone>>> from_sm_;
   std::vector<std::unique_ptr<OutPort<KernelEnd>>> kernel_end_;
   std::uint64_t total_ = 0, next_cta_ = 0, finished_ = 0;
-  std::uint32_t per_sm_ = 0;
-  bool initial_wave_pending_ = false;
+  std::vector<std::uint32_t> free_slots_;  // CTAs each SM can still take
+  std::vector<Cycle> ready_at_;            // when each SM can take its next CTA
   bool end_sent_ = false;
   std::uint64_t launched_ = 0;
 };
