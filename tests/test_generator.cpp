@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -119,4 +121,37 @@ TEST_CASE("generator parameters are checked", "[generator][errors]") {
   p.lanes_per_primitive = 33;
   REQUIRE_THROWS_WITH(p.validate(), Catch::Contains("lanes-per-primitive"));
   REQUIRE_THROWS_AS(parse_variant("swx"), std::invalid_argument);
+}
+
+TEST_CASE("generated streams match the H100's count pass in warp and predicate-on thread instructions", "[generator]") {
+  // Configurations of the committed grid (264 CTAs x 8 warps, 8 iterations): every
+  // variant, same-address and distinct-address, at two activities.
+  const std::string grid = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/grid/";
+  for (const char* id : {"baseline-lpp32-af0.5-thr8", "swb-lpp32-af0.5-thr8", "sws-lpp32-af0.5-thr8",
+                         "baseline-lpp1-af0.25-thr8", "swb-lpp1-af0.25-thr8", "sws-lpp1-af0.25-thr8"}) {
+    std::ifstream in(grid + id + "/count.json");
+    auto counted = nlohmann::json::parse(in)["kernels"][0];
+    std::string name = id;
+    MicrobenchParams p;
+    p.variant = parse_variant(name.substr(0, name.find('-')));
+    p.blocks = 264;
+    p.warps_per_block = 8;
+    p.iterations = 8;
+    p.params = 9;
+    p.primitives = 65536;
+    p.lanes_per_primitive = name.find("lpp32") != std::string::npos ? 32 : 1;
+    p.active_fraction = name.find("af0.5") != std::string::npos ? 0.5 : 0.25;
+    p.threshold = 8;
+    std::string path = testing::temp_trace(name + ".trace");
+    {
+      trace::TraceWriter w(path);
+      write_microbench_kernel(p, w);
+      w.finish();
+    }
+    auto summary = trace::validate_trace(path).kernels.at(0);
+    INFO(id);
+    REQUIRE(summary.warp_instructions == counted["warp_instructions"].get<std::uint64_t>());
+    REQUIRE(summary.thread_instructions == counted["thread_instructions_pred_on"].get<std::uint64_t>());
+    std::remove(path.c_str());
+  }
 }

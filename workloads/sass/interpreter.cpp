@@ -686,7 +686,8 @@ void Interpreter::run_warp(const LaunchConfig& launch, std::uint64_t cta, std::u
       case Op::Unsupported:
         throw TraceError(fmt::format("SASS interpreter: unsupported instruction '{}' (pc 0x{:x})", d.text, s.pc));
     }
-    // Advance: branches move the lanes whose guard held; others fall through.
+    // Advance: branches move the lanes whose guard held (the record's mask, as the
+    // GPU counts predicate-on threads); others fall through.
     if (d.op == Op::Bra || d.op == Op::BraDiv) {
       if (on && on != mask) {
         ++w.priority_clock;
@@ -696,7 +697,6 @@ void Interpreter::run_warp(const LaunchConfig& launch, std::uint64_t cta, std::u
         int lane = std::countr_zero(m);
         w.pc[lane] = ((on >> lane) & 1) ? d.target : next_pc_same;
       }
-      out.active_mask = mask;
     } else {
       for (std::uint32_t m = mask & w.live; m; m &= m - 1) w.pc[std::countr_zero(m)] = next_pc_same;
     }
