@@ -27,7 +27,12 @@ int compare_job(const CompareOptions& options, std::ostream& out) {
   GpuParams params = load_gpu_params(options.simulate.config, options.simulate.overrides);
   auto dataset = compare::load_dataset(options.dataset);
   std::vector<compare::MeasuredKernel> measured;
-  std::regex only(options.only.empty() ? ".*" : options.only);
+  std::regex only;
+  try {
+    only.assign(options.only.empty() ? ".*" : options.only);
+  } catch (const std::regex_error&) {
+    throw std::invalid_argument("--only '" + options.only + "' is not a valid regular expression");
+  }
   for (const auto& k : dataset.kernels)
     if (std::regex_search(k.id, only)) measured.push_back(k);
   if (measured.empty()) throw std::invalid_argument("--only '" + options.only + "' matches no configuration of " + options.dataset);

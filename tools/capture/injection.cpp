@@ -42,7 +42,6 @@ struct Injection {
   nlohmann::json device;
   Clocks clocks_at_start;
   LaunchInfo current;
-  std::uint64_t launches = 0;
 
   void fail(const std::string& message) {
     if (first_error.empty()) first_error = message;
@@ -105,7 +104,7 @@ void on_driver_call(Injection& inj, CUpti_CallbackId cbid, const CUpti_CallbackD
   if (!is_launch(cbid)) return;
   if (cb->callbackSite == CUPTI_API_ENTER) {
     inj.current = decode_launch(cbid, cb);
-    inj.current.ordinal = inj.launches++;
+    inj.current.ordinal = inj.selector->launches_seen();
     inj.current.selected = inj.selector->select(inj.current.mangled, inj.current.name);
     if (inj.device.is_null()) {
       CUdevice dev = 0;
@@ -156,7 +155,7 @@ void write_outputs() {
     inj.fail(e.what());
   }
   if (inj.first_error.empty() && inj.pass->uses_selection()) inj.first_error = inj.selector->nothing_selected_reason();
-  if (inj.first_error.empty() && inj.launches == 0) inj.first_error = "the program launched no kernels";
+  if (inj.first_error.empty() && inj.selector->launches_seen() == 0) inj.first_error = "the program launched no kernels";
   try {
     if (!inj.first_error.empty()) {
       write_file_atomically(error_path(inj.settings.out_dir, pass), inj.first_error + "\n");
@@ -215,7 +214,6 @@ extern "C" int InitializeInjection() {
       case Pass::Timing: inj.pass = make_timing_pass(inj.settings); break;
       case Pass::Stall: inj.pass = make_stall_pass(inj.settings); break;
       case Pass::Count: inj.pass = make_count_pass(inj.settings); break;
-      case Pass::Trace: throw CaptureError("the trace pass is served by the Sanitizer library, not this one");
     }
     enable_callbacks(inj);
   } catch (const std::exception& e) {

@@ -29,7 +29,6 @@ struct Options {
   std::string kernel;
   std::optional<std::uint64_t> launch;
   unsigned sampling_period = 12;
-  unsigned trace_buffer_mb = 2048;
   double timeout_s = 0;
   std::vector<std::string> program;
 };
@@ -40,13 +39,8 @@ fs::path library_dir() {
 }
 
 fs::path library_for(Pass pass) {
-  fs::path lib = library_dir() / (pass == Pass::Trace ? "libatomsim_capture_trace.so" : "libatomsim_capture_cupti.so");
-  if (!fs::exists(lib)) {
-    if (pass == Pass::Trace)
-      throw CaptureError("the trace pass is not built here: it needs Compute Sanitizer's headers (sanitizer.h), which "
-                         "this machine's CUDA toolkit lacks; build on a machine that has them");
-    throw CaptureError("injection library not found: " + lib.string());
-  }
+  fs::path lib = library_dir() / "libatomsim_capture_cupti.so";
+  if (!fs::exists(lib)) throw CaptureError("injection library not found: " + lib.string());
   return lib;
 }
 
@@ -69,9 +63,8 @@ int run_program(const Options& o, Pass pass, const fs::path& lib) {
     if (!o.kernel.empty()) setenv(kEnvKernel, o.kernel.c_str(), 1); else unsetenv(kEnvKernel);
     if (o.launch) setenv(kEnvLaunch, std::to_string(*o.launch).c_str(), 1); else unsetenv(kEnvLaunch);
     setenv(kEnvSamplingPeriod, std::to_string(o.sampling_period).c_str(), 1);
-    setenv(kEnvTraceBuffer, std::to_string(o.trace_buffer_mb).c_str(), 1);
-    // Patching passes need every function loaded before the launch they patch.
-    if (pass == Pass::Count || pass == Pass::Trace) setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+    // The count pass patches every loaded function, so the kernel must be loaded before its launch.
+    if (pass == Pass::Count) setenv("CUDA_MODULE_LOADING", "EAGER", 1);
     std::vector<char*> argv;
     for (const auto& a : o.program) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -164,17 +157,15 @@ int main(int argc, char** argv) {
     }
   for (int i = split + 1; i < argc; ++i) o.program.push_back(argv[i]);
 
-  CLI::App app{"Capture launches, stall samples, instruction counts or traces of an unmodified CUDA program.\n"
+  CLI::App app{"Capture launches, stall samples or instruction counts of an unmodified CUDA program.\n"
                "usage: atomsim-capture [options] -- ./app args..."};
-  app.add_option("--pass", o.passes, "passes, each its own run of the program: timing, stall, count, trace")
+  app.add_option("--pass", o.passes, "passes, each its own run of the program: timing, stall, count")
       ->delimiter(',');
   app.add_option("--out", o.out, "output folder")->capture_default_str();
-  app.add_option("--kernel", o.kernel, "regular expression a kernel's name must match (stall, count, trace)");
+  app.add_option("--kernel", o.kernel, "regular expression a kernel's name must match (stall, count)");
   app.add_option("--launch", o.launch, "index among the launches that match --kernel (default: all)");
   app.add_option("--sampling-period", o.sampling_period, "PC sampling: one sample per 2^N cycles")
       ->check(CLI::Range(5, 31))->capture_default_str();
-  app.add_option("--trace-buffer-mb", o.trace_buffer_mb, "trace pass: device buffer for one launch's events")
-      ->check(CLI::Range(16, 65536))->capture_default_str();
   app.add_option("--timeout", o.timeout_s, "kill the program after this many seconds (0: never)");
   try {
     app.parse(split, argv);
@@ -183,12 +174,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (o.program.empty()) throw CaptureError("no program given: atomsim-capture [options] -- ./app args...");
-    for (const auto& p : o.passes) {
-      Pass pass = pass_from_name(p);
-      if (pass == Pass::Trace && o.kernel.empty())
-        throw CaptureError("the trace pass needs --kernel (and usually --launch): traces are large");
-      capture(o, pass);
-    }
+    for (const auto& p : o.passes) capture(o, pass_from_name(p));
   } catch (const std::exception& e) {
     std::cerr << "atomsim-capture: " << e.what() << "\n";
     return 1;

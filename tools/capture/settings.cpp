@@ -12,15 +12,14 @@ const char* pass_name(Pass pass) {
     case Pass::Timing: return "timing";
     case Pass::Stall: return "stall";
     case Pass::Count: return "count";
-    case Pass::Trace: return "trace";
   }
   return "?";
 }
 
 Pass pass_from_name(const std::string& name) {
-  for (Pass p : {Pass::Timing, Pass::Stall, Pass::Count, Pass::Trace})
+  for (Pass p : {Pass::Timing, Pass::Stall, Pass::Count})
     if (name == pass_name(p)) return p;
-  throw CaptureError("unknown pass '" + name + "' (timing, stall, count or trace)");
+  throw CaptureError("unknown pass '" + name + "' (timing, stall or count)");
 }
 
 namespace {
@@ -62,7 +61,6 @@ Settings Settings::from_environment() {
   }
   if (env(kEnvLaunch)) s.launch = env_number(kEnvLaunch, 0, 0, UINT32_MAX);
   s.sampling_period = static_cast<std::uint32_t>(env_number(kEnvSamplingPeriod, s.sampling_period, 5, 31));
-  s.trace_buffer_mb = env_number(kEnvTraceBuffer, s.trace_buffer_mb, 16, 65536);
   return s;
 }
 

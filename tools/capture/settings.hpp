@@ -15,7 +15,7 @@ struct CaptureError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Pass { Timing, Stall, Count, Trace };
+enum class Pass { Timing, Stall, Count };
 
 const char* pass_name(Pass pass);
 Pass pass_from_name(const std::string& name);  // throws CaptureError
@@ -26,7 +26,6 @@ inline constexpr const char* kEnvOut = "ATOMSIM_CAPTURE_OUT";
 inline constexpr const char* kEnvKernel = "ATOMSIM_CAPTURE_KERNEL";
 inline constexpr const char* kEnvLaunch = "ATOMSIM_CAPTURE_LAUNCH";
 inline constexpr const char* kEnvSamplingPeriod = "ATOMSIM_CAPTURE_SAMPLING_PERIOD";
-inline constexpr const char* kEnvTraceBuffer = "ATOMSIM_CAPTURE_TRACE_BUFFER_MB";
 
 struct Settings {
   Pass pass = Pass::Timing;
@@ -34,7 +33,6 @@ struct Settings {
   std::string kernel_pattern;            // empty: every kernel
   std::optional<std::uint64_t> launch;   // index among the launches whose name matches
   std::uint32_t sampling_period = 12;    // PC sampling: one sample per 2^N cycles per SM
-  std::uint64_t trace_buffer_mb = 2048;  // trace pass: device buffer for one launch's events
 
   static Settings from_environment();    // throws CaptureError naming the variable
 
