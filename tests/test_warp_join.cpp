@@ -1,0 +1,155 @@
+#include <catch2/catch.hpp>
+
+#include <string_view>
+
+#include "sim_helpers.hpp"
+#include "tools/capture/warp_join.hpp"
+#include "traces/reader.hpp"
+#include "traces/sass.hpp"
+#include "workloads/microbench/generator.hpp"
+
+extern const char kMicrobenchSass[];
+
+using namespace atomsim;
+using namespace atomsim::capture;
+
+namespace {
+
+// What the Compute Sanitizer would report of an instruction: its kind, or
+// nothing for instructions it does not patch.
+std::optional<ObservedKind> observed_kind(const trace::StaticInst& s) {
+  std::string_view base = std::string_view(s.mnemonic).substr(0, s.mnemonic.find('.'));
+  if (trace::is_global_memory(s.op)) return ObservedKind::Memory;
+  if (base == "SHFL") return ObservedKind::Shuffle;
+  if (base == "BAR") return ObservedKind::Barrier;
+  if (base == "EXIT") return ObservedKind::Exit;
+  return std::nullopt;
+}
+
+struct Reference {
+  trace::KernelInfo kernel;
+  std::vector<std::string> text;
+  std::vector<std::vector<trace::WarpInst>> warps;
+};
+
+// The interpreter's streams stand for the GPU's: each warp's full record list.
+Reference reference_streams(workloads::MicrobenchParams p) {
+  std::string path = testing::temp_trace("join-" + std::string(workloads::variant_name(p.variant)) + ".trace");
+  {
+    trace::TraceWriter writer(path);
+    workloads::write_microbench_kernel(p, writer);
+    writer.finish();
+  }
+  Reference r;
+  trace::TraceReader reader(path);
+  r.kernel = reader.kernel(0);
+  trace::parse_sass_function(kMicrobenchSass, workloads::microbench_function(p), &r.text);
+  for (std::uint64_t w = 0; w < r.kernel.total_warps(); ++w) {
+    auto stream = reader.open_warp(0, w);
+    std::vector<trace::WarpInst> records;
+    trace::WarpInst inst;
+    while (stream.next(inst)) records.push_back(inst);
+    r.warps.push_back(std::move(records));
+  }
+  std::filesystem::remove(path);
+  return r;
+}
+
+// Keeps only what patching observes: reported instructions with the lanes whose guard held.
+WarpObservation observe(const trace::KernelInfo& k, const std::vector<trace::WarpInst>& records) {
+  WarpObservation obs;
+  for (const auto& r : records) {
+    auto kind = observed_kind(k.program[r.index]);
+    if (!kind || r.active_mask == 0) continue;
+    ObservedInst ev;
+    ev.index = r.index;
+    ev.mask = r.active_mask;
+    ev.kind = *kind;
+    if (*kind == ObservedKind::Memory) {
+      ev.operands = static_cast<std::int32_t>(obs.operands.size());
+      obs.operands.push_back({r.address, r.value});
+    }
+    obs.events.push_back(ev);
+  }
+  return obs;
+}
+
+std::vector<bool> observed_set(const Reference& r) {
+  std::vector<bool> seen(r.kernel.program.size(), false);
+  for (const auto& warp : r.warps)
+    for (const auto& rec : warp)
+      if (rec.active_mask && observed_kind(r.kernel.program[rec.index])) seen[rec.index] = true;
+  return seen;
+}
+
+}  // namespace
+
+TEST_CASE("warp join rebuilds every microbenchmark warp's stream from the patched instructions alone", "[capture][join]") {
+  using workloads::MicrobenchVariant;
+  for (auto [variant, lanes, fraction] : {std::tuple{MicrobenchVariant::Baseline, 32u, 0.5},
+                                          std::tuple{MicrobenchVariant::SwB, 1u, 1.0},
+                                          std::tuple{MicrobenchVariant::SwS, 32u, 0.5},
+                                          std::tuple{MicrobenchVariant::SwS, 1u, 0.25},
+                                          std::tuple{MicrobenchVariant::Baseline, 1u, 0.25},
+                                          std::tuple{MicrobenchVariant::SwB, 32u, 0.25}}) {
+    workloads::MicrobenchParams p;
+    p.variant = variant;
+    p.blocks = 4;
+    p.warps_per_block = 4;
+    p.iterations = 5;
+    p.primitives = 256;
+    p.lanes_per_primitive = lanes;
+    p.active_fraction = fraction;
+    Reference ref = reference_streams(p);
+    WarpJoiner joiner(ref.kernel.program, ref.text, observed_set(ref));
+    INFO(workloads::variant_name(variant) << " lanes/primitive " << lanes << " active " << fraction);
+    for (const auto& truth : ref.warps) joiner.survey(observe(ref.kernel, truth));
+    for (std::size_t w = 0; w < ref.warps.size(); ++w) {
+      const auto& truth = ref.warps[w];
+      std::vector<trace::WarpInst> joined;
+      joiner.join(observe(ref.kernel, truth), [&](const trace::WarpInst& i) { joined.push_back(i); });
+      INFO("warp " << w);
+      REQUIRE(joined.size() == truth.size());
+      for (std::size_t i = 0; i < truth.size(); ++i) {
+        const trace::StaticInst& s = ref.kernel.program[truth[i].index];
+        INFO("record " << i << " pc 0x" << std::hex << s.pc << " " << s.mnemonic);
+        REQUIRE(joined[i].index == truth[i].index);
+        // Masks are exact where the GPU reports them and for branches; elsewhere
+        // the joined mask holds the executing lanes, a superset of the guarded ones.
+        const std::string& t = ref.text[truth[i].index];
+        bool guard_counted = s.mnemonic.find(".DIV") != std::string::npos || t.find("BRA P") != std::string::npos ||
+                             t.find("BRA !P") != std::string::npos;
+        if ((observed_kind(s) && truth[i].active_mask) || (s.op == trace::OpClass::Branch && !guard_counted))
+          REQUIRE(joined[i].active_mask == truth[i].active_mask);
+        else
+          REQUIRE((joined[i].active_mask & truth[i].active_mask) == truth[i].active_mask);
+        if (trace::is_global_memory(s.op))
+          for (std::uint32_t m = truth[i].active_mask; m; m &= m - 1)
+            REQUIRE(joined[i].address[std::countr_zero(m)] == truth[i].address[std::countr_zero(m)]);
+      }
+    }
+  }
+}
+
+TEST_CASE("warp join refuses observations no control-flow path explains", "[capture][join][errors]") {
+  std::vector<std::string> text = {"S2R R0, SR_TID.X", "REDG.E.ADD.STRONG.GPU desc[UR4][R2.64], R0", "EXIT"};
+  std::vector<trace::StaticInst> program;
+  for (std::size_t i = 0; i < text.size(); ++i) program.push_back(trace::parse_sass_instruction(text[i], 16 * i));
+  WarpJoiner joiner(program, text, {false, true, true});
+  auto ignore = [](const trace::WarpInst&) {};
+
+  WarpObservation exit_only;  // the unguarded reduction cannot be passed silently
+  exit_only.events.push_back({2, 0xFFFFFFFFu, ObservedKind::Exit});
+  REQUIRE_THROWS_WITH(joiner.join(exit_only, ignore), Catch::Contains("reached pc 0x10 (REDG.E.ADD.STRONG.GPU) without reporting it"));
+
+  WarpObservation no_exit;
+  no_exit.operands.resize(1);
+  no_exit.events.push_back({1, 0xFFFFFFFFu, ObservedKind::Memory, 0, 0});
+  REQUIRE_THROWS_WITH(joiner.join(no_exit, ignore), Catch::Contains("never reported its exit"));
+
+  WarpObservation split;  // lanes 0-15 and 16-31 report one instruction apart but neither half exits
+  split.operands.resize(1);
+  split.events.push_back({1, 0x0000FFFFu, ObservedKind::Memory, 0, 0});
+  split.events.push_back({2, 0xFFFFFFFFu, ObservedKind::Exit});
+  REQUIRE_THROWS_WITH(joiner.join(split, ignore), Catch::Contains("without reporting it"));
+}

@@ -1,0 +1,95 @@
+// Rebuilds a warp's complete instruction stream from what binary patching can
+// observe. The Compute Sanitizer reports only some instructions (memory
+// accesses, shuffles, barriers, calls, returns, exits), each with the lanes that
+// ran it. The joiner walks the kernel's SASS as the warp would, scheduling
+// divergent lanes the way the GPU does, and steers every lane at every branch
+// towards the next instruction it reported: a lane can only have gone where
+// that instruction is still reachable without passing an instruction it would
+// have reported. Where both ways reach it, the recorded order of the warp's
+// observations and the lanes whose way is forced decide (see WarpJoiner::join).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "traces/trace.hpp"
+
+namespace atomsim::capture {
+
+enum class ObservedKind : std::uint8_t { Memory, Shuffle, Barrier, Syncwarp, Call, Return, Exit };
+
+// One observed warp instruction: every lane in `mask` ran it together.
+struct ObservedInst {
+  std::uint32_t index = 0;        // into the kernel's program
+  std::uint32_t mask = 0;
+  ObservedKind kind = ObservedKind::Memory;
+  std::uint32_t call_target = 0;  // program index (calls)
+  std::int32_t operands = -1;     // into WarpObservation::operands (global memory)
+};
+
+struct LaneOperands {
+  std::array<std::uint64_t, 32> address{};
+  std::array<std::uint64_t, 32> value{};
+};
+
+// What the device recorded for one warp, in execution order.
+struct WarpObservation {
+  std::uint32_t lanes = 0xFFFFFFFFu;  // lanes that exist (a partial last warp has fewer)
+  std::vector<ObservedInst> events;
+  std::vector<LaneOperands> operands;
+};
+
+struct JoinError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class WarpJoiner {
+ public:
+  // `text` holds each instruction's SASS text (guard included); `observed[i]`
+  // is true when instruction i reported itself at least once in the launch.
+  WarpJoiner(const std::vector<trace::StaticInst>& program, const std::vector<std::string>& text,
+             std::vector<bool> observed);
+
+  // Emits the warp's instructions in execution order. Observed instructions keep
+  // their recorded masks and operands; a branch's mask holds the lanes that take
+  // it (BRA.DIV and "BRA P, target" excepted); any other instruction's mask
+  // holds the lanes that executed it, since whether its guard held is not observable.
+  void join(const WarpObservation& warp, const std::function<void(const trace::WarpInst&)>& emit);
+  // Learns from a warp which branches split warps; survey every warp of a
+  // launch before joining any.
+  void survey(const WarpObservation& warp);
+
+  // Branches where no observation decided the way of any lane of the group, so
+  // the shorter way to the lanes' next observed instructions was taken.
+  std::uint64_t guessed_branches() const { return guessed_; }
+
+ private:
+  enum class Flow : std::uint8_t { Next, Jump, Branch, Stop, Call, Return, Indirect };
+  struct Node {
+    Flow flow = Flow::Next;
+    bool guarded = false;
+    std::uint32_t target = 0;       // jumps and branches
+    std::int8_t convergence = -1;   // BSSY/BSYNC barrier register
+    bool bssy = false, bsync = false;
+    bool guard_counted = false;     // BRA.DIV, BRA P, target: the GPU counts guard-true lanes
+  };
+  static constexpr std::uint32_t kUnreachable = UINT32_MAX;
+  // Instructions from each instruction to `goal`, passing nothing that would report itself.
+  const std::vector<std::uint32_t>& distances_to(std::uint32_t goal);
+  [[noreturn]] void fail(const std::string& what) const;
+
+  const std::vector<trace::StaticInst>& program_;
+  std::vector<Node> nodes_;
+  std::vector<bool> observed_;
+  std::vector<bool> divergent_;  // branches seen sending a group's lanes both ways
+  std::vector<std::vector<std::uint32_t>> predecessors_;
+  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> distances_;
+  std::uint64_t guessed_ = 0;
+};
+
+}  // namespace atomsim::capture
