@@ -214,6 +214,7 @@ extern "C" int InitializeInjection() {
       case Pass::Timing: inj.pass = make_timing_pass(inj.settings); break;
       case Pass::Stall: inj.pass = make_stall_pass(inj.settings); break;
       case Pass::Count: inj.pass = make_count_pass(inj.settings); break;
+      case Pass::Trace: throw CaptureError("the trace pass is served by libatomsim_capture_sanitizer.so");
     }
     enable_callbacks(inj);
   } catch (const std::exception& e) {

@@ -30,6 +30,8 @@ struct Options {
   std::optional<std::uint64_t> launch;
   unsigned sampling_period = 12;
   double timeout_s = 0;
+  std::uint64_t trace_buffer_mib = 4096;
+  fs::path sanitizer_library;
   std::vector<std::string> program;
 };
 
@@ -39,9 +41,38 @@ fs::path library_dir() {
 }
 
 fs::path library_for(Pass pass) {
+  if (pass == Pass::Trace) {
+    fs::path lib = library_dir() / "libatomsim_capture_sanitizer.so";
+    if (!fs::exists(lib))
+      throw CaptureError("trace pass not available: " + lib.string() +
+                         " was not built (the Compute Sanitizer headers were not found at build time)");
+    return lib;
+  }
   fs::path lib = library_dir() / "libatomsim_capture_cupti.so";
   if (!fs::exists(lib)) throw CaptureError("injection library not found: " + lib.string());
   return lib;
+}
+
+// The Compute Sanitizer's public library, from the toolkit that nvcc or
+// compute-sanitizer on PATH belongs to, or CUDA_HOME, or /usr/local/cuda.
+fs::path sanitizer_library() {
+  std::vector<fs::path> roots;
+  if (const char* home = std::getenv("CUDA_HOME")) roots.emplace_back(home);
+  if (const char* path = std::getenv("PATH")) {
+    std::string dirs = path;
+    for (std::size_t start = 0, end; start <= dirs.size(); start = end + 1) {
+      end = dirs.find(':', start);
+      if (end == std::string::npos) end = dirs.size();
+      fs::path dir = dirs.substr(start, end - start);
+      if (fs::exists(dir / "compute-sanitizer")) roots.push_back(dir.parent_path());
+    }
+  }
+  roots.emplace_back("/usr/local/cuda");
+  for (const auto& root : roots)
+    for (const char* sub : {"compute-sanitizer/libsanitizer-public.so", "lib64/libsanitizer-public.so"})
+      if (fs::exists(root / sub)) return root / sub;
+  throw CaptureError("trace pass: libsanitizer-public.so not found (looked under CUDA_HOME, the toolkit on PATH "
+                     "and /usr/local/cuda)");
 }
 
 std::string read_line(const fs::path& p) {
@@ -65,6 +96,11 @@ int run_program(const Options& o, Pass pass, const fs::path& lib) {
     setenv(kEnvSamplingPeriod, std::to_string(o.sampling_period).c_str(), 1);
     // The count pass patches every loaded function, so the kernel must be loaded before its launch.
     if (pass == Pass::Count) setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+    if (pass == Pass::Trace) {
+      setenv(kEnvSanitizerLibrary, o.sanitizer_library.c_str(), 1);
+      setenv(kEnvPatches, (library_dir() / "atomsim_trace_patches.fatbin").c_str(), 1);
+      setenv(kEnvTraceBufferMiB, std::to_string(o.trace_buffer_mib).c_str(), 1);
+    }
     std::vector<char*> argv;
     for (const auto& a : o.program) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -108,10 +144,12 @@ void disassemble_cubins(const fs::path& out, const nlohmann::json& doc) {
 void capture(const Options& o, Pass pass) {
   const char* name = pass_name(pass);
   fs::path lib = library_for(pass);
+  Options run_options = o;
+  if (pass == Pass::Trace) run_options.sanitizer_library = sanitizer_library();
   fs::create_directories(o.out);
   for (const auto& p : {result_path(o.out, name), error_path(o.out, name), loaded_marker_path(o.out, name)})
     fs::remove(p);
-  int status = run_program(o, pass, lib);
+  int status = run_program(run_options, pass, lib);
   auto discard = [&] { fs::remove(result_path(o.out, name)); };
   if (WIFSIGNALED(status)) {
     discard();
@@ -159,7 +197,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{"Capture launches, stall samples or instruction counts of an unmodified CUDA program.\n"
                "usage: atomsim-capture [options] -- ./app args..."};
-  app.add_option("--pass", o.passes, "passes, each its own run of the program: timing, stall, count")
+  app.add_option("--pass", o.passes, "passes, each its own run of the program: timing, stall, count, trace")
       ->delimiter(',');
   app.add_option("--out", o.out, "output folder")->capture_default_str();
   app.add_option("--kernel", o.kernel, "regular expression a kernel's name must match (stall, count)");
@@ -167,6 +205,8 @@ int main(int argc, char** argv) {
   app.add_option("--sampling-period", o.sampling_period, "PC sampling: one sample per 2^N cycles")
       ->check(CLI::Range(5, 31))->capture_default_str();
   app.add_option("--timeout", o.timeout_s, "kill the program after this many seconds (0: never)");
+  app.add_option("--trace-buffer-mib", o.trace_buffer_mib, "trace pass: device memory for records, MiB")
+      ->check(CLI::Range(16, 1 << 20))->capture_default_str();
   try {
     app.parse(split, argv);
   } catch (const CLI::ParseError& e) {

@@ -12,14 +12,15 @@ const char* pass_name(Pass pass) {
     case Pass::Timing: return "timing";
     case Pass::Stall: return "stall";
     case Pass::Count: return "count";
+    case Pass::Trace: return "trace";
   }
   return "?";
 }
 
 Pass pass_from_name(const std::string& name) {
-  for (Pass p : {Pass::Timing, Pass::Stall, Pass::Count})
+  for (Pass p : {Pass::Timing, Pass::Stall, Pass::Count, Pass::Trace})
     if (name == pass_name(p)) return p;
-  throw CaptureError("unknown pass '" + name + "' (timing, stall or count)");
+  throw CaptureError("unknown pass '" + name + "' (timing, stall, count or trace)");
 }
 
 namespace {
@@ -61,6 +62,8 @@ Settings Settings::from_environment() {
   }
   if (env(kEnvLaunch)) s.launch = env_number(kEnvLaunch, 0, 0, UINT32_MAX);
   s.sampling_period = static_cast<std::uint32_t>(env_number(kEnvSamplingPeriod, s.sampling_period, 5, 31));
+  s.trace_buffer_mib = env_number(kEnvTraceBufferMiB, s.trace_buffer_mib, 16, 1 << 20);
+  s.verbose = env_number(kEnvVerbose, 0, 0, 1) == 1;
   return s;
 }
 

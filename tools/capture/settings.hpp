@@ -15,7 +15,7 @@ struct CaptureError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Pass { Timing, Stall, Count };
+enum class Pass { Timing, Stall, Count, Trace };
 
 const char* pass_name(Pass pass);
 Pass pass_from_name(const std::string& name);  // throws CaptureError
@@ -26,6 +26,11 @@ inline constexpr const char* kEnvOut = "ATOMSIM_CAPTURE_OUT";
 inline constexpr const char* kEnvKernel = "ATOMSIM_CAPTURE_KERNEL";
 inline constexpr const char* kEnvLaunch = "ATOMSIM_CAPTURE_LAUNCH";
 inline constexpr const char* kEnvSamplingPeriod = "ATOMSIM_CAPTURE_SAMPLING_PERIOD";
+// Trace pass: the Compute Sanitizer library, the device patches and the record buffer size.
+inline constexpr const char* kEnvSanitizerLibrary = "ATOMSIM_CAPTURE_SANITIZER_LIBRARY";
+inline constexpr const char* kEnvPatches = "ATOMSIM_CAPTURE_PATCHES";
+inline constexpr const char* kEnvTraceBufferMiB = "ATOMSIM_CAPTURE_TRACE_BUFFER_MIB";
+inline constexpr const char* kEnvVerbose = "ATOMSIM_CAPTURE_VERBOSE";
 
 struct Settings {
   Pass pass = Pass::Timing;
@@ -33,6 +38,8 @@ struct Settings {
   std::string kernel_pattern;            // empty: every kernel
   std::optional<std::uint64_t> launch;   // index among the launches whose name matches
   std::uint32_t sampling_period = 12;    // PC sampling: one sample per 2^N cycles per SM
+  std::uint64_t trace_buffer_mib = 4096; // trace pass: device memory for records
+  bool verbose = false;                  // progress lines on stderr
 
   static Settings from_environment();    // throws CaptureError naming the variable
 

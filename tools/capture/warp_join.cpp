@@ -192,8 +192,14 @@ void WarpJoiner::join(const WarpObservation& warp, const std::function<void(cons
     return static_cast<std::int32_t>(goal_event(lane));
   };
   trace::WarpInst out;
+  // A walk that goes this long without an observation firing has lost its way.
+  const std::uint64_t step_limit = 64 * nodes_.size() + 4096;
+  std::uint64_t steps_since_event = 0;
 
   while (live) {
+    if (++steps_since_event > step_limit)
+      fail(fmt::format("the walk ran {} instructions without meeting an observed one (a lane's way was chosen wrongly)",
+                       step_limit));
     std::uint32_t runnable = live & ~waiting;
     if (!runnable) {
       // A convergence barrier waits for lanes that have exited: release the lowest-PC group.
@@ -242,6 +248,7 @@ void WarpJoiner::join(const WarpObservation& warp, const std::function<void(cons
     if (event >= 0) {
       const ObservedInst& ev = warp.events[event];
       fired[event] = true;
+      steps_since_event = 0;
       out.active_mask = ev.mask;
       if (ev.operands >= 0) {
         out.address = warp.operands[ev.operands].address;

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Captures real per-warp traces of the microbenchmark on a GPU machine, in one
+# command: for every configuration of the grid (as capture_microbench.sh) at a
+# reduced shape that keeps the committed traces small, the trace pass and the
+# count pass on the same launch (the second, after one warm-up), so that
+# `atomsim trace check` can set the trace beside the GPU's own counts.
+#
+# Usage: tools/capture/capture_microbench_traces.sh OUTDIR [BUILD_DIR] [CONFIG_FILTER]
+#   BUILD_DIR holds atomsim-capture, its libraries and the trace patches.
+#   CONFIG_FILTER, a regular expression over names such as sws-lpp32-af0.5-thr8.
+set -euo pipefail
+out=${1:?usage: capture_microbench_traces.sh OUTDIR [BUILD_DIR] [CONFIG_FILTER]}
+build=${2:-build}
+filter=${3:-.}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+capture=$build/atomsim-capture
+[ -x "$capture" ] || { echo "capture_microbench_traces: $capture not found (build the project first)" >&2; exit 1; }
+mkdir -p "$out"
+bin=$out/.microbench
+nvcc -O3 -arch=sm_90 -lineinfo -o "$bin" "$root/workloads/microbench/microbench.cu"
+
+blocks=16 warps=8 iterations=4 params=9 primitives=4096
+shape="--blocks $blocks --warps-per-block $warps --iterations $iterations --params $params --primitives $primitives"
+configs=()
+for lpp in 32 1; do
+  for af in 1.0 0.5 0.25; do
+    for v in baseline swb sws; do configs+=("$v $lpp $af 8"); done
+  done
+done
+for thr in 0 4 16 24 32; do configs+=("sws 32 0.5 $thr"); done
+
+failures=0
+entries=()
+for c in "${configs[@]}"; do
+  read -r v lpp af thr <<<"$c"
+  name="$v-lpp$lpp-af$af-thr$thr"
+  [[ $name =~ $filter ]] || continue
+  args="$shape --variant $v --lanes-per-primitive $lpp --active-fraction $af --threshold $thr"
+  if ! "$capture" --pass trace,count --kernel microbench_ --launch 1 --timeout 300 --out "$out/$name" -- \
+       "$bin" $args --warmup 1 --repeat 1 > /dev/null; then
+    echo "capture_microbench_traces: $name: capture failed" >&2; failures=$((failures + 1)); continue
+  fi
+  rm -f "$out/$name"/cubin-*
+  entries+=("{\"id\":\"$name\",\"variant\":\"$v\",\"lanes_per_primitive\":$lpp,\"active_fraction\":$af,\"threshold\":$thr}")
+done
+{
+  echo "{\"schema\":\"atomsim.dataset/1\",\"workload\":\"microbench\",\"captured\":\"traces\","
+  echo " \"shape\":{\"blocks\":$blocks,\"warps_per_block\":$warps,\"iterations\":$iterations,\"params\":$params,\"primitives\":$primitives},"
+  echo " \"configurations\":["
+  (IFS=,; echo "  ${entries[*]}" | sed 's/},{/},\n  {/g')
+  echo " ]}"
+} > "$out/manifest.json"
+rm -f "$bin"
+echo "capture_microbench_traces: ${#entries[@]} configurations captured, $failures failed; results in $out"
+[ "$failures" -eq 0 ]

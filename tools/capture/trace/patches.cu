@@ -1,0 +1,171 @@
+// Device patches of the trace pass, called by the Compute Sanitizer before each
+// instrumented instruction of the captured kernel, once per lane that runs it.
+// The lanes of a call are the lanes running the instruction together; the
+// lowest of them appends one record for the warp. A launch that is not
+// captured gets a null userdata and returns at once.
+#include <sanitizer_patching.h>
+
+#include "tools/capture/trace/records.hpp"
+
+using namespace atomsim::capture::device;
+
+namespace {
+
+__device__ __forceinline__ std::uint32_t lane_id() {
+  std::uint32_t lane;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+  return lane;
+}
+
+__device__ __forceinline__ std::uint32_t warp_index(const Control* c) {
+  std::uint64_t cta = blockIdx.x + std::uint64_t(gridDim.x) * (blockIdx.y + std::uint64_t(gridDim.y) * blockIdx.z);
+  std::uint32_t thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  return static_cast<std::uint32_t>(cta * c->warps_per_cta + thread / 32);
+}
+
+// Reads a word at the L2, where atomics are performed: an atomic add of zero.
+__device__ __forceinline__ std::uint64_t read_word(std::uint64_t address, std::uint32_t bytes) {
+  if (bytes == 8) return atomicAdd(reinterpret_cast<unsigned long long*>(address), 0ull);
+  return atomicAdd(reinterpret_cast<unsigned int*>(address), 0u);
+}
+
+struct Call {
+  Control* control;
+  std::uint32_t active, lane, leader, warp;
+};
+
+__device__ __forceinline__ Call begin(void* userdata) {
+  Call call;
+  call.control = static_cast<Control*>(userdata);
+  call.active = __activemask();
+  call.lane = lane_id();
+  call.leader = __ffs(call.active) - 1;
+  call.warp = warp_index(call.control);
+  return call;
+}
+
+// Reads the after-values of the warp's last atomic and lets the next atomic in.
+// Its own lanes read their words (same thread, so ordered after the atomic);
+// the leader reads those of lanes not running now.
+__device__ void settle(const Call& call) {
+  Control* c = call.control;
+  Pending& pending = c->pending[call.warp];
+  std::uint32_t slot = call.lane == call.leader ? pending.slot : 0;
+  slot = __shfl_sync(call.active, slot, call.leader);
+  if (!slot) return;
+  LaneData& data = c->lanes[slot - 1];
+  std::uint32_t mask = pending.mask;
+  if ((mask >> call.lane) & 1) data.after[call.lane] = read_word(data.address[call.lane], data.bytes);
+  __syncwarp(call.active);
+  if (call.lane == call.leader) {
+    for (std::uint32_t m = mask & ~call.active; m; m &= m - 1) {
+      int other = __ffs(m) - 1;
+      data.after[other] = read_word(data.address[other], data.bytes);
+    }
+    pending.slot = 0;
+    __threadfence();
+    atomicExch(&c->lock, 0u);
+  }
+  __syncwarp(call.active);
+}
+
+// Appends the warp's record; returns its LaneData slot + 1 (0 without one) to every lane.
+__device__ std::uint32_t append(const Call& call, std::uint64_t pc, EventKind kind, std::uint64_t target, bool with_lanes) {
+  Control* c = call.control;
+  std::uint32_t slot = 0;
+  if (call.lane == call.leader) {
+    unsigned long long index = atomicAdd(&c->event_count, 1ull);
+    if (with_lanes) slot = static_cast<std::uint32_t>(atomicAdd(&c->lane_count, 1ull) + 1);
+    if (index >= c->event_capacity || slot > c->lane_capacity) {
+      atomicExch(&c->overflow, 1u);
+      slot = 0;
+    } else {
+      Event& e = c->events[index];
+      e.pc = pc;
+      e.target = target;
+      e.warp = call.warp;
+      e.mask = call.active;
+      e.kind = kind;
+      e.slot = slot;
+    }
+  }
+  return __shfl_sync(call.active, slot, call.leader);
+}
+
+__device__ SanitizerPatchResult record(void* userdata, std::uint64_t pc, EventKind kind, std::uint64_t target = 0) {
+  if (!userdata) return SANITIZER_PATCH_SUCCESS;
+  Call call = begin(userdata);
+  settle(call);
+  append(call, pc, kind, target, false);
+  return SANITIZER_PATCH_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" __device__ __noinline__ SanitizerPatchResult atomsim_global_access(void* userdata, std::uint64_t pc, void* ptr,
+                                                                              std::uint32_t bytes, std::uint32_t flags,
+                                                                              const void* data) {
+  if (!userdata) return SANITIZER_PATCH_SUCCESS;
+  Call call = begin(userdata);
+  Control* c = call.control;
+  settle(call);
+  // Atomics report no data pointer; they are serialised so that their effect can be read.
+  bool atomic = data == nullptr && (flags & SANITIZER_MEMORY_DEVICE_FLAG_WRITE);
+  if (atomic) {
+    if (call.lane == call.leader)
+      while (atomicCAS(&c->lock, 0u, 1u) != 0u) __nanosleep(32);
+    __syncwarp(call.active);
+  }
+  std::uint32_t slot = append(call, pc, kMemory, 0, true);
+  if (slot) {
+    LaneData& d = c->lanes[slot - 1];
+    std::uint64_t address = reinterpret_cast<std::uint64_t>(ptr);
+    d.address[call.lane] = address;
+    if (call.lane == call.leader) {
+      d.bytes = bytes;
+      d.atomic = atomic;
+    }
+    if (atomic && (bytes == 4 || bytes == 8)) d.before[call.lane] = read_word(address, bytes);
+  }
+  __syncwarp(call.active);
+  if (atomic && call.lane == call.leader) {
+    if (slot) {
+      c->pending[call.warp].slot = slot;
+      c->pending[call.warp].mask = call.active;
+    } else {
+      atomicExch(&c->lock, 0u);  // out of room: nothing to settle
+    }
+  }
+  return SANITIZER_PATCH_SUCCESS;
+}
+
+extern "C" __device__ __noinline__ SanitizerPatchResult atomsim_other_access(void* userdata, std::uint64_t pc, void*,
+                                                                             std::uint32_t, std::uint32_t, const void*) {
+  return record(userdata, pc, kMemory);
+}
+
+extern "C" __device__ __noinline__ SanitizerPatchResult atomsim_shuffle(void* userdata, std::uint64_t pc) {
+  return record(userdata, pc, kShuffle);
+}
+
+extern "C" __device__ __noinline__ SanitizerPatchResult atomsim_barrier(void* userdata, std::uint64_t pc, std::uint32_t,
+                                                                        std::uint32_t, std::uint32_t) {
+  return record(userdata, pc, kBarrier);
+}
+
+extern "C" __device__ __noinline__ SanitizerPatchResult atomsim_syncwarp(void* userdata, std::uint64_t pc, std::uint32_t) {
+  return record(userdata, pc, kSyncwarp);
+}
+
+extern "C" __device__ __noinline__ SanitizerPatchResult atomsim_call(void* userdata, std::uint64_t pc, std::uint64_t target,
+                                                                     std::uint32_t) {
+  return record(userdata, pc, kCall, target);
+}
+
+extern "C" __device__ __noinline__ SanitizerPatchResult atomsim_return(void* userdata, std::uint64_t pc) {
+  return record(userdata, pc, kReturn);
+}
+
+extern "C" __device__ __noinline__ SanitizerPatchResult atomsim_exit(void* userdata, std::uint64_t pc) {
+  return record(userdata, pc, kExit);
+}

@@ -1,0 +1,55 @@
+// What the trace pass's device patches record, shared by the patches (nvcc)
+// and the host side of the trace pass. Plain structs: the host copies them back
+// byte for byte.
+#pragma once
+
+#include <cstdint>
+
+namespace atomsim::capture::device {
+
+enum EventKind : std::uint32_t { kMemory = 0, kShuffle, kBarrier, kSyncwarp, kCall, kReturn, kExit };
+
+// One instrumented warp instruction, appended by the lowest lane that ran it.
+struct Event {
+  std::uint64_t pc;        // absolute
+  std::uint64_t target;    // calls: the callee's absolute pc
+  std::uint32_t warp;      // linear CTA index * warps per CTA + warp in the CTA
+  std::uint32_t mask;      // lanes that ran it
+  std::uint32_t kind;      // EventKind
+  std::uint32_t slot;      // global memory: LaneData index + 1; 0 = none
+};
+
+// Per-lane operands of a global memory instruction. For atomics, the word each
+// lane updates is read just before and just after the instruction, with every
+// other atomic in the kernel held off meanwhile, so after - before is what the
+// instruction added.
+struct LaneData {
+  std::uint64_t address[32];
+  std::uint64_t before[32];
+  std::uint64_t after[32];
+  std::uint32_t bytes;     // access width
+  std::uint32_t atomic;    // 1 when the instruction was an atomic
+  std::uint64_t reserved;
+};
+
+// An atomic whose after-values are still to be read, per warp.
+struct Pending {
+  std::uint32_t slot;      // LaneData index + 1; 0 = none
+  std::uint32_t mask;
+};
+
+struct Control {
+  Event* events;
+  LaneData* lanes;
+  Pending* pending;        // one per warp of the launch
+  std::uint64_t event_capacity;
+  std::uint64_t lane_capacity;
+  unsigned long long event_count;
+  unsigned long long lane_count;
+  std::uint32_t warps_per_cta;
+  std::uint32_t lock;      // held from an atomic until its warp's next instrumented instruction
+  std::uint32_t overflow;
+  std::uint32_t reserved;
+};
+
+}  // namespace atomsim::capture::device

@@ -1,0 +1,521 @@
+// The trace pass: a Compute Sanitizer tool library, injected through
+// CUDA_INJECTION64_PATH like the CUPTI one. It patches every loaded module so
+// that memory accesses, shuffles, barriers, calls, returns and exits report
+// themselves (tools/capture/trace/patches.cu), hands the record buffers to the
+// selected launches, and after each one rebuilds every warp's full instruction
+// stream from the records and the kernel's SASS (tools/capture/warp_join.hpp)
+// into one atomsim trace. The Sanitizer library is opened at run time from the
+// path the launcher found, so this builds wherever the Sanitizer headers are.
+#include <dlfcn.h>
+#include <sanitizer.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "tools/capture/outputs.hpp"
+#include "tools/capture/provenance.hpp"
+#include "tools/capture/settings.hpp"
+#include "tools/capture/trace/records.hpp"
+#include "tools/capture/warp_join.hpp"
+#include "traces/sass.hpp"
+#include "traces/writer.hpp"
+
+namespace atomsim::capture {
+namespace {
+
+namespace dev = device;
+
+// The Sanitizer API, resolved from the library at run time.
+struct SanitizerApi {
+#define ATOMSIM_SANITIZER_FUNCTIONS(X)                                                                          \
+  X(sanitizerSubscribe) X(sanitizerEnableDomain) X(sanitizerAddPatchesFromFile) X(sanitizerPatchInstructions) \
+  X(sanitizerPatchModule) X(sanitizerSetCallbackData) X(sanitizerAlloc) X(sanitizerMemcpyHostToDeviceAsync)   \
+  X(sanitizerMemcpyDeviceToHost) X(sanitizerStreamSynchronize) X(sanitizerGetFunctionPcAndSize)               \
+  X(sanitizerGetResultString)
+#define ATOMSIM_DECLARE(name) decltype(&::name) name = nullptr;
+  ATOMSIM_SANITIZER_FUNCTIONS(ATOMSIM_DECLARE)
+#undef ATOMSIM_DECLARE
+
+  void load(const std::string& path) {
+    void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (!lib) throw CaptureError("cannot open the Compute Sanitizer library " + path + ": " + dlerror());
+#define ATOMSIM_RESOLVE(name)                                                       \
+  name = reinterpret_cast<decltype(name)>(dlsym(lib, #name));                       \
+  if (!name) throw CaptureError(path + " lacks " #name " (Compute Sanitizer too old?)");
+    ATOMSIM_SANITIZER_FUNCTIONS(ATOMSIM_RESOLVE)
+#undef ATOMSIM_RESOLVE
+  }
+
+  void check(SanitizerResult r, const char* call) const {
+    if (r == SANITIZER_SUCCESS) return;
+    const char* text = nullptr;
+    if (sanitizerGetResultString) sanitizerGetResultString(r, &text);
+    throw CaptureError(std::string(call) + " failed: " + (text ? text : "unknown Sanitizer error"));
+  }
+};
+#define ATOMSIM_SAN(call) api.check(api.call, #call)
+
+struct Module {
+  std::string cubin;
+  std::string listing;  // cuobjdump --dump-sass, made on first use
+  std::string usage;    // cuobjdump --dump-resource-usage
+};
+
+struct Buffers {
+  // Host sources of the asynchronous copies made before a launch; they must outlive the copies.
+  dev::Control control_host{};
+  std::vector<dev::Pending> pending_host;
+  void* control = nullptr;
+  dev::Event* events = nullptr;
+  dev::LaneData* lanes = nullptr;
+  dev::Pending* pending = nullptr;
+  std::uint64_t event_capacity = 0, lane_capacity = 0, pending_capacity = 0;
+};
+
+struct LaunchRecord {
+  std::uint64_t ordinal = 0;
+  std::string mangled, name;
+  bool selected = false;
+  trace::KernelInfo kernel;
+  std::uint64_t function_pc = 0;
+  CUmodule module = nullptr;
+};
+
+struct TracePass {
+  Settings settings;
+  SanitizerApi api;
+  std::string patches;
+  std::unique_ptr<LaunchSelector> selector;
+  std::recursive_mutex mutex;  // Sanitizer calls made inside a callback may call back
+  std::string first_error;
+  std::map<CUmodule, Module> modules;
+  std::map<CUcontext, bool> patches_loaded;
+  std::map<CUcontext, Buffers> buffers;
+  LaunchRecord current;
+  CUdevice device_handle = 0;
+  std::unique_ptr<trace::TraceWriter> writer;
+  nlohmann::json launches = nlohmann::json::array();
+
+  void fail(const std::string& m) {
+    if (first_error.empty()) first_error = m;
+  }
+};
+TracePass* g_pass = nullptr;
+
+void progress(const TracePass& p, const std::string& what) {
+  if (p.settings.verbose) std::fprintf(stderr, "atomsim-capture trace: %s\n", what.c_str());
+}
+
+// Runs cuobjdump with `options` on the cubin and returns what it prints.
+std::string cuobjdump(const std::string& cubin, const char* options) {
+  char path[] = "/tmp/atomsim-trace-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) throw CaptureError("cannot create a temporary file for the cubin");
+  FILE* f = fdopen(fd, "wb");
+  std::fwrite(cubin.data(), 1, cubin.size(), f);
+  std::fclose(f);
+  std::string command = std::string("cuobjdump ") + options + " '" + path + "' 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  std::string listing;
+  if (pipe) {
+    char chunk[65536];
+    std::size_t n;
+    while ((n = std::fread(chunk, 1, sizeof chunk, pipe)) > 0) listing.append(chunk, n);
+  }
+  int status = pipe ? pclose(pipe) : -1;
+  std::remove(path);
+  if (status != 0 || listing.empty()) throw CaptureError("cuobjdump could not read the kernel's cubin (is it on PATH?)");
+  return listing;
+}
+
+// "REG:32 STACK:0 SHARED:0 ..." under the function's line of `cuobjdump --dump-resource-usage`.
+std::uint32_t resource(const std::string& usage, const std::string& function, const char* key) {
+  std::size_t at = usage.find("Function " + function + ":");
+  if (at == std::string::npos) return 0;
+  std::size_t line = usage.find('\n', at);
+  std::size_t end = usage.find('\n', line + 1);
+  std::size_t k = usage.find(std::string(key) + ":", line);
+  if (k == std::string::npos || k > end) return 0;
+  return static_cast<std::uint32_t>(std::strtoul(usage.c_str() + k + std::strlen(key) + 1, nullptr, 10));
+}
+
+void on_module_loaded(TracePass& p, const Sanitizer_ResourceModuleData* m) {
+  auto& api = p.api;
+  progress(p, fmt::format("module loaded ({} bytes); patching", m->cubinSize));
+  p.modules[m->module].cubin.assign(m->pCubin, m->cubinSize);
+  if (!p.patches_loaded[m->context]) {
+    ATOMSIM_SAN(sanitizerAddPatchesFromFile(p.patches.c_str(), m->context));
+    p.patches_loaded[m->context] = true;
+  }
+  ATOMSIM_SAN(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS, m->module, "atomsim_global_access"));
+  ATOMSIM_SAN(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_SHARED_MEMORY_ACCESS, m->module, "atomsim_other_access"));
+  ATOMSIM_SAN(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_LOCAL_MEMORY_ACCESS, m->module, "atomsim_other_access"));
+  ATOMSIM_SAN(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_SHFL, m->module, "atomsim_shuffle"));
+  ATOMSIM_SAN(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_BARRIER, m->module, "atomsim_barrier"));
+  ATOMSIM_SAN(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_SYNCWARP, m->module, "atomsim_syncwarp"));
+  ATOMSIM_SAN(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_CALL, m->module, "atomsim_call"));
+  ATOMSIM_SAN(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_RET, m->module, "atomsim_return"));
+  ATOMSIM_SAN(sanitizerPatchInstructions(SANITIZER_INSTRUCTION_BLOCK_EXIT, m->module, "atomsim_exit"));
+  ATOMSIM_SAN(sanitizerPatchModule(m->module));
+  progress(p, "module patched");
+}
+
+// Splits the record budget between events (32 B) and lane data (800 B) and
+// prepares the control block for one launch.
+Buffers& prepare_buffers(TracePass& p, const Sanitizer_LaunchData* ld, std::uint64_t warps) {
+  auto& api = p.api;
+  Buffers& b = p.buffers[ld->context];
+  if (!b.control) {
+    std::uint64_t bytes = p.settings.trace_buffer_mib << 20;
+    b.event_capacity = bytes / 4 / sizeof(dev::Event);
+    b.lane_capacity = bytes * 3 / 4 / sizeof(dev::LaneData);
+    ATOMSIM_SAN(sanitizerAlloc(ld->context, &b.control, sizeof(dev::Control)));
+    ATOMSIM_SAN(sanitizerAlloc(ld->context, reinterpret_cast<void**>(&b.events), b.event_capacity * sizeof(dev::Event)));
+    ATOMSIM_SAN(sanitizerAlloc(ld->context, reinterpret_cast<void**>(&b.lanes), b.lane_capacity * sizeof(dev::LaneData)));
+  }
+  if (b.pending_capacity < warps) {
+    ATOMSIM_SAN(sanitizerAlloc(ld->context, reinterpret_cast<void**>(&b.pending), warps * sizeof(dev::Pending)));
+    b.pending_capacity = warps;
+  }
+  b.pending_host.assign(warps, dev::Pending{0, 0});
+  ATOMSIM_SAN(sanitizerMemcpyHostToDeviceAsync(b.pending, b.pending_host.data(), warps * sizeof(dev::Pending), ld->hStream));
+  dev::Control& c = b.control_host;
+  c = dev::Control{};
+  c.events = b.events;
+  c.lanes = b.lanes;
+  c.pending = b.pending;
+  c.event_capacity = b.event_capacity;
+  c.lane_capacity = b.lane_capacity;
+  c.warps_per_cta = static_cast<std::uint32_t>(p.current.kernel.warps_per_cta());
+  ATOMSIM_SAN(sanitizerMemcpyHostToDeviceAsync(b.control, &c, sizeof c, ld->hStream));
+  return b;
+}
+
+void on_launch_begin(TracePass& p, const Sanitizer_LaunchData* ld) {
+  auto& api = p.api;
+  LaunchRecord& r = p.current;
+  r = LaunchRecord{};
+  r.ordinal = p.selector->launches_seen();
+  r.mangled = ld->functionName ? ld->functionName : "";
+  r.name = demangle(ld->functionName);
+  r.selected = p.selector->select(r.mangled, r.name);
+  progress(p, fmt::format("launch {} ({}){}", r.ordinal, r.name, r.selected ? " selected" : ""));
+  p.device_handle = ld->device;
+  if (!r.selected) {
+    ATOMSIM_SAN(sanitizerSetCallbackData(ld->function, nullptr));
+    return;
+  }
+  r.module = ld->module;
+  trace::KernelInfo& k = r.kernel;
+  k.name = r.name;
+  k.grid = {ld->gridDim_x, ld->gridDim_y, ld->gridDim_z};
+  k.block = {ld->blockDim_x, ld->blockDim_y, ld->blockDim_z};
+  std::uint64_t size = 0;
+  ATOMSIM_SAN(sanitizerGetFunctionPcAndSize(ld->module, r.mangled.c_str(), &r.function_pc, &size));
+  Buffers& b = prepare_buffers(p, ld, k.total_warps());
+  ATOMSIM_SAN(sanitizerSetCallbackData(ld->function, b.control));
+}
+
+// Raw bits of what an add of `before` -> `after` added, in the atomic's type.
+std::uint64_t added(trace::DataType type, std::uint64_t before, std::uint64_t after) {
+  auto as_f32 = [](std::uint64_t v) { float f; std::uint32_t u = static_cast<std::uint32_t>(v); std::memcpy(&f, &u, 4); return f; };
+  auto as_f64 = [](std::uint64_t v) { double d; std::memcpy(&d, &v, 8); return d; };
+  switch (type) {
+    case trace::DataType::F32: {
+      float d = as_f32(after) - as_f32(before);
+      std::uint32_t u;
+      std::memcpy(&u, &d, 4);
+      return u;
+    }
+    case trace::DataType::F64: {
+      double d = as_f64(after) - as_f64(before);
+      std::uint64_t u;
+      std::memcpy(&u, &d, 8);
+      return u;
+    }
+    case trace::DataType::U64: case trace::DataType::S64: return after - before;
+    default: return static_cast<std::uint32_t>(after - before);
+  }
+}
+
+// Replays the captured atomic adds, in the order the kernel performed them,
+// from each word's first before-value, and compares with the words as the
+// kernel left them.
+struct SlotUse {
+  std::int32_t index = -1;  // program index of the instruction that filled the slot
+  std::uint32_t mask = 0;
+};
+
+nlohmann::json replay_atomics(TracePass& p, const Sanitizer_LaunchData* ld, const std::vector<dev::LaneData>& lanes,
+                              const std::vector<SlotUse>& slots, const trace::KernelInfo& k) {
+  auto& api = p.api;
+  struct Word {
+    std::uint32_t bytes = 0;
+    trace::DataType type = trace::DataType::None;
+    std::uint64_t value = 0;
+    bool replayable = true;
+  };
+  std::map<std::uint64_t, Word> words;
+  std::uint64_t updates = 0;
+  for (std::size_t s = 0; s < lanes.size(); ++s) {
+    const dev::LaneData& d = lanes[s];
+    if (!d.atomic || slots[s].index < 0) continue;
+    const trace::StaticInst& inst = k.program[slots[s].index];
+    const std::uint32_t mask = slots[s].mask;
+    std::map<std::uint64_t, bool> seen;
+    for (int l = 0; l < 32; ++l) {
+      if (!((mask >> l) & 1) || seen[d.address[l]]) continue;
+      seen[d.address[l]] = true;
+      auto [it, fresh] = words.try_emplace(d.address[l]);
+      Word& w = it->second;
+      if (fresh) { w.bytes = d.bytes; w.type = inst.atomic_type; w.value = d.before[l]; }
+      if (inst.atomic_op != trace::AtomicOp::Add) { w.replayable = false; continue; }
+      ++updates;
+      std::uint64_t delta = added(inst.atomic_type, d.before[l], d.after[l]);
+      if (w.type == trace::DataType::F32) {
+        float a, b;
+        std::uint32_t ua = static_cast<std::uint32_t>(w.value), ub = static_cast<std::uint32_t>(delta);
+        std::memcpy(&a, &ua, 4);
+        std::memcpy(&b, &ub, 4);
+        a += b;
+        std::memcpy(&ua, &a, 4);
+        w.value = ua;
+      } else if (w.type == trace::DataType::F64) {
+        double a, b;
+        std::memcpy(&a, &w.value, 8);
+        std::memcpy(&b, &delta, 8);
+        a += b;
+        std::memcpy(&w.value, &a, 8);
+      } else {
+        w.value = w.bytes == 8 ? w.value + delta : static_cast<std::uint32_t>(w.value + delta);
+      }
+    }
+  }
+  std::uint64_t compared = 0, exact = 0, within = 0, skipped = 0;
+  double worst = 0;
+  for (auto& [address, w] : words) {
+    if (!w.replayable) { ++skipped; continue; }
+    std::uint64_t final_bits = 0;
+    ATOMSIM_SAN(sanitizerMemcpyDeviceToHost(&final_bits, reinterpret_cast<void*>(address), w.bytes, ld->hStream));
+    ++compared;
+    if (final_bits == w.value) { ++exact; ++within; continue; }
+    double replayed, measured;
+    if (w.type == trace::DataType::F32) {
+      float a, b;
+      std::uint32_t ua = static_cast<std::uint32_t>(w.value), ub = static_cast<std::uint32_t>(final_bits);
+      std::memcpy(&a, &ua, 4);
+      std::memcpy(&b, &ub, 4);
+      replayed = a;
+      measured = b;
+    } else if (w.type == trace::DataType::F64) {
+      std::memcpy(&replayed, &w.value, 8);
+      std::memcpy(&measured, &final_bits, 8);
+    } else {
+      worst = std::max(worst, 1.0);
+      continue;
+    }
+    double error = std::fabs(replayed - measured) / std::max(1e-30, std::fabs(measured));
+    worst = std::max(worst, error);
+    if (error <= 1e-5) ++within;
+  }
+  return {{"atomic_lane_updates", updates}, {"words", compared}, {"words_exact", exact},
+          {"words_within_1e-5", within}, {"words_not_add", skipped}, {"worst_relative_error", worst},
+          {"passed", within == compared}};
+}
+
+void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
+  auto& api = p.api;
+  LaunchRecord& r = p.current;
+  if (!r.selected) return;
+  progress(p, fmt::format("launch {} ({}) issued; waiting for it", r.ordinal, r.name));
+  ATOMSIM_SAN(sanitizerStreamSynchronize(ld->hStream));
+  Buffers& b = p.buffers[ld->context];
+  dev::Control c{};
+  ATOMSIM_SAN(sanitizerMemcpyDeviceToHost(&c, b.control, sizeof c, ld->hStream));
+  if (c.overflow)
+    throw CaptureError(fmt::format("launch {} of {}: the trace buffer filled up ({} records); raise --trace-buffer-mib",
+                                   r.ordinal, r.name, c.event_count));
+  std::vector<dev::Event> events(c.event_count);
+  std::vector<dev::LaneData> lanes(c.lane_count);
+  if (!events.empty())
+    ATOMSIM_SAN(sanitizerMemcpyDeviceToHost(events.data(), b.events, events.size() * sizeof(dev::Event), ld->hStream));
+  if (!lanes.empty())
+    ATOMSIM_SAN(sanitizerMemcpyDeviceToHost(lanes.data(), b.lanes, lanes.size() * sizeof(dev::LaneData), ld->hStream));
+
+  progress(p, fmt::format("{} records, {} with lane data", events.size(), lanes.size()));
+  Module& module = p.modules[r.module];
+  if (module.listing.empty()) {
+    module.listing = cuobjdump(module.cubin, "--dump-sass");
+    module.usage = cuobjdump(module.cubin, "--dump-resource-usage");
+  }
+  trace::KernelInfo& k = r.kernel;
+  std::vector<std::string> text;
+  k.program = trace::parse_sass_function(module.listing, r.mangled, &text);
+  k.registers_per_thread = resource(module.usage, r.mangled, "REG");
+  k.shared_bytes = resource(module.usage, r.mangled, "SHARED");
+  std::unordered_map<std::uint64_t, std::uint32_t> by_offset;
+  for (std::uint32_t i = 0; i < k.program.size(); ++i) by_offset[k.program[i].pc] = i;
+  auto index_of = [&](std::uint64_t pc) {
+    auto it = by_offset.find(pc - r.function_pc);
+    if (pc < r.function_pc || it == by_offset.end())
+      throw CaptureError(fmt::format("{}: a record's pc 0x{:x} is not an instruction of the kernel", r.name, pc));
+    return it->second;
+  };
+
+  // Per-warp observations, in recorded order; atomics carry what each word gained.
+  const std::uint64_t warps = k.total_warps();
+  std::vector<WarpObservation> observed(warps);
+  std::vector<bool> seen(k.program.size(), false);
+  std::vector<SlotUse> slot_use(lanes.size());
+  const std::uint64_t threads = k.block.count();
+  for (std::uint64_t w = 0; w < warps; ++w) {
+    std::uint64_t first = (w % k.warps_per_cta()) * 32;
+    observed[w].lanes = threads - first >= 32 ? 0xFFFFFFFFu : (1u << (threads - first)) - 1;
+  }
+  for (const dev::Event& e : events) {
+    if (e.warp >= warps) throw CaptureError(fmt::format("{}: a record names warp {} of {}", r.name, e.warp, warps));
+    ObservedInst inst;
+    inst.index = index_of(e.pc);
+    inst.mask = e.mask;
+    inst.kind = static_cast<ObservedKind>(e.kind);
+    if (e.kind == dev::kCall) inst.call_target = index_of(e.target);
+    seen[inst.index] = true;
+    WarpObservation& obs = observed[e.warp];
+    const trace::StaticInst& s = k.program[inst.index];
+    if (e.slot && trace::is_global_memory(s.op)) {
+      const dev::LaneData& d = lanes[e.slot - 1];
+      slot_use[e.slot - 1] = {static_cast<std::int32_t>(inst.index), e.mask};
+      LaneOperands ops;
+      std::map<std::uint64_t, bool> credited;
+      for (std::uint32_t m = e.mask; m; m &= m - 1) {
+        int lane = __builtin_ctz(m);
+        ops.address[lane] = d.address[lane];
+        // Lanes updating one word share its gain: the first carries it, the others add 0.
+        if (trace::is_atomic(s.op) && s.atomic_op == trace::AtomicOp::Add && !credited[d.address[lane]]) {
+          credited[d.address[lane]] = true;
+          ops.value[lane] = added(s.atomic_type, d.before[lane], d.after[lane]);
+        }
+      }
+      inst.operands = static_cast<std::int32_t>(obs.operands.size());
+      obs.operands.push_back(ops);
+    }
+    obs.events.push_back(inst);
+  }
+
+  WarpJoiner joiner(k.program, text, seen);
+  for (const auto& obs : observed) joiner.survey(obs);
+  if (!p.writer) p.writer = std::make_unique<trace::TraceWriter>((p.settings.out_dir / "trace.atr").string());
+  p.writer->begin_kernel(k);
+  std::uint64_t records = 0;
+  for (std::uint64_t w = 0; w < warps; ++w) {
+    try {
+      joiner.join(observed[w], [&](const trace::WarpInst& inst) {
+        p.writer->append(w, inst);
+        ++records;
+      });
+    } catch (const JoinError& e) {
+      throw CaptureError(fmt::format("{}: warp {}: {}", r.name, w, e.what()));
+    }
+    p.writer->end_warp(w);
+  }
+  p.writer->end_kernel();
+  progress(p, fmt::format("joined {} warp instructions", records));
+  nlohmann::json entry = {{"launch", r.ordinal}, {"name", r.name}, {"mangled", r.mangled},
+                          {"grid", {k.grid.x, k.grid.y, k.grid.z}}, {"block", {k.block.x, k.block.y, k.block.z}},
+                          {"trace_kernel", p.launches.size()}, {"observed_records", events.size()},
+                          {"warp_instructions", records}, {"guessed_branches", joiner.guessed_branches()}};
+  entry["atomic_replay"] = replay_atomics(p, ld, lanes, slot_use, k);
+  p.launches.push_back(entry);
+}
+
+void SANITIZERAPI dispatch(void*, Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbid, const void* data) {
+  TracePass& p = *g_pass;
+  std::lock_guard lock(p.mutex);
+  if (!p.first_error.empty()) return;
+  try {
+    if (domain == SANITIZER_CB_DOMAIN_RESOURCE && cbid == SANITIZER_CBID_RESOURCE_MODULE_LOADED)
+      on_module_loaded(p, static_cast<const Sanitizer_ResourceModuleData*>(data));
+    else if (domain == SANITIZER_CB_DOMAIN_LAUNCH && cbid == SANITIZER_CBID_LAUNCH_BEGIN)
+      on_launch_begin(p, static_cast<const Sanitizer_LaunchData*>(data));
+    else if (domain == SANITIZER_CB_DOMAIN_LAUNCH && cbid == SANITIZER_CBID_LAUNCH_END)
+      on_launch_end(p, static_cast<const Sanitizer_LaunchData*>(data));
+  } catch (const std::exception& e) {
+    p.fail(e.what());
+  }
+}
+
+void write_outputs() {
+  TracePass& p = *g_pass;
+  std::lock_guard lock(p.mutex);
+  const char* pass = pass_name(Pass::Trace);
+  if (p.first_error.empty()) p.first_error = p.selector->nothing_selected_reason();
+  try {
+    if (!p.first_error.empty()) {
+      p.writer.reset();  // removes the partial trace
+      write_file_atomically(error_path(p.settings.out_dir, pass), p.first_error + "\n");
+      return;
+    }
+    p.writer->finish();
+    nlohmann::json doc;
+    doc["schema"] = "atomsim.capture.trace/1";
+    doc["pass"] = pass;
+    // Driver calls inside Sanitizer callbacks can block the driver, so the device is described here.
+    Clocks clocks = current_clocks(p.device_handle);
+    doc["device"] = describe_device(p.device_handle);
+    doc["clocks"] = {{"sm_mhz_at_exit", clocks.sm_mhz}, {"memory_mhz_at_exit", clocks.memory_mhz}};
+    doc["selection"] = {{"kernel", p.settings.kernel_pattern},
+                        {"launch", p.settings.launch ? nlohmann::json(*p.settings.launch) : nlohmann::json()},
+                        {"launches_seen", p.selector->launches_seen()},
+                        {"launches_selected", p.selector->launches_selected()}};
+    doc["trace"] = "trace.atr";
+    doc["kernels"] = p.launches;
+    write_json_atomically(result_path(p.settings.out_dir, pass), doc);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "atomsim-capture: %s\n", e.what());
+  }
+}
+
+}  // namespace
+}  // namespace atomsim::capture
+
+extern "C" int InitializeInjection() {
+  using namespace atomsim::capture;
+  if (g_pass) return 1;
+  g_pass = new TracePass();
+  TracePass& p = *g_pass;
+  try {
+    p.settings = Settings::from_environment();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "atomsim-capture: %s\n", e.what());
+    return 0;
+  }
+  const char* pass = pass_name(Pass::Trace);
+  try {
+    write_file_atomically(loaded_marker_path(p.settings.out_dir, pass), "injected\n");
+    p.selector = std::make_unique<LaunchSelector>(p.settings);
+    const char* lib = std::getenv(kEnvSanitizerLibrary);
+    const char* patches = std::getenv(kEnvPatches);
+    if (!lib || !patches) throw CaptureError("the trace pass needs atomsim-capture to set the Sanitizer library and patches");
+    p.patches = patches;
+    p.api.load(lib);
+    Sanitizer_SubscriberHandle handle;
+    p.api.check(p.api.sanitizerSubscribe(&handle, dispatch, nullptr), "sanitizerSubscribe");
+    p.api.check(p.api.sanitizerEnableDomain(1, handle, SANITIZER_CB_DOMAIN_RESOURCE), "sanitizerEnableDomain");
+    p.api.check(p.api.sanitizerEnableDomain(1, handle, SANITIZER_CB_DOMAIN_LAUNCH), "sanitizerEnableDomain");
+  } catch (const std::exception& e) {
+    p.fail(e.what());
+    write_file_atomically(error_path(p.settings.out_dir, pass), p.first_error + "\n");
+    return 0;
+  }
+  std::atexit(write_outputs);
+  return 1;
+}
