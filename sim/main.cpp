@@ -9,7 +9,9 @@
 
 #include "sim/config.hpp"
 #include "sim/compare_job.hpp"
+#include "sim/report.hpp"
 #include "sim/run.hpp"
+#include "tools/compare/faithfulness.hpp"
 #include "sim/trace_cli.hpp"
 #include "sim/engine/params.hpp"
 #include "traces/trace.hpp"
@@ -75,6 +77,14 @@ int sc_main(int argc, char** argv) {
   dump->add_option("--warp", dump_warp, "warp index within the kernel");
   dump->add_option("--limit", dump_limit, "records to print");
 
+  auto* check = tr->add_subcommand("check", "set a captured trace beside the GPU's count pass (faithfulness check)");
+  std::string check_count, check_capture, check_report;
+  check->add_option("trace", inspect_path, "trace file")->required();
+  check->add_option("--count", check_count, "count.json of the same launch (atomsim-capture --pass count)")->required();
+  check->add_option("--capture", check_capture, "trace.json of the trace pass (adds its atomic replay)");
+  check->add_option("--kernel", dump_kernel, "kernel index");
+  check->add_option("--report", check_report, "also write the report as JSON");
+
   auto* config = app.add_subcommand("config", "configuration tools");
   config->require_subcommand(1);
   auto* describe = config->add_subcommand("describe", "list every parameter with its range and meaning");
@@ -123,6 +133,12 @@ int sc_main(int argc, char** argv) {
     if (*info) { trace_info(inspect_path, std::cout); return 0; }
     if (*validate) { trace_validate(inspect_path, std::cout); return 0; }
     if (*dump) { trace_dump(inspect_path, dump_kernel, dump_warp, dump_limit, std::cout); return 0; }
+    if (*check) {
+      auto report = compare::check_faithfulness(inspect_path, dump_kernel, check_count, check_capture);
+      compare::print_faithfulness(report, std::cout);
+      if (!check_report.empty()) write_file_atomically(check_report, report.to_json().dump(1) + "\n");
+      return report.passed ? 0 : 1;
+    }
     if (*describe) {
       GpuParams p = load_gpu_params(describe_config, {});
       for (const auto& d : p.documentation)

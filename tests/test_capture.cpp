@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -74,7 +76,14 @@ TEST_CASE("Capture: programs that do no CUDA work, crash or are missing fail wit
   Launch hang = run_capture("--pass timing --timeout 0.5 --out " + out.string() + " -- /bin/sleep 30");
   REQUIRE(hang.code == 1);
   REQUIRE(hang.err.find("ran past --timeout") != std::string::npos);
-  REQUIRE(run_capture("--pass bogus -- /bin/true").err == "atomsim-capture: unknown pass 'bogus' (timing, stall or count)\n");
+  REQUIRE(run_capture("--pass bogus -- /bin/true").err == "atomsim-capture: unknown pass 'bogus' (timing, stall, count or trace)\n");
+  // Without the Sanitizer (library not built, or its runtime not installed) the trace pass says so.
+  Launch trace = run_capture("--pass trace --out " + out.string() + " -- /bin/true");
+  REQUIRE(trace.code == 1);
+  REQUIRE((trace.err.find("trace pass not available") != std::string::npos ||
+           trace.err.find("trace pass: libsanitizer-public.so not found") != std::string::npos ||
+           trace.err.find("trace pass: the program did no CUDA work") != std::string::npos));
+  REQUIRE(std::count(trace.err.begin(), trace.err.end(), '\n') == 1);
   REQUIRE(run_capture("--pass timing").code == 1);
   // Nothing half-written is left behind.
   for (const auto& e : fs::directory_iterator(out)) FAIL("left behind: " << e.path());

@@ -8,6 +8,7 @@
 
 #include "sim_helpers.hpp"
 #include "tools/compare/comparison.hpp"
+#include "tools/compare/faithfulness.hpp"
 
 using namespace atomsim;
 using namespace atomsim::compare;
@@ -121,4 +122,37 @@ TEST_CASE("Comparison rows: errors, speedups over the same-shape baseline, summa
   REQUIRE(svg.find("<svg") == 0);
   REQUIRE(svg.find("base lg_throttle: 100.0%") != std::string::npos);
   REQUIRE(svg.find("base long_scoreboard: 50.0%") != std::string::npos);
+}
+
+TEST_CASE("Every committed captured trace is faithful to the H100's count pass and atomic replay", "[compare][faithfulness]") {
+  const fs::path dir = fs::path(ATOMSIM_SOURCE_DIR) / "traces/h100/microbench/traces";
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (!entry.is_directory()) continue;
+    const fs::path d = entry.path();
+    INFO(d.filename().string());
+    FaithfulnessReport r = check_faithfulness(d / "trace.atr", 0, d / "count.json", d / "trace.json");
+    REQUIRE(r.passed);
+    for (auto op : {trace::OpClass::Red, trace::OpClass::Atom, trace::OpClass::LoadGlobal, trace::OpClass::StoreGlobal})
+      REQUIRE(r.classes[static_cast<int>(op)].trace_warp == r.classes[static_cast<int>(op)].gpu_warp);
+    REQUIRE(r.total.gpu_warp > 0);
+    REQUIRE(r.atomic_replay.value("words", 0) > 0);
+    ++checked;
+  }
+  REQUIRE(checked >= 10);
+}
+
+TEST_CASE("A trace set beside another launch's counts is not faithful", "[compare][faithfulness][errors]") {
+  const fs::path dir = fs::path(ATOMSIM_SOURCE_DIR) / "traces/h100/microbench/traces";
+  // Same kernel, other parameters: the counts differ.
+  FaithfulnessReport r = check_faithfulness(dir / "baseline-lpp1-af1.0-thr8/trace.atr", 0,
+                                            dir / "baseline-lpp1-af0.25-thr8/count.json", {});
+  REQUIRE_FALSE(r.passed);
+  REQUIRE_THAT(r.verdict, Catch::Contains("red differ"));
+  // Another kernel's counts: named as missing.
+  REQUIRE_THROWS_WITH(check_faithfulness(dir / "baseline-lpp1-af1.0-thr8/trace.atr", 0,
+                                         dir / "sws-lpp1-af1.0-thr8/count.json", {}),
+                      Catch::Contains("no counted launch of void microbench_baseline<9>(KernelArgs)"));
+  REQUIRE_THROWS_WITH(check_faithfulness(dir / "baseline-lpp1-af1.0-thr8/trace.atr", 0, dir / "missing.json", {}),
+                      Catch::Contains("missing.json: cannot open"));
 }

@@ -87,7 +87,10 @@ WarpJoiner::WarpJoiner(const std::vector<trace::StaticInst>& program, const std:
       n.flow = n.guarded ? Flow::Next : Flow::Return;
     } else if (base == "BRX" || base == "JMX" || base == "JMP" || base == "JMXU" || base == "BRXU") {
       n.flow = Flow::Indirect;
-    } else if (base == "BSSY") {
+    }
+    n.reports = trace::is_global_memory(program[i].op) || program[i].op == trace::OpClass::Shared ||
+                base == "SHFL" || base == "BAR" || base == "EXIT" || base == "CALL" || base == "RET";
+    if (base == "BSSY") {
       n.bssy = true;
       n.convergence = convergence_register(text[i]);
     } else if (base == "BSYNC") {
@@ -333,7 +336,9 @@ void WarpJoiner::join(const WarpObservation& warp, const std::function<void(cons
     // BRA.DIV and "@P BRA Q, target" count the lanes whose guard holds, whether
     // or not they branch; the guard is not observable, so their masks hold the
     // executing lanes.
-    out.active_mask = (node.flow == Flow::Jump || node.flow == Flow::Branch) && !node.guard_counted ? taken : group;
+    // An instruction that would have reported itself ran silently: its guard was off in every lane.
+    if (node.reports) out.active_mask = 0;
+    else out.active_mask = (node.flow == Flow::Jump || node.flow == Flow::Branch) && !node.guard_counted ? taken : group;
     emit(out);
 
     if (node.flow == Flow::Jump || node.flow == Flow::Branch) {

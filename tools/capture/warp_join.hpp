@@ -76,6 +76,7 @@ class WarpJoiner {
     std::uint32_t target = 0;       // jumps and branches
     std::int8_t convergence = -1;   // BSSY/BSYNC barrier register
     bool bssy = false, bsync = false;
+    bool reports = false;           // the Sanitizer patches it: silence means its guard was off
     bool guard_counted = false;     // BRA.DIV, BRA P, target: the GPU counts guard-true lanes
   };
   static constexpr std::uint32_t kUnreachable = UINT32_MAX;

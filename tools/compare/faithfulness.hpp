@@ -1,0 +1,47 @@
+// Is a captured trace faithful to the GPU? Sets one kernel of a trace beside
+// the count pass of the same launch (tools/capture): warp instructions per
+// class, and thread instructions (active-mask popcounts) per class, each
+// compared with what the GPU counted for the same instructions. Masks of
+// instructions whose guard is observed (global memory, shuffles, barriers,
+// exits, branches) hold predicate-on lanes; those of the others hold executing
+// lanes (docs/capture.md), and each is compared with the matching count.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "traces/trace.hpp"
+
+namespace atomsim::compare {
+
+struct ClassCounts {
+  std::uint64_t trace_warp = 0, gpu_warp = 0;
+  std::uint64_t trace_threads = 0, gpu_threads = 0;
+};
+
+struct FaithfulnessReport {
+  std::string kernel;
+  std::array<ClassCounts, trace::kOpClassCount> classes{};
+  ClassCounts total;
+  std::uint64_t pcs_differing = 0;     // instructions whose warp counts differ
+  nlohmann::json atomic_replay;        // from the trace pass's trace.json, when given
+  bool passed = false;
+  std::string verdict;                 // why it failed, or "faithful"
+
+  nlohmann::json to_json() const;
+};
+
+// Exact for atomics, global loads and stores; within `tolerance` (relative) for
+// all instructions, in warp and in thread counts; the atomic replay recorded by
+// the trace pass must have passed when `capture_json` is given.
+// Throws DatasetError naming the file on unreadable or mismatched inputs.
+FaithfulnessReport check_faithfulness(const std::filesystem::path& trace_path, std::size_t kernel,
+                                      const std::filesystem::path& count_json,
+                                      const std::filesystem::path& capture_json, double tolerance = 0.01);
+
+void print_faithfulness(const FaithfulnessReport& r, std::ostream& out);
+
+}  // namespace atomsim::compare
