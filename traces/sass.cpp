@@ -11,18 +11,6 @@ namespace atomsim::trace {
 
 namespace {
 
-std::string_view base_of(std::string_view mnemonic) { return mnemonic.substr(0, mnemonic.find('.')); }
-
-bool has_modifier(std::string_view mnemonic, std::string_view mod) {
-  std::size_t pos = 0;
-  while ((pos = mnemonic.find('.', pos)) != std::string_view::npos) {
-    ++pos;
-    std::size_t end = mnemonic.find('.', pos);
-    if (mnemonic.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos) == mod) return true;
-  }
-  return false;
-}
-
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && (std::isspace(static_cast<unsigned char>(s.back())) || s.back() == ';')) s.remove_suffix(1);
@@ -102,6 +90,18 @@ std::uint8_t access_width(std::string_view m) {
 
 }  // namespace
 
+std::string_view opcode_base(std::string_view mnemonic) { return mnemonic.substr(0, mnemonic.find('.')); }
+
+bool has_modifier(std::string_view mnemonic, std::string_view mod) {
+  std::size_t pos = 0;
+  while ((pos = mnemonic.find('.', pos)) != std::string_view::npos) {
+    ++pos;
+    std::size_t end = mnemonic.find('.', pos);
+    if (mnemonic.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos) == mod) return true;
+  }
+  return false;
+}
+
 OpClass classify_opcode(std::string_view mnemonic) {
   static const std::unordered_map<std::string_view, OpClass> table = {
       {"IADD3", OpClass::IntAlu}, {"IADD", OpClass::IntAlu}, {"VIADD", OpClass::IntAlu}, {"LOP3", OpClass::IntAlu},
@@ -126,7 +126,7 @@ OpClass classify_opcode(std::string_view mnemonic) {
       {"BAR", OpClass::Barrier}, {"MEMBAR", OpClass::Membar}, {"FENCE", OpClass::Membar},
       {"ERRBAR", OpClass::Membar}, {"EXIT", OpClass::Exit},
   };
-  auto it = table.find(base_of(mnemonic));
+  auto it = table.find(opcode_base(mnemonic));
   return it == table.end() ? OpClass::Misc : it->second;
 }
 
@@ -148,7 +148,7 @@ StaticInst parse_sass_instruction(std::string_view text, std::uint64_t pc) {
   if (mnemonic.empty()) throw TraceError(fmt::format("SASS at pc 0x{:x}: empty instruction", pc));
   s.mnemonic = std::string(mnemonic);
   s.op = classify_opcode(mnemonic);
-  std::string_view base = base_of(mnemonic);
+  std::string_view base = opcode_base(mnemonic);
 
   std::vector<std::string_view> operands;
   if (sp != std::string_view::npos) {

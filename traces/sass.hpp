@@ -12,6 +12,9 @@
 namespace atomsim::trace {
 
 OpClass classify_opcode(std::string_view mnemonic);
+// "REDG" of "REDG.E.ADD.F32"; whether the mnemonic carries a modifier (".ADD").
+std::string_view opcode_base(std::string_view mnemonic);
+bool has_modifier(std::string_view mnemonic, std::string_view modifier);
 
 // Parses one instruction such as "@!P0 REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR6][R10.64+0x4], R13 ;".
 // The guard predicate, when present, is recorded as a source.

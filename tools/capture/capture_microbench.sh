@@ -24,15 +24,8 @@ nvcc -O3 -arch=sm_90 -lineinfo -o "$bin" "$root/workloads/microbench/microbench.
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
   --format=csv > "$out/device.txt" 2>&1 || true
 
-blocks=264 warps=8 iterations=8 params=9 primitives=65536
-shape="--blocks $blocks --warps-per-block $warps --iterations $iterations --params $params --primitives $primitives"
-configs=()
-for lpp in 32 1; do
-  for af in 1.0 0.5 0.25; do
-    for v in baseline swb sws; do configs+=("$v $lpp $af 8"); done
-  done
-done
-for thr in 0 4 16 24 32; do configs+=("sws 32 0.5 $thr"); done
+source "$root/tools/capture/microbench_grid.sh"
+microbench_grid 264 8 8 9 65536
 
 : > "$out/timing.jsonl"
 failures=0
@@ -52,13 +45,7 @@ for c in "${configs[@]}"; do
   fi
   entries+=("{\"id\":\"$name\",\"variant\":\"$v\",\"lanes_per_primitive\":$lpp,\"active_fraction\":$af,\"threshold\":$thr,\"warmup_launches\":5}")
 done
-{
-  echo "{\"schema\":\"atomsim.dataset/1\",\"workload\":\"microbench\","
-  echo " \"shape\":{\"blocks\":$blocks,\"warps_per_block\":$warps,\"iterations\":$iterations,\"params\":$params,\"primitives\":$primitives},"
-  echo " \"configurations\":["
-  (IFS=,; echo "  ${entries[*]}" | sed 's/},{/},\n  {/g')
-  echo " ]}"
-} > "$out/manifest.json"
+write_manifest "$out/manifest.json" "" "${entries[@]}"
 # Every configuration runs the same module: keep one cubin and its SASS at the top.
 first=$(ls -d "$out"/*/ | head -1)
 cp "$first"/cubin-*.cubin "$first"/cubin-*.sass "$out"/ 2>/dev/null || true

@@ -19,15 +19,8 @@ mkdir -p "$out"
 bin=$out/.microbench
 nvcc -O3 -arch=sm_90 -lineinfo -o "$bin" "$root/workloads/microbench/microbench.cu"
 
-blocks=16 warps=8 iterations=4 params=9 primitives=4096
-shape="--blocks $blocks --warps-per-block $warps --iterations $iterations --params $params --primitives $primitives"
-configs=()
-for lpp in 32 1; do
-  for af in 1.0 0.5 0.25; do
-    for v in baseline swb sws; do configs+=("$v $lpp $af 8"); done
-  done
-done
-for thr in 0 4 16 24 32; do configs+=("sws 32 0.5 $thr"); done
+source "$root/tools/capture/microbench_grid.sh"
+microbench_grid 16 8 4 9 4096
 
 failures=0
 entries=()
@@ -43,13 +36,7 @@ for c in "${configs[@]}"; do
   rm -f "$out/$name"/cubin-*
   entries+=("{\"id\":\"$name\",\"variant\":\"$v\",\"lanes_per_primitive\":$lpp,\"active_fraction\":$af,\"threshold\":$thr}")
 done
-{
-  echo "{\"schema\":\"atomsim.dataset/1\",\"workload\":\"microbench\",\"captured\":\"traces\","
-  echo " \"shape\":{\"blocks\":$blocks,\"warps_per_block\":$warps,\"iterations\":$iterations,\"params\":$params,\"primitives\":$primitives},"
-  echo " \"configurations\":["
-  (IFS=,; echo "  ${entries[*]}" | sed 's/},{/},\n  {/g')
-  echo " ]}"
-} > "$out/manifest.json"
+write_manifest "$out/manifest.json" "\"captured\":\"traces\"," "${entries[@]}"
 rm -f "$bin"
 echo "capture_microbench_traces: ${#entries[@]} configurations captured, $failures failed; results in $out"
 [ "$failures" -eq 0 ]

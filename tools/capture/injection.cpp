@@ -171,10 +171,7 @@ void write_outputs() {
     doc["clocks"] = {{"sm_mhz_at_first_launch", inj.clocks_at_start.sm_mhz},
                      {"memory_mhz_at_first_launch", inj.clocks_at_start.memory_mhz},
                      {"sm_mhz_at_exit", end.sm_mhz}, {"memory_mhz_at_exit", end.memory_mhz}};
-    doc["selection"] = {{"kernel", inj.settings.kernel_pattern},
-                        {"launch", inj.settings.launch ? nlohmann::json(*inj.settings.launch) : nlohmann::json()},
-                        {"launches_seen", inj.selector->launches_seen()},
-                        {"launches_selected", inj.selector->launches_selected()}};
+    doc["selection"] = selection_json(inj.settings, *inj.selector);
     doc.update(body);
     write_json_atomically(result_path(inj.settings.out_dir, pass), doc);
   } catch (const std::exception& e) {

@@ -30,7 +30,7 @@ struct Options {
   std::optional<std::uint64_t> launch;
   unsigned sampling_period = 12;
   double timeout_s = 0;
-  std::uint64_t trace_buffer_mib = 4096;
+  std::uint64_t trace_buffer_mib = Settings{}.trace_buffer_mib;
   fs::path sanitizer_library;
   std::vector<std::string> program;
 };

@@ -27,6 +27,13 @@ void write_json_atomically(const std::filesystem::path& path, const nlohmann::js
   write_file_atomically(path, doc.dump(1) + "\n");
 }
 
+nlohmann::json selection_json(const Settings& settings, const LaunchSelector& selector) {
+  return {{"kernel", settings.kernel_pattern},
+          {"launch", settings.launch ? nlohmann::json(*settings.launch) : nlohmann::json()},
+          {"launches_seen", selector.launches_seen()},
+          {"launches_selected", selector.launches_selected()}};
+}
+
 std::filesystem::path result_path(const std::filesystem::path& out, const char* pass) {
   return out / (std::string(pass) + ".json");
 }

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tools/capture/settings.hpp"
+
 namespace atomsim::capture {
 
 void write_file_atomically(const std::filesystem::path& path, const std::string& contents);
@@ -13,6 +15,9 @@ void write_json_atomically(const std::filesystem::path& path, const nlohmann::js
 
 // <out>/<pass>.json, <out>/<pass>.error (one line), <out>/<pass>.loaded (the
 // library was injected: the program did CUDA work).
+// What the run was asked to select and what it saw, as every pass's output records it.
+nlohmann::json selection_json(const Settings& settings, const LaunchSelector& selector);
+
 std::filesystem::path result_path(const std::filesystem::path& out, const char* pass);
 std::filesystem::path error_path(const std::filesystem::path& out, const char* pass);
 std::filesystem::path loaded_marker_path(const std::filesystem::path& out, const char* pass);

@@ -7,23 +7,11 @@
 #include <charconv>
 #include <deque>
 
+#include "traces/sass.hpp"
+
 namespace atomsim::capture {
 
 namespace {
-
-std::string_view opcode_base(const std::string& mnemonic) {
-  std::string_view m = mnemonic;
-  return m.substr(0, m.find('.'));
-}
-
-bool has_modifier(const std::string& mnemonic, std::string_view mod) {
-  std::string_view m = mnemonic;
-  for (std::size_t pos = m.find('.'); pos != std::string_view::npos; pos = m.find('.', pos + 1)) {
-    std::size_t end = m.find('.', pos + 1);
-    if (m.substr(pos + 1, end == std::string_view::npos ? std::string_view::npos : end - pos - 1) == mod) return true;
-  }
-  return false;
-}
 
 // The last hexadecimal literal of an instruction: a branch's target address.
 bool last_address(std::string_view text, std::uint64_t& pc) {
@@ -57,6 +45,12 @@ bool has_predicate_operand(std::string_view text) {
 
 }  // namespace
 
+bool reports_itself(const trace::StaticInst& s) {
+  std::string_view base = trace::opcode_base(s.mnemonic);
+  return trace::is_global_memory(s.op) || s.op == trace::OpClass::Shared || base == "SHFL" || base == "BAR" ||
+         base == "EXIT" || base == "CALL" || base == "RET";
+}
+
 WarpJoiner::WarpJoiner(const std::vector<trace::StaticInst>& program, const std::vector<std::string>& text,
                        std::vector<bool> observed)
     : program_(program), nodes_(program.size()), observed_(std::move(observed)), divergent_(program.size(), false) {
@@ -67,7 +61,7 @@ WarpJoiner::WarpJoiner(const std::vector<trace::StaticInst>& program, const std:
   for (std::uint32_t i = 0; i < program.size(); ++i) {
     Node& n = nodes_[i];
     const std::string& mnemonic = program[i].mnemonic;
-    std::string_view base = opcode_base(mnemonic);
+    std::string_view base = trace::opcode_base(mnemonic);
     n.guarded = !text[i].empty() && text[i].front() == '@';
     auto resolve_target = [&] {
       std::uint64_t pc = 0;
@@ -77,7 +71,7 @@ WarpJoiner::WarpJoiner(const std::vector<trace::StaticInst>& program, const std:
     };
     if (base == "BRA") {
       resolve_target();
-      n.guard_counted = has_modifier(mnemonic, "DIV") || has_predicate_operand(text[i]);
+      n.guard_counted = trace::has_modifier(mnemonic, "DIV") || has_predicate_operand(text[i]);
       n.flow = (n.guarded || n.guard_counted) ? Flow::Branch : Flow::Jump;
     } else if (base == "EXIT" || base == "KILL") {
       n.flow = n.guarded ? Flow::Next : Flow::Stop;
@@ -88,8 +82,7 @@ WarpJoiner::WarpJoiner(const std::vector<trace::StaticInst>& program, const std:
     } else if (base == "BRX" || base == "JMX" || base == "JMP" || base == "JMXU" || base == "BRXU") {
       n.flow = Flow::Indirect;
     }
-    n.reports = trace::is_global_memory(program[i].op) || program[i].op == trace::OpClass::Shared ||
-                base == "SHFL" || base == "BAR" || base == "EXIT" || base == "CALL" || base == "RET";
+    n.reports = reports_itself(program[i]);
     if (base == "BSSY") {
       n.bssy = true;
       n.convergence = convergence_register(text[i]);

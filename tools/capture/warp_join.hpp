@@ -44,6 +44,10 @@ struct WarpObservation {
   std::vector<LaneOperands> operands;
 };
 
+// Whether the trace pass patches the instruction (memory accesses, shuffles,
+// barriers, calls, returns, exits): it reports itself whenever its guard holds.
+bool reports_itself(const trace::StaticInst& s);
+
 struct JoinError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };

@@ -12,10 +12,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -225,26 +225,32 @@ void on_launch_begin(TracePass& p, const Sanitizer_LaunchData* ld) {
   ATOMSIM_SAN(sanitizerSetCallbackData(ld->function, b.control));
 }
 
-// Raw bits of what an add of `before` -> `after` added, in the atomic's type.
+bool is_real(trace::DataType t) { return t == trace::DataType::F32 || t == trace::DataType::F64; }
+
+// A word's raw bits as a number of the atomic's type, and back. A float sum or
+// difference computed in double and rounded to float equals the float operation.
+double real_of(trace::DataType t, std::uint64_t bits) {
+  if (t == trace::DataType::F64) return std::bit_cast<double>(bits);
+  return std::bit_cast<float>(static_cast<std::uint32_t>(bits));
+}
+std::uint64_t bits_of(trace::DataType t, double v) {
+  if (t == trace::DataType::F64) return std::bit_cast<std::uint64_t>(v);
+  return std::bit_cast<std::uint32_t>(static_cast<float>(v));
+}
+bool is_wide(trace::DataType t) {
+  return t == trace::DataType::U64 || t == trace::DataType::S64 || t == trace::DataType::F64;
+}
+
+// a + sign * b in the atomic's type, as raw bits.
+std::uint64_t add_bits(trace::DataType t, std::uint64_t a, std::uint64_t b, int sign) {
+  if (is_real(t)) return bits_of(t, real_of(t, a) + sign * real_of(t, b));
+  std::uint64_t sum = sign > 0 ? a + b : a - b;
+  return is_wide(t) ? sum : static_cast<std::uint32_t>(sum);
+}
+
+// What an add took a word from `before` to `after` with.
 std::uint64_t added(trace::DataType type, std::uint64_t before, std::uint64_t after) {
-  auto as_f32 = [](std::uint64_t v) { float f; std::uint32_t u = static_cast<std::uint32_t>(v); std::memcpy(&f, &u, 4); return f; };
-  auto as_f64 = [](std::uint64_t v) { double d; std::memcpy(&d, &v, 8); return d; };
-  switch (type) {
-    case trace::DataType::F32: {
-      float d = as_f32(after) - as_f32(before);
-      std::uint32_t u;
-      std::memcpy(&u, &d, 4);
-      return u;
-    }
-    case trace::DataType::F64: {
-      double d = as_f64(after) - as_f64(before);
-      std::uint64_t u;
-      std::memcpy(&u, &d, 8);
-      return u;
-    }
-    case trace::DataType::U64: case trace::DataType::S64: return after - before;
-    default: return static_cast<std::uint32_t>(after - before);
-  }
+  return add_bits(type, after, before, -1);
 }
 
 // Replays the captured atomic adds, in the order the kernel performed them,
@@ -280,24 +286,7 @@ nlohmann::json replay_atomics(TracePass& p, const Sanitizer_LaunchData* ld, cons
       if (fresh) { w.bytes = d.bytes; w.type = inst.atomic_type; w.value = d.before[l]; }
       if (inst.atomic_op != trace::AtomicOp::Add) { w.replayable = false; continue; }
       ++updates;
-      std::uint64_t delta = added(inst.atomic_type, d.before[l], d.after[l]);
-      if (w.type == trace::DataType::F32) {
-        float a, b;
-        std::uint32_t ua = static_cast<std::uint32_t>(w.value), ub = static_cast<std::uint32_t>(delta);
-        std::memcpy(&a, &ua, 4);
-        std::memcpy(&b, &ub, 4);
-        a += b;
-        std::memcpy(&ua, &a, 4);
-        w.value = ua;
-      } else if (w.type == trace::DataType::F64) {
-        double a, b;
-        std::memcpy(&a, &w.value, 8);
-        std::memcpy(&b, &delta, 8);
-        a += b;
-        std::memcpy(&w.value, &a, 8);
-      } else {
-        w.value = w.bytes == 8 ? w.value + delta : static_cast<std::uint32_t>(w.value + delta);
-      }
+      w.value = add_bits(w.type, w.value, added(inst.atomic_type, d.before[l], d.after[l]), +1);
     }
   }
   std::uint64_t compared = 0, exact = 0, within = 0, skipped = 0;
@@ -308,26 +297,16 @@ nlohmann::json replay_atomics(TracePass& p, const Sanitizer_LaunchData* ld, cons
     ATOMSIM_SAN(sanitizerMemcpyDeviceToHost(&final_bits, reinterpret_cast<void*>(address), w.bytes, ld->hStream));
     ++compared;
     if (final_bits == w.value) { ++exact; ++within; continue; }
-    double replayed, measured;
-    if (w.type == trace::DataType::F32) {
-      float a, b;
-      std::uint32_t ua = static_cast<std::uint32_t>(w.value), ub = static_cast<std::uint32_t>(final_bits);
-      std::memcpy(&a, &ua, 4);
-      std::memcpy(&b, &ub, 4);
-      replayed = a;
-      measured = b;
-    } else if (w.type == trace::DataType::F64) {
-      std::memcpy(&replayed, &w.value, 8);
-      std::memcpy(&measured, &final_bits, 8);
-    } else {
+    if (!is_real(w.type)) {  // integers replay exactly or not at all
       worst = std::max(worst, 1.0);
       continue;
     }
+    double replayed = real_of(w.type, w.value), measured = real_of(w.type, final_bits);
     double error = std::fabs(replayed - measured) / std::max(1e-30, std::fabs(measured));
     worst = std::max(worst, error);
     if (error <= 1e-5) ++within;
   }
-  return {{"atomic_lane_updates", updates}, {"words", compared}, {"words_exact", exact},
+  return {{"word_updates", updates}, {"words", compared}, {"words_exact", exact},
           {"words_within_1e-5", within}, {"words_not_add", skipped}, {"worst_relative_error", worst},
           {"passed", within == compared}};
 }
@@ -472,10 +451,7 @@ void write_outputs() {
     Clocks clocks = current_clocks(p.device_handle);
     doc["device"] = describe_device(p.device_handle);
     doc["clocks"] = {{"sm_mhz_at_exit", clocks.sm_mhz}, {"memory_mhz_at_exit", clocks.memory_mhz}};
-    doc["selection"] = {{"kernel", p.settings.kernel_pattern},
-                        {"launch", p.settings.launch ? nlohmann::json(*p.settings.launch) : nlohmann::json()},
-                        {"launches_seen", p.selector->launches_seen()},
-                        {"launches_selected", p.selector->launches_selected()}};
+    doc["selection"] = selection_json(p.settings, *p.selector);
     doc["trace"] = "trace.atr";
     doc["kernels"] = p.launches;
     write_json_atomically(result_path(p.settings.out_dir, pass), doc);
