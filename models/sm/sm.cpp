@@ -81,7 +81,7 @@ class Sm::Subcore {
     const std::uint32_t i = slot / sm_.params_.subcores;
     WarpHot& h = hot_[i];
     const std::uint64_t bit = std::uint64_t(1) << i;
-    if (resident_bits_ & bit) --counts_[static_cast<int>(h.state)];
+    if (resident_bits_ & bit) change_count(h.state, -1, accounted_until_);
     clear_bits(bit);
     dirty_bits_ &= ~bit;
     resident_bits_ &= ~bit;
@@ -91,7 +91,7 @@ class Sm::Subcore {
       h.age = age;
       resident_bits_ |= bit;
       dirty_bits_ |= bit;
-      ++counts_[static_cast<int>(h.state)];
+      change_count(h.state, +1, accounted_until_);
     }
     mark_dirty();
   }
@@ -118,15 +118,7 @@ class Sm::Subcore {
     }
     // Unless nothing happened since the last pass classified the warps for
     // this very cycle, bring them to `now`.
-    if (dirty_ || now != accounted_until_) {
-      if (now > accounted_until_) {
-        Cycle span = now - accounted_until_;
-        for (int s = 0; s < kWarpStateCount; ++s) stall_cycles_[s] += counts_[s] * span;
-      }
-      update(now);
-    }
-    for (int s = 0; s < kWarpStateCount; ++s)
-      if (s != static_cast<int>(WarpState::NotSelected)) stall_cycles_[s] += counts_[s];
+    if (dirty_ || now != accounted_until_) update(now);
     accounted_until_ = now + 1;  // this evaluation accounts cycle `now` itself
     issued_slot_ = UINT16_MAX;
     if (eligible_bits_) {
@@ -139,8 +131,12 @@ class Sm::Subcore {
         std::size_t chosen = scheduler_->pick(eligible_);
         issued_slot_ = eligible_[chosen].slot;
         mark_warp_dirty(issued_slot_);
-        stall_cycles_[static_cast<int>(WarpState::Selected)] += 1;
-        stall_cycles_[static_cast<int>(WarpState::NotSelected)] += eligible_.size() - 1;
+        // The issued warp is selected for this one cycle; the other eligible
+        // warps stay counted as not selected.
+        change_count(WarpState::NotSelected, -1, now);
+        change_count(WarpState::Selected, +1, now);
+        change_count(WarpState::Selected, -1, now + 1);
+        change_count(WarpState::NotSelected, +1, now + 1);
         ++issue_cycles_;
         issue(sm_.warp(issued_slot_), now);
       }
@@ -156,17 +152,25 @@ class Sm::Subcore {
     if (!mio_reads_.empty()) mio_.watch_credits();
   }
 
-  // Brings accounting up to `now` for warps about to change residency.
+  // Brings accounting up to `now` for warps about to change residency: their
+  // state counts change from then on.
   void settle(Cycle now) {
-    if (now > accounted_until_) {
-      Cycle span = now - accounted_until_;
-      for (int s = 0; s < kWarpStateCount; ++s) stall_cycles_[s] += counts_[s] * span;
-      accounted_until_ = now;
-    }
+    accounted_until_ = std::max(accounted_until_, now);
     mark_dirty();
   }
 
  private:
+  // Warp-cycles per state are summed lazily: a state's total is brought up to
+  // date only when the number of warps in it changes, so a busy sub-core does
+  // not touch every state's counter every cycle. Changes come in cycle order;
+  // every warp leaves before statistics are read, which closes each sum.
+  void change_count(WarpState state, int delta, Cycle from) {
+    const int s = static_cast<int>(state);
+    stall_cycles_[s] += counts_[s] * (from - counted_since_[s]);
+    counted_since_[s] = from;
+    counts_[s] += static_cast<std::uint64_t>(static_cast<std::int64_t>(delta));
+  }
+
   void mark_dirty() {
     dirty_ = true;
     sm_.subcore_due_[index_] = 0;
@@ -192,8 +196,8 @@ class Sm::Subcore {
       const WarpState before = h.state;
       refresh(h, t);
       if (h.state == before) continue;
-      --counts_[static_cast<int>(before)];
-      ++counts_[static_cast<int>(h.state)];
+      change_count(before, -1, t);
+      change_count(h.state, +1, t);
       const std::uint64_t bit = std::uint64_t(1) << i;
       clear_bits(bit);
       switch (h.state) {
@@ -444,7 +448,8 @@ class Sm::Subcore {
   bool lg_room_ = true;
   bool mio_room_ = true;
   std::array<std::uint64_t, kWarpStateCount> counts_{};
-  std::array<std::uint64_t, kWarpStateCount> stall_cycles_{};
+  std::array<std::uint64_t, kWarpStateCount> stall_cycles_{};  // warp-cycles up to counted_since_
+  std::array<Cycle, kWarpStateCount> counted_since_{};
   Cycle accounted_until_ = 0;
   bool dirty_ = false;
   std::uint16_t issued_slot_ = UINT16_MAX;
