@@ -85,6 +85,11 @@ int sc_main(int argc, char** argv) {
   check->add_option("--kernel", dump_kernel, "kernel index");
   check->add_option("--report", check_report, "also write the report as JSON");
 
+  auto* rejoin = tr->add_subcommand("rejoin", "run a failed trace-pass join again from its saved join-input.json");
+  std::optional<std::uint64_t> rejoin_warp;
+  rejoin->add_option("input", inspect_path, "join-input.json written by atomsim-capture --pass trace")->required();
+  rejoin->add_option("--warp", rejoin_warp, "print this warp's joined instructions");
+
   auto* config = app.add_subcommand("config", "configuration tools");
   config->require_subcommand(1);
   auto* describe = config->add_subcommand("describe", "list every parameter with its range and meaning");
@@ -133,6 +138,7 @@ int sc_main(int argc, char** argv) {
     if (*info) { trace_info(inspect_path, std::cout); return 0; }
     if (*validate) { trace_validate(inspect_path, std::cout); return 0; }
     if (*dump) { trace_dump(inspect_path, dump_kernel, dump_warp, dump_limit, std::cout); return 0; }
+    if (*rejoin) { trace_rejoin(inspect_path, rejoin_warp, std::cout); return 0; }
     if (*check) {
       auto report = compare::check_faithfulness(inspect_path, dump_kernel, check_count, check_capture);
       compare::print_faithfulness(report, std::cout);

@@ -1,11 +1,15 @@
 #include "sim/trace_cli.hpp"
 
 #include <bit>
+#include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 
+#include "tools/capture/warp_join.hpp"
 #include "traces/format.hpp"
 #include "traces/reader.hpp"
+#include "traces/sass.hpp"
 #include "traces/validate.hpp"
 
 namespace atomsim {
@@ -60,6 +64,42 @@ void trace_dump(const std::string& path, std::size_t kernel, std::uint64_t warp,
     }
     out << "\n";
     ++n;
+  }
+}
+
+void trace_rejoin(const std::string& path, std::optional<std::uint64_t> show_warp, std::ostream& out) {
+  std::ifstream in(path);
+  if (!in) throw trace::TraceError(path + ": cannot open");
+  std::stringstream text;
+  text << in.rdbuf();
+  capture::JoinInput input;
+  std::vector<trace::StaticInst> program;
+  try {
+    input = capture::load_join_input(text.str());
+    for (std::size_t i = 0; i < input.pcs.size(); ++i) program.push_back(trace::parse_sass_instruction(input.text[i], input.pcs[i]));
+  } catch (const std::exception& e) {
+    throw trace::TraceError(path + ": " + e.what());
+  }
+  if (show_warp && *show_warp >= input.warps.size())
+    throw trace::TraceError(fmt::format("{}: no warp {} (it has {})", path, *show_warp, input.warps.size()));
+  std::vector<bool> observed(program.size(), false);
+  for (const auto& w : input.warps)
+    for (const auto& e : w.events) observed[e.index] = true;
+  std::uint64_t warp = 0, records = 0;
+  try {
+    capture::WarpJoiner joiner(program, input.text, observed);
+    for (; warp < input.warps.size(); ++warp) joiner.survey(input.warps[warp]);
+    for (warp = 0; warp < input.warps.size(); ++warp) {
+      joiner.join(input.warps[warp], [&](const trace::WarpInst& inst) {
+        ++records;
+        if (show_warp == warp)
+          out << fmt::format("  pc 0x{:04x}  mask {:08x}  {}\n", input.pcs[inst.index], inst.active_mask, input.text[inst.index]);
+      });
+    }
+    out << fmt::format("{}: {}: joined {} warps into {} warp instructions ({} branches guessed)\n", path, input.kernel,
+                       input.warps.size(), records, joiner.guessed_branches());
+  } catch (const capture::JoinError& e) {
+    throw trace::TraceError(fmt::format("{}: warp {}: {}", path, warp, e.what()));
   }
 }
 

@@ -159,3 +159,27 @@ TEST_CASE("CLI: compare simulates dataset kernels and writes the table, JSON and
   REQUIRE(bad.err_lines() == 1);
   REQUIRE(bad.err.find("matches no configuration") != std::string::npos);
 }
+
+TEST_CASE("CLI: trace rejoin reruns a saved join and names bad inputs in one line", "[cli][join]") {
+  const std::string fixture = std::string(ATOMSIM_SOURCE_DIR) + "/tests/data/join-input-sws-lpp32-af0.5.json";
+  CliResult r = cli("trace rejoin " + fixture);
+  REQUIRE(r.code == 0);
+  REQUIRE(r.out.find("joined 8 warps into") != std::string::npos);
+  r = cli("trace rejoin " + fixture + " --warp 3");
+  REQUIRE(r.code == 0);
+  REQUIRE(r.out.find("pc 0x06e0") != std::string::npos);
+  r = cli("trace rejoin " + fixture + " --warp 8");
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err_lines() == 1);
+  REQUIRE(r.err.find("no warp 8") != std::string::npos);
+  r = cli("trace rejoin /nonexistent.json");
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err.find("/nonexistent.json: cannot open") != std::string::npos);
+  std::string bad = testing::temp_trace("bad-join.json");
+  std::ofstream(bad) << R"({"schema":"atomsim-join-input-1","kernel":"k","sass":[[0,"EXIT"]],"warps":[{"lanes":1,"events":[]}]})";
+  r = cli("trace rejoin " + bad);  // a lane that never reports its exit cannot be joined
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err_lines() == 1);
+  REQUIRE(r.err.find(bad + ": warp 0: warp join") != std::string::npos);
+  std::remove(bad.c_str());
+}

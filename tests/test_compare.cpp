@@ -126,10 +126,12 @@ TEST_CASE("Comparison rows: errors, speedups over the same-shape baseline, summa
 
 TEST_CASE("Every committed captured trace is faithful to the H100's count pass and atomic replay", "[compare][faithfulness]") {
   const fs::path dir = fs::path(ATOMSIM_SOURCE_DIR) / "traces/h100/microbench/traces";
-  int checked = 0;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    if (!entry.is_directory()) continue;
-    const fs::path d = entry.path();
+  std::ifstream manifest_file(dir / "manifest.json");
+  const auto manifest = nlohmann::json::parse(manifest_file);
+  std::size_t checked = 0;
+  // Every configuration of the grid has its trace.
+  for (const auto& configuration : manifest.at("configurations")) {
+    const fs::path d = dir / configuration.at("id").get<std::string>();
     INFO(d.filename().string());
     FaithfulnessReport r = check_faithfulness(d / "trace.atr", 0, d / "count.json", d / "trace.json");
     REQUIRE(r.passed);
@@ -139,7 +141,8 @@ TEST_CASE("Every committed captured trace is faithful to the H100's count pass a
     REQUIRE(r.atomic_replay.value("words", 0) > 0);
     ++checked;
   }
-  REQUIRE(checked >= 10);
+  REQUIRE(checked == manifest.at("configurations").size());
+  REQUIRE(checked >= 23);
 }
 
 TEST_CASE("A trace set beside another launch's counts is not faithful", "[compare][faithfulness][errors]") {

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <sstream>
 #include <string_view>
 
 #include "sim_helpers.hpp"
@@ -152,4 +154,73 @@ TEST_CASE("warp join refuses observations no control-flow path explains", "[capt
   split.events.push_back({1, 0x0000FFFFu, ObservedKind::Memory, 0, 0});
   split.events.push_back({2, 0xFFFFFFFFu, ObservedKind::Exit});
   REQUIRE_THROWS_WITH(joiner.join(split, ignore), Catch::Contains("without reporting it"));
+}
+
+namespace {
+JoinInput load_fixture(const std::string& name) {
+  std::ifstream in(std::string(ATOMSIM_SOURCE_DIR) + "/tests/data/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return load_join_input(text.str());
+}
+}  // namespace
+
+// Observations the H100 made of SW-S with 32 lanes per primitive and half the
+// lanes active (the first 8 warps of the launch): idle lanes leave the peer
+// loop with the warp and skip the next round, which the join once took for
+// another pass around the loop through the unobserved BRA.DIV path.
+TEST_CASE("warp join rebuilds the H100's SW-S streams as the committed faithful trace has them", "[capture][join]") {
+  JoinInput input = load_fixture("join-input-sws-lpp32-af0.5.json");
+  std::vector<trace::StaticInst> program;
+  for (std::size_t i = 0; i < input.pcs.size(); ++i) program.push_back(trace::parse_sass_instruction(input.text[i], input.pcs[i]));
+  std::vector<bool> observed(program.size(), false);
+  for (const auto& w : input.warps)
+    for (const auto& e : w.events) observed[e.index] = true;
+  WarpJoiner joiner(program, input.text, observed);
+  for (const auto& w : input.warps) joiner.survey(w);
+
+  trace::TraceReader committed(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/traces/sws-lpp32-af0.5-thr8/trace.atr");
+  REQUIRE(committed.kernel(0).program.size() == program.size());
+  for (std::size_t w = 0; w < input.warps.size(); ++w) {
+    INFO("warp " << w);
+    std::vector<trace::WarpInst> joined;
+    joiner.join(input.warps[w], [&](const trace::WarpInst& i) { joined.push_back(i); });
+    auto stream = committed.open_warp(0, w);
+    trace::WarpInst expected;
+    std::size_t n = 0;
+    while (stream.next(expected)) {
+      INFO("record " << n);
+      REQUIRE(n < joined.size());
+      REQUIRE(joined[n].index == expected.index);
+      REQUIRE(joined[n].active_mask == expected.active_mask);
+      ++n;
+    }
+    REQUIRE(n == joined.size());
+    REQUIRE(n > 1000);
+  }
+}
+
+TEST_CASE("a saved join input round-trips and damaged ones are refused by field", "[capture][join][errors]") {
+  JoinInput input = load_fixture("join-input-sws-lpp32-af0.5.json");
+  JoinInput again = load_join_input(save_join_input(input));
+  REQUIRE(again.kernel == input.kernel);
+  REQUIRE(again.pcs == input.pcs);
+  REQUIRE(again.text == input.text);
+  REQUIRE(again.warps.size() == input.warps.size());
+  for (std::size_t w = 0; w < input.warps.size(); ++w) {
+    REQUIRE(again.warps[w].lanes == input.warps[w].lanes);
+    REQUIRE(again.warps[w].events.size() == input.warps[w].events.size());
+    for (std::size_t e = 0; e < input.warps[w].events.size(); ++e) {
+      REQUIRE(again.warps[w].events[e].index == input.warps[w].events[e].index);
+      REQUIRE(again.warps[w].events[e].mask == input.warps[w].events[e].mask);
+      REQUIRE(again.warps[w].events[e].kind == input.warps[w].events[e].kind);
+    }
+  }
+  REQUIRE_THROWS_WITH(load_join_input("{"), Catch::Contains("not JSON"));
+  REQUIRE_THROWS_WITH(load_join_input(R"({"schema":"other"})"), Catch::Contains("key 'schema'"));
+  REQUIRE_THROWS_WITH(load_join_input(R"({"schema":"atomsim-join-input-1","kernel":"k","sass":[[0,"EXIT"]],"warps":[{"lanes":1,"events":[[5,1,6,0]]}]})"),
+                      Catch::Contains("names instruction 5 of 1"));
+  REQUIRE_THROWS_WITH(load_join_input(R"({"schema":"atomsim-join-input-1","kernel":"k","sass":[[0,"EXIT"]],"warps":[{"lanes":1,"events":[[0,1,9,0]]}]})"),
+                      Catch::Contains("unknown event kind 9"));
+  REQUIRE_THROWS_WITH(load_join_input(R"({"schema":"atomsim-join-input-1","kernel":"k"})"), Catch::Contains("malformed join input"));
 }

@@ -6,6 +6,7 @@
 #include <bit>
 #include <charconv>
 #include <deque>
+#include <nlohmann/json.hpp>
 
 #include "traces/sass.hpp"
 
@@ -109,8 +110,9 @@ const std::vector<std::uint32_t>& WarpJoiner::distances_to(std::uint32_t goal) {
       }
     }
   }
-  // Backwards breadth-first search; an observed instruction without a guard
-  // would have reported itself, so no path passes through one.
+  // Backwards breadth-first search; an instruction without a guard that is
+  // patched, or seen reporting itself, would have reported itself, so no path
+  // passes through one, even where this launch never ran it.
   std::vector<std::uint32_t> dist(nodes_.size(), kUnreachable);
   std::deque<std::uint32_t> queue{goal};
   dist[goal] = 0;
@@ -118,7 +120,7 @@ const std::vector<std::uint32_t>& WarpJoiner::distances_to(std::uint32_t goal) {
     std::uint32_t i = queue.front();
     queue.pop_front();
     for (std::uint32_t p : predecessors_[i]) {
-      if (dist[p] != kUnreachable || (observed_[p] && !nodes_[p].guarded)) continue;
+      if (dist[p] != kUnreachable || ((observed_[p] || nodes_[p].reports) && !nodes_[p].guarded)) continue;
       if (nodes_[p].flow == Flow::Indirect) continue;
       dist[p] = dist[i] + 1;
       queue.push_back(p);
@@ -168,8 +170,8 @@ void WarpJoiner::join(const WarpObservation& warp, const std::function<void(cons
   std::array<std::uint32_t, 16> convergence{};
   std::uint32_t clock = 0, live = 0, waiting = 0;
   for (int lane = 0; lane < 32; ++lane) {
-    if (lane_events[lane].empty()) continue;
-    if (warp.events[lane_events[lane].back()].kind != ObservedKind::Exit)
+    if (!((warp.lanes >> lane) & 1)) continue;
+    if (lane_events[lane].empty() || warp.events[lane_events[lane].back()].kind != ObservedKind::Exit)
       fail(fmt::format("lane {} never reported its exit", lane));
     live |= 1u << lane;
   }
@@ -367,6 +369,64 @@ void WarpJoiner::join(const WarpObservation& warp, const std::function<void(cons
     }
     for (std::uint32_t m = group; m; m &= m - 1) ++pc[std::countr_zero(m)];
   }
+}
+
+namespace {
+constexpr const char* kJoinInputSchema = "atomsim-join-input-1";
+}
+
+std::string save_join_input(const JoinInput& input) {
+  nlohmann::json sass = nlohmann::json::array();
+  for (std::size_t i = 0; i < input.pcs.size(); ++i) sass.push_back({input.pcs[i], input.text[i]});
+  nlohmann::json warps = nlohmann::json::array();
+  for (const WarpObservation& w : input.warps) {
+    nlohmann::json events = nlohmann::json::array();
+    for (const ObservedInst& e : w.events)
+      events.push_back({e.index, e.mask, static_cast<int>(e.kind), e.call_target});
+    warps.push_back({{"lanes", w.lanes}, {"events", std::move(events)}});
+  }
+  nlohmann::json doc = {{"schema", kJoinInputSchema}, {"kernel", input.kernel}, {"sass", std::move(sass)},
+                        {"warps", std::move(warps)}};
+  return doc.dump() + "\n";
+}
+
+JoinInput load_join_input(const std::string& document) {
+  nlohmann::json doc = nlohmann::json::parse(document, nullptr, false);
+  if (doc.is_discarded()) throw JoinError("not JSON");
+  if (!doc.is_object() || doc.value("schema", "") != kJoinInputSchema)
+    throw JoinError(fmt::format("key 'schema': expected \"{}\"", kJoinInputSchema));
+  JoinInput input;
+  try {
+    input.kernel = doc.at("kernel").get<std::string>();
+    for (const auto& line : doc.at("sass")) {
+      input.pcs.push_back(line.at(0).get<std::uint64_t>());
+      input.text.push_back(line.at(1).get<std::string>());
+    }
+    for (const auto& w : doc.at("warps")) {
+      WarpObservation obs;
+      obs.lanes = w.at("lanes").get<std::uint32_t>();
+      for (const auto& e : w.at("events")) {
+        ObservedInst inst;
+        inst.index = e.at(0).get<std::uint32_t>();
+        inst.mask = e.at(1).get<std::uint32_t>();
+        int kind = e.at(2).get<int>();
+        if (kind < 0 || kind > static_cast<int>(ObservedKind::Exit)) throw JoinError(fmt::format("unknown event kind {}", kind));
+        inst.kind = static_cast<ObservedKind>(kind);
+        inst.call_target = e.at(3).get<std::uint32_t>();
+        if (inst.index >= input.pcs.size() || inst.call_target >= input.pcs.size())
+          throw JoinError(fmt::format("warp {}: an event names instruction {} of {}", input.warps.size(), inst.index, input.pcs.size()));
+        if (inst.kind == ObservedKind::Memory) {
+          inst.operands = static_cast<std::int32_t>(obs.operands.size());
+          obs.operands.emplace_back();
+        }
+        obs.events.push_back(inst);
+      }
+      input.warps.push_back(std::move(obs));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw JoinError(std::string("malformed join input: ") + e.what());
+  }
+  return input;
 }
 
 }  // namespace atomsim::capture

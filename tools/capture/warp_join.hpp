@@ -52,6 +52,19 @@ struct JoinError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A launch's observations with the kernel's SASS, enough to run the join again
+// without the GPU: the trace pass saves one when a join fails, and
+// `atomsim trace rejoin` replays it. Operands are left out; they do not steer.
+struct JoinInput {
+  std::string kernel;
+  std::vector<std::uint64_t> pcs;
+  std::vector<std::string> text;
+  std::vector<WarpObservation> warps;
+};
+std::string save_join_input(const JoinInput& input);
+// Throws JoinError naming the field when the document is not a saved join input.
+JoinInput load_join_input(const std::string& document);
+
 class WarpJoiner {
  public:
   // `text` holds each instruction's SASS text (guard included); `observed[i]`

@@ -390,8 +390,23 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
     obs.events.push_back(inst);
   }
 
+  // On failure, keep what the join was given so that it can be rerun without the GPU.
+  auto join_failed = [&](std::uint64_t w, const JoinError& e) {
+    JoinInput input{r.name, {}, text, observed};
+    for (const auto& s : k.program) input.pcs.push_back(s.pc);
+    const auto saved = p.settings.out_dir / "join-input.json";
+    write_file_atomically(saved, save_join_input(input));
+    return CaptureError(fmt::format("{}: warp {}: {} (the join's input is saved: atomsim trace rejoin {})", r.name, w,
+                                    e.what(), saved.string()));
+  };
   WarpJoiner joiner(k.program, text, seen);
-  for (const auto& obs : observed) joiner.survey(obs);
+  for (std::uint64_t w = 0; w < warps; ++w) {
+    try {
+      joiner.survey(observed[w]);
+    } catch (const JoinError& e) {
+      throw join_failed(w, e);
+    }
+  }
   if (!p.writer) p.writer = std::make_unique<trace::TraceWriter>((p.settings.out_dir / "trace.atr").string());
   p.writer->begin_kernel(k);
   std::uint64_t records = 0;
@@ -402,7 +417,7 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
         ++records;
       });
     } catch (const JoinError& e) {
-      throw CaptureError(fmt::format("{}: warp {}: {}", r.name, w, e.what()));
+      throw join_failed(w, e);
     }
     p.writer->end_warp(w);
   }
