@@ -1,0 +1,85 @@
+// The native workload runners, as far as a machine without a GPU can check
+// them: option errors are one line with status 2, and a run either succeeds
+// and checks itself (on a GPU machine) or fails in one line saying there is no
+// usable device.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "sim_helpers.hpp"
+
+namespace {
+
+struct Run {
+  int code;
+  std::string out, err;
+};
+
+Run run(const std::string& program, const std::string& args) {
+  const std::string out = atomsim::testing::temp_trace("workload.out"), err = atomsim::testing::temp_trace("workload.err");
+  const std::string cmd = std::string(ATOMSIM_WORKLOADS_DIR) + "/" + program + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  Run r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  return r;
+}
+
+std::size_t lines(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("workload runners refuse bad options in one line", "[workloads][errors]") {
+  struct Case {
+    const char* program;
+    const char* args;
+    const char* says;
+  };
+  for (const Case& c : {Case{"onesweep", "--bogus 1", "unknown option --bogus"}, Case{"onesweep", "--keys 0", "--keys must be"},
+                        Case{"onesweep", "--distribution skewed", "--distribution must be one of uniform, narrow"},
+                        Case{"sparse_grid", "--side 100", "--side must be a multiple of 32"},
+                        Case{"sparse_grid", "--variant", "option --variant needs a value"},
+                        Case{"mpm", "--dimensions 4", "--dimensions must be an integer in [2, 3]"},
+                        Case{"mpm", "--variant fast", "--variant must be one of baseline, warp"}}) {
+    INFO(c.program << " " << c.args);
+    Run r = run(c.program, c.args);
+    REQUIRE(r.code == 2);
+    REQUIRE(lines(r.err) == 1);
+    REQUIRE(r.err.find(std::string(c.program) + ": ") == 0);
+    REQUIRE(r.err.find(c.says) != std::string::npos);
+    REQUIRE(r.out.empty());
+  }
+}
+
+TEST_CASE("workload runners check themselves on a GPU, or say in one line that there is none", "[workloads]") {
+  for (const char* invocation : {"onesweep --keys 5000 --pairs 1 --warmup 0 --repeat 1",
+                                 "sparse_grid --points 2000 --side 64 --warmup 0 --repeat 1",
+                                 "mpm --dimensions 2 --grid 32 --warmup 0 --steps 2"}) {
+    const std::string s = invocation;
+    Run r = run(s.substr(0, s.find(' ')), s.substr(s.find(' ') + 1));
+    INFO(invocation << ": " << r.err);
+    if (r.code == 0) {
+      REQUIRE(r.out.find("\"correct\":true") != std::string::npos);
+      REQUIRE(r.out.find("\"device\":{") != std::string::npos);
+    } else {
+      REQUIRE(r.code == 1);
+      REQUIRE(lines(r.err) == 1);
+      REQUIRE(r.err.find("CUDA device") != std::string::npos);
+      REQUIRE(r.out.empty());
+    }
+  }
+}
