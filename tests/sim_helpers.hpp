@@ -1,12 +1,17 @@
 // Builds small traces and runs them on a configuration, for model-level tests.
 #pragma once
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "sim/config.hpp"
 #include "sim/gpu.hpp"
@@ -18,6 +23,33 @@ namespace atomsim::testing {
 
 inline std::string temp_trace(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("atomsim-test-" + std::to_string(::getpid()) + "-" + name)).string();
+}
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct CommandResult {
+  int code;
+  std::string out, err;
+  std::size_t err_lines() const {
+    std::size_t n = 0;
+    for (char c : err) n += c == '\n';
+    return n;
+  }
+};
+
+// Runs a shell command with no input; its exit status and what it printed.
+inline CommandResult run_command(const std::string& command) {
+  const std::string out = temp_trace("command.out"), err = temp_trace("command.err");
+  const int status = std::system((command + " >" + out + " 2>" + err + " </dev/null").c_str());
+  CommandResult r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  return r;
 }
 
 inline GpuParams h100_with(std::vector<std::string> overrides) {

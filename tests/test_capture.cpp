@@ -16,20 +16,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Launch {
-  int code;
-  std::string err;
-};
-
-Launch run_capture(const std::string& args) {
-  std::string err = testing::temp_trace("capture.err");
-  std::string cmd = std::string(ATOMSIM_CAPTURE_BINARY) + " " + args + " >/dev/null 2>" + err + " </dev/null";
-  int status = std::system(cmd.c_str());
-  std::ifstream in(err);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::remove(err.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ss.str()};
+testing::CommandResult run_capture(const std::string& args) {
+  return testing::run_command(std::string(ATOMSIM_CAPTURE_BINARY) + " " + args);
 }
 
 }  // namespace
@@ -64,21 +52,21 @@ TEST_CASE("Capture: launches are selected by name and index among matches", "[ca
 
 TEST_CASE("Capture: programs that do no CUDA work, crash or are missing fail with one line", "[capture][errors]") {
   fs::path out = testing::temp_trace("capture-out");
-  Launch no_cuda = run_capture("--pass timing --out " + out.string() + " -- /bin/true");
+  auto no_cuda = run_capture("--pass timing --out " + out.string() + " -- /bin/true");
   REQUIRE(no_cuda.code == 1);
   REQUIRE(no_cuda.err == "atomsim-capture: timing pass: the program did no CUDA work (the injection library was never loaded)\n");
-  Launch crash = run_capture("--pass timing --out " + out.string() + " -- /bin/sh -c 'kill -SEGV $$'");
+  auto crash = run_capture("--pass timing --out " + out.string() + " -- /bin/sh -c 'kill -SEGV $$'");
   REQUIRE(crash.code == 1);
   REQUIRE(crash.err.find("crashed (Segmentation fault); nothing written") != std::string::npos);
-  Launch missing = run_capture("--out " + out.string() + " -- /no/such/program");
+  auto missing = run_capture("--out " + out.string() + " -- /no/such/program");
   REQUIRE(missing.code == 1);
   REQUIRE(missing.err.find("cannot run /no/such/program") != std::string::npos);
-  Launch hang = run_capture("--pass timing --timeout 0.5 --out " + out.string() + " -- /bin/sleep 30");
+  auto hang = run_capture("--pass timing --timeout 0.5 --out " + out.string() + " -- /bin/sleep 30");
   REQUIRE(hang.code == 1);
   REQUIRE(hang.err.find("ran past --timeout") != std::string::npos);
   REQUIRE(run_capture("--pass bogus -- /bin/true").err == "atomsim-capture: unknown pass 'bogus' (timing, stall, count or trace)\n");
   // Without the Sanitizer (library not built, or its runtime not installed) the trace pass says so.
-  Launch trace = run_capture("--pass trace --out " + out.string() + " -- /bin/true");
+  auto trace = run_capture("--pass trace --out " + out.string() + " -- /bin/true");
   REQUIRE(trace.code == 1);
   REQUIRE((trace.err.find("trace pass not available") != std::string::npos ||
            trace.err.find("trace pass: libsanitizer-public.so not found") != std::string::npos ||

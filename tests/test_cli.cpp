@@ -13,32 +13,10 @@ using namespace atomsim;
 
 namespace {
 
-struct CliResult {
-  int code;
-  std::string out, err;
-  std::size_t err_lines() const {
-    std::size_t n = 0;
-    for (char c : err) n += c == '\n';
-    return n;
-  }
-};
+using CliResult = testing::CommandResult;
+using testing::slurp;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-CliResult cli(const std::string& args) {
-  std::string out = testing::temp_trace("cli.out"), err = testing::temp_trace("cli.err");
-  std::string cmd = std::string(ATOMSIM_BINARY) + " " + args + " >" + out + " 2>" + err + " </dev/null";
-  int status = std::system(cmd.c_str());
-  CliResult r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-  std::remove(out.c_str());
-  std::remove(err.c_str());
-  return r;
-}
+CliResult cli(const std::string& args) { return testing::run_command(std::string(ATOMSIM_BINARY) + " " + args); }
 
 std::string tiny_trace() {
   workloads::MicrobenchParams p;

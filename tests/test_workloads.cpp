@@ -4,41 +4,16 @@
 // usable device.
 #include <catch2/catch.hpp>
 
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "sim_helpers.hpp"
 
 namespace {
 
-struct Run {
-  int code;
-  std::string out, err;
-};
+using Run = atomsim::testing::CommandResult;
 
 Run run(const std::string& program, const std::string& args) {
-  const std::string out = atomsim::testing::temp_trace("workload.out"), err = atomsim::testing::temp_trace("workload.err");
-  const std::string cmd = std::string(ATOMSIM_WORKLOADS_DIR) + "/" + program + " " + args + " >" + out + " 2>" + err + " </dev/null";
-  const int status = std::system(cmd.c_str());
-  auto slurp = [](const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
-  Run r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-  std::remove(out.c_str());
-  std::remove(err.c_str());
-  return r;
-}
-
-std::size_t lines(const std::string& s) {
-  std::size_t n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
+  return atomsim::testing::run_command(std::string(ATOMSIM_WORKLOADS_DIR) + "/" + program + " " + args);
 }
 
 }  // namespace
@@ -58,7 +33,7 @@ TEST_CASE("workload runners refuse bad options in one line", "[workloads][errors
     INFO(c.program << " " << c.args);
     Run r = run(c.program, c.args);
     REQUIRE(r.code == 2);
-    REQUIRE(lines(r.err) == 1);
+    REQUIRE(r.err_lines() == 1);
     REQUIRE(r.err.find(std::string(c.program) + ": ") == 0);
     REQUIRE(r.err.find(c.says) != std::string::npos);
     REQUIRE(r.out.empty());
@@ -77,7 +52,7 @@ TEST_CASE("workload runners check themselves on a GPU, or say in one line that t
       REQUIRE(r.out.find("\"device\":{") != std::string::npos);
     } else {
       REQUIRE(r.code == 1);
-      REQUIRE(lines(r.err) == 1);
+      REQUIRE(r.err_lines() == 1);
       REQUIRE(r.err.find("CUDA device") != std::string::npos);
       REQUIRE(r.out.empty());
     }
