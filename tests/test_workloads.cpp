@@ -4,9 +4,13 @@
 // usable device.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "sim_helpers.hpp"
+#include "workloads/splat3d/mesh.hpp"
 
 namespace {
 
@@ -57,4 +61,40 @@ TEST_CASE("workload runners check themselves on a GPU, or say in one line that t
       REQUIRE(r.out.empty());
     }
   }
+}
+
+TEST_CASE("the bunny mesh loads from the npm package the setup installs, and damaged files are named", "[workloads]") {
+  using atomsim::workload::load_bunny;
+  using atomsim::workload::MeshError;
+  const std::string path = std::string(ATOMSIM_SOURCE_DIR) + "/workloads/splat3d/data/node_modules/bunny/index.js";
+  const auto mesh = load_bunny(path);
+  REQUIRE(mesh.positions.size() == 1839);
+  REQUIRE(mesh.triangles.size() == 3674);
+  float top = -1e9f;
+  for (const auto& p : mesh.positions) top = std::max(top, p[1]);
+  REQUIRE(top == Approx(9.654748f));
+
+  const std::string bad = atomsim::testing::temp_trace("bunny.js");
+  std::ofstream(bad) << "exports.positions=[[0,0,0],[1,0,0],[0,1,0]];exports.cells=[[0,1,7]]";
+  REQUIRE_THROWS_WITH(load_bunny(bad), Catch::Contains("triangle 0 names vertex 7 of 3"));
+  std::ofstream(bad) << "exports.positions=[[0,0,0],[1,0 0]];exports.cells=[[0,1,2]]";
+  REQUIRE_THROWS_WITH(load_bunny(bad), Catch::Contains(bad + ": byte 32: expected ','"));
+  std::ofstream(bad) << "module.exports = {}";
+  REQUIRE_THROWS_WITH(load_bunny(bad), Catch::Contains("no 'positions='"));
+  std::remove(bad.c_str());
+  REQUIRE_THROWS_WITH(load_bunny("/nonexistent/index.js"), Catch::Contains("/nonexistent/index.js: cannot open"));
+}
+
+TEST_CASE("the splatting trainer refuses bad options and a missing mesh in one line", "[workloads][errors]") {
+  Run r = run("splat3d", "--variant fastest");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err_lines() == 1);
+  REQUIRE(r.err.find("--variant must be one of baseline, sws, swb, warp, auto") != std::string::npos);
+  r = run("splat3d", "--threshold 40");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err.find("--threshold must be an integer in [1, 33]") != std::string::npos);
+  r = run("splat3d", "--mesh /nonexistent/index.js");
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err_lines() == 1);
+  REQUIRE(r.err.find("splat3d: /nonexistent/index.js: cannot open") != std::string::npos);
 }
