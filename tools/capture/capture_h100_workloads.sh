@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The workload dataset in one command on a GPU machine: builds the native
-# runners (sort, sparse, mpm) for sm_90 and, for every workload and variant,
+# runners (sort, sparse, mpm, splat3d) for sm_90 and, for every workload and variant,
 # records the runner's own timed and checked result (native.json: CUDA
 # events, warm-up, medians), the stall and count passes of its atomic-heavy
 # kernels on a launch after warm-up (full size), and a captured trace with
@@ -19,8 +19,10 @@ capture=$build/atomsim-capture
 [ -x "$capture" ] || { echo "capture_h100_workloads: $capture not found (build the project first)" >&2; exit 1; }
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
-for w in sort/onesweep sparse/sparse_grid mpm/mpm; do
-  nvcc -O3 -std=c++17 -arch=sm_90 -lineinfo -I"$root" -o "$bin/$(basename $w)" "$root/workloads/$w.cu"
+mesh=$root/workloads/splat3d/data/node_modules/bunny/index.js
+[ -f "$mesh" ] || { echo "capture_h100_workloads: $mesh not found (run tools/install-deps.sh)" >&2; exit 1; }
+for w in sort/onesweep sparse/sparse_grid mpm/mpm splat3d/splat3d; do
+  nvcc -O3 -std=c++17 -arch=sm_90 -lineinfo -I"$root" -DATOMSIM_SPLAT3D_MESH="\"$mesh\"" -o "$bin/$(basename $w)" "$root/workloads/$w.cu"
 done
 
 # name | runner | kernels as label=regex (over demangled names) | full-size arguments | reduced-size arguments for the trace
@@ -33,9 +35,13 @@ runs=(
   "mpm/3d-warp|mpm|p2g=mpm_p2g<3,.true>|--dimensions 3 --grid 256 --variant warp|--dimensions 3 --grid 32 --variant warp"
   "mpm/2d-baseline|mpm|p2g=mpm_p2g<2,.false>|--dimensions 2 --grid 2048 --variant baseline|--dimensions 2 --grid 128 --variant baseline"
   "mpm/2d-warp|mpm|p2g=mpm_p2g<2,.true>|--dimensions 2 --grid 2048 --variant warp|--dimensions 2 --grid 128 --variant warp"
+  "splat3d/baseline|splat3d|backward=splat_render_backward|--gaussians 100000 --variant baseline|--gaussians 5000 --width 128 --height 128 --views 4 --variant baseline"
+  "splat3d/sws|splat3d|backward=splat_render_backward|--gaussians 100000 --variant sws|--gaussians 5000 --width 128 --height 128 --views 4 --variant sws"
+  "splat3d/swb|splat3d|backward=splat_render_backward|--gaussians 100000 --variant swb|--gaussians 5000 --width 128 --height 128 --views 4 --variant swb"
+  "splat3d/warp|splat3d|backward=splat_render_backward|--gaussians 100000 --variant warp|--gaussians 5000 --width 128 --height 128 --views 4 --variant warp"
 )
-short_run() {  # one warm-up launch, then the captured one
-  case $1 in mpm) echo "--warmup 1 --steps 1" ;; *) echo "--warmup 1 --repeat 1" ;; esac
+short_run() {  # one warm-up launch, then the captured one (the trainer's variant check launches every variant: off)
+  case $1 in mpm) echo "--warmup 1 --steps 1" ;; splat3d) echo "--iterations 3 --warmup 0 --check 0" ;; *) echo "--warmup 1 --repeat 1" ;; esac
 }
 failures=0
 for r in "${runs[@]}"; do
