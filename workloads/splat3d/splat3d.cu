@@ -10,7 +10,7 @@
 //             contribute, a SHFL.DOWN butterfly sums each value and lane 0 adds it;
 //   warp      unconditional warp reduction (cooperative groups reduce, as gsplat does), lane 0 adds;
 //   auto      DISTWAR's tuner: every --tune-every iterations, times the backward pass with SW-S at
-//             each threshold and keeps the fastest.
+//             each threshold and without reduction (the baseline kernel), and keeps the fastest.
 // Training views are ray-cast from the mesh with a procedural texture. Each
 // iteration: preprocess (projection, 2D covariance and conic, SH colour, tile
 // bounds), per-tile depth sort (CUB radix sort over tile|depth keys),
@@ -645,7 +645,7 @@ class Trainer {
     double psnr = 0;
     times.time("iteration", keep, [&] {
       psnr = forward(cam, degree, view, &times, keep);
-      times.time("splat_render_backward", keep, [&] { render_backward(cam, s_.variant, s_.threshold); });
+      times.time("splat_render_backward", keep, [&] { render_backward(cam, tuned_variant(s_.threshold), s_.threshold); });
       times.time("splat_preprocess_backward", keep, [&] {
         splat_preprocess_backward<<<blocks(n_), 256>>>(params_, n_, cam, degree, f_.pr, grad2d_, grads_, densify_grad_, densify_count_);
       });
@@ -724,13 +724,19 @@ class Trainer {
     WORKLOAD_CHECK(cudaGetLastError());
   }
 
-  // DISTWAR's tuner: the backward pass of this view with SW-S at each threshold (33: never reduce); keep the fastest.
+  // Under the tuner, threshold 33 (never reduce) runs the baseline kernel, without SW-S's MATCH.ANY.
+  Variant tuned_variant(int threshold) const {
+    if (!s_.autotune) return s_.variant;
+    return threshold > 32 ? Variant::Baseline : Variant::SwS;
+  }
+
+  // DISTWAR's tuner: the backward pass of this view with SW-S at each threshold and without reduction (33); keep the fastest.
   void tune(const Camera& cam, int degree) {
     forward(cam, degree, static_cast<int>(&cam - scene_.cameras.data()), nullptr, false);
     float best_ms = 1e30f;
     for (int threshold : {1, 2, 4, 8, 12, 16, 20, 24, 28, 32, 33}) {
       KernelTimes trial;
-      for (int r = 0; r < 3; ++r) trial.time("t", r > 0, [&] { render_backward(cam, Variant::SwS, threshold); });
+      for (int r = 0; r < 3; ++r) trial.time("t", r > 0, [&] { render_backward(cam, tuned_variant(threshold), threshold); });
       const float ms = static_cast<float>(trial.summary("t").median_ms);
       if (ms < best_ms) best_ms = ms, s_.threshold = threshold;
     }
