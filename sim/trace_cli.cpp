@@ -76,18 +76,15 @@ void trace_rejoin(const std::string& path, std::optional<std::uint64_t> show_war
   std::vector<trace::StaticInst> program;
   try {
     input = capture::load_join_input(text.str());
-    for (std::size_t i = 0; i < input.pcs.size(); ++i) program.push_back(trace::parse_sass_instruction(input.text[i], input.pcs[i]));
+    program = input.program();
   } catch (const std::exception& e) {
     throw trace::TraceError(path + ": " + e.what());
   }
   if (show_warp && *show_warp >= input.warps.size())
     throw trace::TraceError(fmt::format("{}: no warp {} (it has {})", path, *show_warp, input.warps.size()));
-  std::vector<bool> observed(program.size(), false);
-  for (const auto& w : input.warps)
-    for (const auto& e : w.events) observed[e.index] = true;
   std::uint64_t warp = 0, records = 0;
   try {
-    capture::WarpJoiner joiner(program, input.text, observed);
+    capture::WarpJoiner joiner(program, input.text, input.observed());
     for (; warp < input.warps.size(); ++warp) joiner.survey(input.warps[warp]);
     for (warp = 0; warp < input.warps.size(); ++warp) {
       joiner.join(input.warps[warp], [&](const trace::WarpInst& inst) {

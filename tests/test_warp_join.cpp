@@ -171,12 +171,8 @@ JoinInput load_fixture(const std::string& name) {
 // another pass around the loop through the unobserved BRA.DIV path.
 TEST_CASE("warp join rebuilds the H100's SW-S streams as the committed faithful trace has them", "[capture][join]") {
   JoinInput input = load_fixture("join-input-sws-lpp32-af0.5.json");
-  std::vector<trace::StaticInst> program;
-  for (std::size_t i = 0; i < input.pcs.size(); ++i) program.push_back(trace::parse_sass_instruction(input.text[i], input.pcs[i]));
-  std::vector<bool> observed(program.size(), false);
-  for (const auto& w : input.warps)
-    for (const auto& e : w.events) observed[e.index] = true;
-  WarpJoiner joiner(program, input.text, observed);
+  const std::vector<trace::StaticInst> program = input.program();
+  WarpJoiner joiner(program, input.text, input.observed());
   for (const auto& w : input.warps) joiner.survey(w);
 
   trace::TraceReader committed(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/traces/sws-lpp32-af0.5-thr8/trace.atr");

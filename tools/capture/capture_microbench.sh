@@ -16,15 +16,11 @@ set -euo pipefail
 out=${1:?usage: capture_microbench.sh OUTDIR [BUILD_DIR]}
 build=${2:-build}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-capture=$build/atomsim-capture
-[ -x "$capture" ] || { echo "capture_microbench: $capture not found (build the project first)" >&2; exit 1; }
-mkdir -p "$out"
-bin=$out/.microbench
-nvcc -O3 -arch=sm_90 -lineinfo -o "$bin" "$root/workloads/microbench/microbench.cu"
+source "$root/tools/capture/microbench_grid.sh"
+build_microbench capture_microbench "$out" "$build"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
   --format=csv > "$out/device.txt" 2>&1 || true
 
-source "$root/tools/capture/microbench_grid.sh"
 microbench_grid 264 8 8 9 65536
 
 : > "$out/timing.jsonl"

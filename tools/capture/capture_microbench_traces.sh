@@ -13,13 +13,9 @@ out=${1:?usage: capture_microbench_traces.sh OUTDIR [BUILD_DIR] [CONFIG_FILTER]}
 build=${2:-build}
 filter=${3:-.}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-capture=$build/atomsim-capture
-[ -x "$capture" ] || { echo "capture_microbench_traces: $capture not found (build the project first)" >&2; exit 1; }
-mkdir -p "$out"
-bin=$out/.microbench
-nvcc -O3 -arch=sm_90 -lineinfo -o "$bin" "$root/workloads/microbench/microbench.cu"
-
 source "$root/tools/capture/microbench_grid.sh"
+build_microbench capture_microbench_traces "$out" "$build"
+
 microbench_grid 16 8 4 9 4096
 
 failures=0

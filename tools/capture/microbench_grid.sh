@@ -1,10 +1,21 @@
-# Sourced by the microbenchmark capture scripts: the grid of configurations and
+# Sourced by the microbenchmark capture scripts: the native build, the grid of configurations and
 # the dataset manifest, shared so that the timed dataset and the captured
 # traces cover the same configurations.
 #
 # microbench_grid BLOCKS WARPS ITERATIONS PARAMS PRIMITIVES
 #   sets `shape` (the runner's shape options) and `configs` ("variant lpp af threshold"):
 #   3 active fractions x 2 lanes-per-primitive x 3 variants, plus an SW-S threshold sweep.
+# build_microbench SCRIPT OUT BUILD: checks that BUILD holds atomsim-capture
+#   (sets `capture`), creates OUT and compiles the native microbenchmark into
+#   OUT/.microbench (sets `bin`).
+build_microbench() {
+  capture=$3/atomsim-capture
+  [ -x "$capture" ] || { echo "$1: $capture not found (build the project first)" >&2; exit 1; }
+  mkdir -p "$2"
+  bin=$2/.microbench
+  nvcc -O3 -arch=sm_90 -lineinfo -o "$bin" "$root/workloads/microbench/microbench.cu"
+}
+
 microbench_grid() {
   blocks=$1 warps=$2 iterations=$3 params=$4 primitives=$5
   shape="--blocks $blocks --warps-per-block $warps --iterations $iterations --params $params --primitives $primitives"

@@ -375,6 +375,19 @@ namespace {
 constexpr const char* kJoinInputSchema = "atomsim-join-input-1";
 }
 
+std::vector<trace::StaticInst> JoinInput::program() const {
+  std::vector<trace::StaticInst> out;
+  for (std::size_t i = 0; i < pcs.size(); ++i) out.push_back(trace::parse_sass_instruction(text[i], pcs[i]));
+  return out;
+}
+
+std::vector<bool> JoinInput::observed() const {
+  std::vector<bool> out(pcs.size(), false);
+  for (const auto& w : warps)
+    for (const auto& e : w.events) out[e.index] = true;
+  return out;
+}
+
 std::string save_join_input(const JoinInput& input) {
   nlohmann::json sass = nlohmann::json::array();
   for (std::size_t i = 0; i < input.pcs.size(); ++i) sass.push_back({input.pcs[i], input.text[i]});

@@ -60,6 +60,10 @@ struct JoinInput {
   std::vector<std::uint64_t> pcs;
   std::vector<std::string> text;
   std::vector<WarpObservation> warps;
+
+  // The SASS as instructions, and which of them reported themselves in the launch.
+  std::vector<trace::StaticInst> program() const;
+  std::vector<bool> observed() const;
 };
 std::string save_join_input(const JoinInput& input);
 // Throws JoinError naming the field when the document is not a saved join input.

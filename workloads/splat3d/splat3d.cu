@@ -530,7 +530,7 @@ struct Frame {
   float *image = nullptr, *d_image = nullptr, *final_T = nullptr;
   double* sums = nullptr;
   void* temp = nullptr;
-  std::size_t capacity = 0, key_capacity = 0, temp_bytes = 0;
+  std::size_t key_capacity = 0, temp_bytes = 0;
   std::uint32_t rendered = 0;
 };
 
@@ -641,11 +641,11 @@ class Trainer {
   double iterate(int iteration, int view, KernelTimes& times, bool keep) {
     const int degree = std::min(3, iteration / 1000);
     const Camera& cam = scene_.cameras[view];
-    if (s_.autotune && (iteration - 1) % s_.tune_every == 0) tune(cam, degree);
+    if (s_.autotune && (iteration - 1) % s_.tune_every == 0) tune(view, degree);
     double psnr = 0;
     times.time("iteration", keep, [&] {
       psnr = forward(cam, degree, view, &times, keep);
-      times.time("splat_render_backward", keep, [&] { render_backward(cam, tuned_variant(s_.threshold), s_.threshold); });
+      times.time("splat_render_backward", keep, [&] { render_backward(tuned_variant(s_.threshold), s_.threshold); });
       times.time("splat_preprocess_backward", keep, [&] {
         splat_preprocess_backward<<<blocks(n_), 256>>>(params_, n_, cam, degree, f_.pr, grad2d_, grads_, densify_grad_, densify_count_);
       });
@@ -660,7 +660,7 @@ class Trainer {
   // The backward pass's screen-space gradients of one view, by `variant`, for the variant check.
   std::vector<float> gradients_2d(int view, Variant variant, int threshold) {
     forward(scene_.cameras[view], 0, view, nullptr, false);
-    render_backward(scene_.cameras[view], variant, threshold);
+    render_backward(variant, threshold);
     std::vector<float> out(std::size_t(n_) * kGrad2d);
     WORKLOAD_CHECK(cudaMemcpy(out.data(), grad2d_, out.size() * sizeof(float), cudaMemcpyDeviceToHost));
     return out;
@@ -708,7 +708,7 @@ class Trainer {
     return 10.0 * std::log10(1.0 / std::max(mse, 1e-12));
   }
 
-  void render_backward(const Camera&, Variant variant, int threshold) {
+  void render_backward(Variant variant, int threshold) {
     WORKLOAD_CHECK(cudaMemsetAsync(grad2d_, 0, std::size_t(n_) * kGrad2d * sizeof(float)));
     const dim3 grid(tiles_x_, tiles_y_);
     auto launch = [&](auto kernel) {
@@ -731,12 +731,12 @@ class Trainer {
   }
 
   // DISTWAR's tuner: the backward pass of this view with SW-S at each threshold and without reduction (33); keep the fastest.
-  void tune(const Camera& cam, int degree) {
-    forward(cam, degree, static_cast<int>(&cam - scene_.cameras.data()), nullptr, false);
+  void tune(int view, int degree) {
+    forward(scene_.cameras[view], degree, view, nullptr, false);
     float best_ms = 1e30f;
     for (int threshold : {1, 2, 4, 8, 12, 16, 20, 24, 28, 32, 33}) {
       KernelTimes trial;
-      for (int r = 0; r < 3; ++r) trial.time("t", r > 0, [&] { render_backward(cam, tuned_variant(threshold), threshold); });
+      for (int r = 0; r < 3; ++r) trial.time("t", r > 0, [&] { render_backward(tuned_variant(threshold), threshold); });
       const float ms = static_cast<float>(trial.summary("t").median_ms);
       if (ms < best_ms) best_ms = ms, s_.threshold = threshold;
     }
