@@ -668,7 +668,7 @@ void Sm::evaluate() {
     }
     Cycle next = std::min({lsu_completions_.next_ready(), mio_completions_.next_ready(), cta_launch_.next_ready()});
     for (std::uint32_t i = 0; i < subcores_.size(); ++i) {
-      if (credits_[i].lg | credits_[i].mio) subcores_[i]->collect_credits();
+      if (credits_[i].lg.messages | credits_[i].mio.messages) subcores_[i]->collect_credits();
       if (subcore_due_[i] <= now) subcores_[i]->evaluate(now);
       next = std::min(next, subcore_due_[i]);
     }

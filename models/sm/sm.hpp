@@ -126,7 +126,7 @@ class Sm : public Unit {
   // Per sub-core, kept here so that an evaluation touches idle sub-cores not at all:
   std::vector<Cycle> subcore_due_;            // next cycle it must run (0: now)
   struct Credits {
-    std::uint64_t lg = 0, mio = 0;  // queue slots the L1 and MIO freed (operands read)
+    LinkCredits lg, mio;  // queue slots the L1 and MIO freed (operands read)
   };
   std::vector<Credits> credits_;
   std::vector<CtaSlot> ctas_;

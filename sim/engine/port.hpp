@@ -84,6 +84,15 @@ class ActiveInputs {
   std::size_t rotation_ = 0;
 };
 
+// Flow control of one link, kept with the sender so that it never reads the
+// receiver's buffer: what the receiver has freed since the sender last took
+// credits, and whether the sender asked to be woken when it frees more.
+struct LinkCredits {
+  std::uint64_t messages = 0;
+  std::uint64_t flits = 0;
+  bool wake_sender = false;
+};
+
 // Anything sent through a port says how many flits of buffer it occupies.
 template <class Msg>
 std::uint32_t flits_of(const Msg& msg) { return msg.flits(); }
@@ -98,14 +107,13 @@ class InPort {
 
   // capacity_flits bounds buffered plus in-flight flits; max_messages bounds entries.
   InPort(Unit& owner, std::uint32_t capacity_flits, std::uint32_t max_messages = 0)
-      : owner_(owner), capacity_flits_(capacity_flits),
-        buffer_(max_messages ? max_messages : capacity_flits) {
+      : owner_(owner), capacity_flits_(capacity_flits), max_messages_(max_messages ? max_messages : capacity_flits),
+        buffer_(max_messages_) {
     if (capacity_flits == 0) throw std::invalid_argument("port capacity must be positive");
   }
 
-  bool has_room(std::uint32_t flits) const {
-    return !buffer_.full() && occupied_flits_ + flits <= capacity_flits_;
-  }
+  std::uint32_t capacity_flits() const { return capacity_flits_; }
+  std::uint32_t max_messages() const { return max_messages_; }
   bool ready(Cycle now) const { return !buffer_.empty() && buffer_.front().ready <= now; }
   Cycle next_ready() const { return buffer_.empty() ? kNever : buffer_.front().ready; }
   bool empty() const { return buffer_.empty(); }
@@ -114,11 +122,13 @@ class InPort {
   void pop() {
     Cycle now = Unit::now();
     track_level(now);
-    occupied_flits_ -= flits_of(buffer_.front().msg);
+    const std::uint32_t flits = flits_of(buffer_.front().msg);
+    occupied_flits_ -= flits;
     buffer_.pop_front();
-    ++*credits_returned_;
-    if (sender_ && sender_waiting_) {
-      sender_waiting_ = false;
+    ++credits_->messages;
+    credits_->flits += flits;
+    if (sender_ && credits_->wake_sender) {
+      credits_->wake_sender = false;
       sender_->wake_at(now + 1);
     }
   }
@@ -135,15 +145,14 @@ class InPort {
     if (activity_) activity_->mark(activity_id_);
     owner_.wake_at(ready);
   }
-  void attach_sender(Unit* sender, std::uint64_t* credit_counter) {
+  void attach_sender(Unit* sender, LinkCredits* credits) {
     sender_ = sender;
-    credits_returned_ = credit_counter;
+    credits_ = credits;
   }
   void report_activity_to(ActiveInputs* set, std::uint32_t id) {
     activity_ = set;
     activity_id_ = id;
   }
-  void sender_wants_wake() { sender_waiting_ = true; }
 
   // Time-weighted occupancy, reported by the owner through its stats group.
   // `prefix` may be empty when the group describes this buffer alone.
@@ -166,14 +175,14 @@ class InPort {
 
   Unit& owner_;
   std::uint32_t capacity_flits_;
+  std::uint32_t max_messages_;
   RingBuffer<Entry> buffer_;
   std::uint32_t occupied_flits_ = 0;
   Unit* sender_ = nullptr;
-  bool sender_waiting_ = false;
   ActiveInputs* activity_ = nullptr;
   std::uint32_t activity_id_ = 0;
-  std::uint64_t own_credit_counter_ = 0;
-  std::uint64_t* credits_returned_ = &own_credit_counter_;  // lives with the sender once bound
+  LinkCredits unbound_credits_;
+  LinkCredits* credits_ = &unbound_credits_;  // lives with the sender once bound
   Cycle last_change_ = 0;
   Cycle full_since_ = kNever;
   std::uint64_t level_integral_ = 0;
@@ -189,6 +198,8 @@ class OutPort {
     if (latency == 0) throw std::invalid_argument("link latency must be at least one cycle");
     peer_ = &peer;
     latency_ = latency;
+    capacity_flits_ = peer.capacity_flits();
+    max_messages_ = peer.max_messages();
     peer.attach_sender(&owner_, credits_);
   }
 
@@ -197,28 +208,45 @@ class OutPort {
   // `extra_delay` adds to the link latency (e.g. serialization, pipeline depth).
   bool try_send(Msg msg, Cycle extra_delay = 0) {
     assert(peer_);
-    if (!peer_->has_room(flits_of(msg))) {
-      peer_->sender_wants_wake();
+    const std::uint32_t flits = flits_of(msg);
+    if (!has_room(flits)) {
+      credits_->wake_sender = true;
       return false;
     }
+    ++sent_messages_;
+    sent_flits_ += flits;
     peer_->deliver(std::move(msg), Unit::now() + latency_ + extra_delay);
     return true;
   }
-  bool has_room(std::uint32_t flits) const { return peer_->has_room(flits); }
+  // Whether the receiver's buffer (buffered plus in flight) has room, from
+  // what was sent and what the receiver has credited back.
+  bool has_room(std::uint32_t flits) const {
+    return sent_messages_ - credits_->messages < max_messages_ &&
+           sent_flits_ - credits_->flits + flits <= capacity_flits_;
+  }
   // Asks to be woken when the receiver next frees a slot (used to learn of credit returns).
-  void watch_credits() { peer_->sender_wants_wake(); }
-  // Slots the receiver has freed since the last call.
-  std::uint64_t take_credits() { return std::exchange(*credits_, 0); }
-  // Keeps the count of returned credits in `counter` (call before bind), so a
-  // sender with many ports can see at a glance which have credits.
-  void count_credits_in(std::uint64_t& counter) { credits_ = &counter; }
+  void watch_credits() { credits_->wake_sender = true; }
+  // Messages the receiver has freed since the last call.
+  std::uint64_t take_credits() {
+    const std::uint64_t messages = std::exchange(credits_->messages, 0);
+    sent_messages_ -= messages;
+    sent_flits_ -= std::exchange(credits_->flits, 0);
+    return messages;
+  }
+  // Keeps the link's credits in `credits` (call before bind), so a sender with
+  // many ports can see at a glance which have credits.
+  void count_credits_in(LinkCredits& credits) { credits_ = &credits; }
 
  private:
   Unit& owner_;
   InPort<Msg>* peer_ = nullptr;
   Cycle latency_ = 1;
-  std::uint64_t own_credits_ = 0;
-  std::uint64_t* credits_ = &own_credits_;
+  std::uint32_t capacity_flits_ = 0;
+  std::uint32_t max_messages_ = 0;
+  std::uint64_t sent_messages_ = 0;  // not yet credited back by take_credits
+  std::uint64_t sent_flits_ = 0;
+  LinkCredits own_credits_;
+  LinkCredits* credits_ = &own_credits_;
 };
 
 // A pipelined resource that accepts work at a fixed rate (e.g. one request per
