@@ -148,6 +148,7 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
                                   info.registers_per_thread, info.shared_bytes));
   KernelContext ctx;
   ctx.info = &info;
+  ctx.program = decode_program(info, params_.sm);
   ctx.open_warp = [&reader, kernel](std::uint64_t warp) { return reader.open_warp(kernel, warp); };
   ctx.flush_atomics_at_barrier = params_.l1.atomic_buffer;
   SmHooks hooks;

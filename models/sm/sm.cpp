@@ -21,9 +21,11 @@ struct InstTiming {
   bool resolves_branch = false;
   std::uint8_t num_src = 0;
   std::uint8_t num_dst = 0;
+  bool operands_in_sets = true;  // every register is below RegSet::kLimit
   std::array<std::uint16_t, 6> src{};
   std::array<std::uint16_t, 2> dst{};
-  Cycle latency = 1;
+  std::uint32_t latency = 1;
+  RegSet src_set, dst_set, all_set;
 };
 
 // What the scheduler scans every evaluation, apart from the cold warp state.
@@ -103,7 +105,7 @@ class Sm::Subcore {
     mark_dirty();
   }
 
-  void set_program(std::vector<InstTiming>* timing) { timing_ = timing; }
+  void set_program(const std::vector<InstTiming>* timing) { timing_ = timing; }
 
   // Releases source registers the LSU and MIO have read since the last call.
   void collect_credits() {
@@ -281,17 +283,24 @@ class Sm::Subcore {
     const Scoreboard& sb = w.scoreboard;
     WarpState blocked = WarpState::NotSelected;
     Cycle ready = 0;
-    for (int i = 0; i < tm.num_src && blocked == WarpState::NotSelected; ++i) {
-      auto r = tm.src[i];
-      if (sb.pending(Scoreboard::LongWrite, r)) blocked = WarpState::LongScoreboard;
-      else if (sb.pending(Scoreboard::ShortWrite, r)) blocked = WarpState::ShortScoreboard;
-      ready = std::max(ready, sb.ready_at(r));
-    }
-    for (int i = 0; i < tm.num_dst && blocked == WarpState::NotSelected; ++i) {
-      auto r = tm.dst[i];
-      if (sb.pending_any(Scoreboard::LongWrite, Scoreboard::LongRead, r)) blocked = WarpState::LongScoreboard;
-      else if (sb.pending_any(Scoreboard::ShortWrite, Scoreboard::ShortRead, r)) blocked = WarpState::ShortScoreboard;
-      ready = std::max(ready, sb.ready_at(r));
+    if (tm.operands_in_sets && !sb.pending_in(Scoreboard::LongWrite, Scoreboard::ShortWrite, tm.src_set) &&
+        !sb.pending_in(Scoreboard::LongWrite, Scoreboard::LongRead, tm.dst_set) &&
+        !sb.pending_in(Scoreboard::ShortWrite, Scoreboard::ShortRead, tm.dst_set)) {
+      ready = sb.ready_at(tm.all_set);  // the common case: nothing owed by the LSU or MIO
+    } else {
+      // The first operand found pending names the stall, as the hardware reports one reason.
+      for (int i = 0; i < tm.num_src && blocked == WarpState::NotSelected; ++i) {
+        auto r = tm.src[i];
+        if (sb.pending(Scoreboard::LongWrite, r)) blocked = WarpState::LongScoreboard;
+        else if (sb.pending(Scoreboard::ShortWrite, r)) blocked = WarpState::ShortScoreboard;
+        ready = std::max(ready, sb.ready_at(r));
+      }
+      for (int i = 0; i < tm.num_dst && blocked == WarpState::NotSelected; ++i) {
+        auto r = tm.dst[i];
+        if (sb.pending_any(Scoreboard::LongWrite, Scoreboard::LongRead, r)) blocked = WarpState::LongScoreboard;
+        else if (sb.pending_any(Scoreboard::ShortWrite, Scoreboard::ShortRead, r)) blocked = WarpState::ShortScoreboard;
+        ready = std::max(ready, sb.ready_at(r));
+      }
     }
     h.route = tm.route;
     h.pipe = tm.pipe;
@@ -458,7 +467,7 @@ class Sm::Subcore {
   std::unique_ptr<WarpScheduler> scheduler_;
   OutPort<LsuOp> lg_;
   OutPort<MioOp> mio_;
-  std::vector<InstTiming>* timing_ = nullptr;
+  const std::vector<InstTiming>* timing_ = nullptr;
   RateServer pipes_[kPipeCount];
   std::deque<ReadRelease> lg_reads_, mio_reads_;
   std::vector<SchedulerCandidate> eligible_;
@@ -484,6 +493,9 @@ std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams
     t.num_dst = s.num_dst;
     for (int i = 0; i < s.num_src; ++i) t.src[i] = renumber(s.src[i]);
     for (int i = 0; i < s.num_dst; ++i) t.dst[i] = renumber(s.dst[i]);
+    for (int i = 0; i < s.num_src; ++i) t.src_set.add(t.src[i]), t.operands_in_sets &= t.src[i] < RegSet::kLimit;
+    for (int i = 0; i < s.num_dst; ++i) t.dst_set.add(t.dst[i]), t.operands_in_sets &= t.dst[i] < RegSet::kLimit;
+    t.all_set = {t.src_set.lo | t.dst_set.lo, t.src_set.hi | t.dst_set.hi};
     auto pipe = [&](PipeIndex i, const PipeParams& pp) { t.route = Route::Pipe; t.pipe = i; t.latency = pp.latency; };
     switch (s.op) {
       case OpClass::IntAlu: pipe(kIntAlu, p.int_alu); break;
@@ -512,16 +524,20 @@ std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams
 }
 }  // namespace
 
-struct Sm::ProgramTiming {
+struct SmProgram {
   std::vector<InstTiming> timing;
 };
+
+std::shared_ptr<const SmProgram> decode_program(const trace::KernelInfo& kernel, const SmParams& params) {
+  return std::make_shared<const SmProgram>(SmProgram{decode_timing(kernel, params)});
+}
 
 }  // namespace atomsim::model
 
 namespace atomsim::model {
 
 Sm::Sm(const sc_core::sc_module_name& name, const SmParams& p, StatRegistry& stats)
-    : Unit(name), params_(p), timing_(std::make_unique<ProgramTiming>()), warps_(p.max_warps),
+    : Unit(name), params_(p), warps_(p.max_warps),
       subcore_due_(p.subcores, kNever), credits_(p.subcores),
       ctas_(p.max_ctas), lsu_completions_(*this, 4096), mio_completions_(*this, 4096), cta_launch_(*this, 256),
       cta_done_(*this) {
@@ -548,8 +564,8 @@ Sm::Subcore& Sm::subcore_of(std::uint16_t slot) { return *subcores_[slot % param
 
 void Sm::begin_kernel(const KernelContext& kernel) {
   kernel_ = kernel;
-  timing_->timing = decode_timing(*kernel.info, params_);
-  for (auto& sc : subcores_) sc->set_program(&timing_->timing);
+  if (!kernel.program) throw std::logic_error("Sm::begin_kernel: the kernel's program was not decoded");
+  for (auto& sc : subcores_) sc->set_program(&kernel_.program->timing);
 }
 
 void Sm::launch_cta(std::uint64_t cta, Cycle now) {

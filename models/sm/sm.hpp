@@ -61,9 +61,17 @@ struct SmParams {
   }
 };
 
+// The SM's decoded view of a kernel's program (routes, pipes, densely
+// renumbered registers). It is the same for every SM of one configuration, so
+// it is decoded once per kernel and shared: a copy per SM would crowd the
+// host's caches.
+struct SmProgram;
+std::shared_ptr<const SmProgram> decode_program(const trace::KernelInfo& kernel, const SmParams& params);
+
 // What the SM needs to run a kernel: its program and launch shape.
 struct KernelContext {
   const trace::KernelInfo* info = nullptr;
+  std::shared_ptr<const SmProgram> program;  // from decode_program
   std::function<trace::WarpStream(std::uint64_t warp)> open_warp;
   bool flush_atomics_at_barrier = false;
 };
@@ -106,7 +114,6 @@ class Sm : public Unit {
     std::uint32_t at_barrier = 0;
     std::vector<std::uint16_t> warps;
   };
-  struct ProgramTiming;
   void launch_cta(std::uint64_t cta, Cycle now);
   void handle_completion(const Completion& c, bool from_lsu, Cycle now);
   void warp_exited(Warp& w, Cycle now, Cycle resident_through);
@@ -120,7 +127,6 @@ class Sm : public Unit {
   const SmParams params_;
   KernelContext kernel_;
   SmHooks hooks_;
-  std::unique_ptr<ProgramTiming> timing_;
   std::vector<Warp> warps_;
   std::vector<std::unique_ptr<Subcore>> subcores_;
   // Per sub-core, kept here so that an evaluation touches idle sub-cores not at all:

@@ -19,6 +19,18 @@ namespace atomsim::model {
 // The four pending sets are interleaved word by word so that the registers a
 // kernel actually uses (the low ids) share one cache line: classification of
 // every warp each cycle must not wander through memory.
+// A set of registers among the first 128 ids (dense ids: a kernel's registers
+// usually all fit), as two masks, so that all of an instruction's operands are
+// checked in one step.
+struct RegSet {
+  std::uint64_t lo = 0, hi = 0;
+  static constexpr std::uint16_t kLimit = 128;
+  void add(std::uint16_t reg) {
+    if (reg < kLimit) (reg < 64 ? lo : hi) |= std::uint64_t(1) << (reg & 63);
+  }
+  bool has(std::uint16_t reg) const { return reg < kLimit && (((reg < 64 ? lo : hi) >> (reg & 63)) & 1); }
+};
+
 class Scoreboard {
  public:
   enum Kind { LongWrite, LongRead, ShortWrite, ShortRead, kKinds };
@@ -29,6 +41,10 @@ class Scoreboard {
     return (bits_[reg >> 6][a] | bits_[reg >> 6][b]) & bit(reg);
   }
 
+  // Whether a register of `regs` has a pending `a` or `b`.
+  bool pending_in(Kind a, Kind b, const RegSet& regs) const {
+    return (((bits_[0][a] | bits_[0][b]) & regs.lo) | ((bits_[1][a] | bits_[1][b]) & regs.hi)) != 0;
+  }
   // A fixed-latency result for `reg` becomes usable at `ready`.
   void add_result(std::uint16_t reg, Cycle ready, Cycle now) {
     std::uint8_t kept = 0;
@@ -43,6 +59,13 @@ class Scoreboard {
       --in_flight_count_;
     }
     in_flight_[in_flight_count_++] = {reg, ready};
+  }
+  // When every register of `regs` may be read or overwritten, as far as fixed-latency pipes go.
+  Cycle ready_at(const RegSet& regs) const {
+    Cycle ready = overflow_ready_;
+    for (std::uint8_t i = 0; i < in_flight_count_; ++i)
+      if (regs.has(in_flight_[i].reg)) ready = std::max(ready, in_flight_[i].ready);
+    return ready;
   }
   // When `reg` may be read or overwritten, as far as fixed-latency pipes go.
   Cycle ready_at(std::uint16_t reg) const {
