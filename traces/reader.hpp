@@ -30,21 +30,23 @@ class WarpStream {
   friend class TraceReader;
   void load_segment(std::uint64_t offset);
   bool advance();
-  std::shared_ptr<TraceFile> file_;
+  // What every record touches comes first: a simulator keeps thousands of
+  // streams open and reads one record of each at a time.
+  std::vector<unsigned char> raw_;
+  std::size_t pos_ = 0;
+  std::size_t operand_pos_ = 0;
+  std::uint32_t segment_left_ = 0;
+  std::uint32_t previous_index_ = format::kInitialPreviousIndex;
+  std::uint32_t previous_mask_ = format::kInitialPreviousMask;
+  format::RecordHeader header_;
   const KernelInfo* kernel_ = nullptr;
+  std::shared_ptr<TraceFile> file_;
+  std::uint64_t records_read_ = 0;
   std::uint32_t kernel_index_ = 0;
   std::uint32_t warp_id_ = 0;
   std::uint64_t expected_records_ = 0;
-  std::uint64_t records_read_ = 0;
   std::uint64_t segment_offset_ = 0;
   std::uint64_t next_segment_ = 0;
-  std::uint32_t segment_left_ = 0;
-  std::vector<unsigned char> raw_;
-  std::size_t pos_ = 0;
-  format::RecordHeader header_;
-  std::size_t operand_pos_ = 0;
-  std::uint32_t previous_index_ = format::kInitialPreviousIndex;
-  std::uint32_t previous_mask_ = format::kInitialPreviousMask;
 };
 
 class TraceReader {

@@ -58,7 +58,7 @@ class Sm::Subcore {
     const PipeParams* pipes[kPipeCount] = {&p.int_alu, &p.fp_alu, &p.fma, &p.vote, &p.branch, &p.misc};
     for (int i = 0; i < kPipeCount; ++i) pipes_[i].set_rate(1.0 / pipes[i]->issue_interval);
     for (int s = 0; s < kWarpStateCount; ++s)
-      stats.add_counter(std::string("stall.") + warp_state_name(static_cast<WarpState>(s)), &stall_cycles_[s],
+      stats.add_counter(std::string("stall.") + warp_state_name(static_cast<WarpState>(s)), &tallies_[s].warp_cycles,
                         "warp-cycles spent in this state");
     for (int c = 0; c < trace::kOpClassCount; ++c)
       stats.add_counter(std::string("issued.") + trace::op_class_name(static_cast<OpClass>(c)), &issued_by_class_[c],
@@ -167,10 +167,10 @@ class Sm::Subcore {
   // not touch every state's counter every cycle. Changes come in cycle order;
   // every warp leaves before statistics are read, which closes each sum.
   void change_count(WarpState state, int delta, Cycle from) {
-    const int s = static_cast<int>(state);
-    stall_cycles_[s] += counts_[s] * (from - counted_since_[s]);
-    counted_since_[s] = from;
-    counts_[s] += static_cast<std::uint64_t>(static_cast<std::int64_t>(delta));
+    StateTally& tally = tallies_[static_cast<int>(state)];
+    tally.warp_cycles += tally.warps * (from - tally.since);
+    tally.since = from;
+    tally.warps += static_cast<std::uint64_t>(static_cast<std::int64_t>(delta));
   }
 
   void mark_dirty() {
@@ -456,9 +456,12 @@ class Sm::Subcore {
   std::uint64_t timer_bits_ = 0;       // waiting for a known cycle
   bool lg_room_ = true;
   bool mio_room_ = true;
-  std::array<std::uint64_t, kWarpStateCount> counts_{};
-  std::array<std::uint64_t, kWarpStateCount> stall_cycles_{};  // warp-cycles up to counted_since_
-  std::array<Cycle, kWarpStateCount> counted_since_{};
+  struct StateTally {  // one state's warps and warp-cycles, in one place as they change together
+    std::uint64_t warps = 0;
+    std::uint64_t warp_cycles = 0;  // up to `since`
+    Cycle since = 0;
+  };
+  std::array<StateTally, kWarpStateCount> tallies_{};
   Cycle accounted_until_ = 0;
   bool dirty_ = false;
   std::uint16_t issued_slot_ = UINT16_MAX;

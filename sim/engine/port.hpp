@@ -114,8 +114,8 @@ class InPort {
 
   std::uint32_t capacity_flits() const { return capacity_flits_; }
   std::uint32_t max_messages() const { return max_messages_; }
-  bool ready(Cycle now) const { return !buffer_.empty() && buffer_.front().ready <= now; }
-  Cycle next_ready() const { return buffer_.empty() ? kNever : buffer_.front().ready; }
+  bool ready(Cycle now) const { return head_ready_ <= now; }
+  Cycle next_ready() const { return head_ready_; }
   bool empty() const { return buffer_.empty(); }
   Msg& front() { return buffer_.front().msg; }
 
@@ -125,6 +125,7 @@ class InPort {
     const std::uint32_t flits = flits_of(buffer_.front().msg);
     occupied_flits_ -= flits;
     buffer_.pop_front();
+    head_ready_ = buffer_.empty() ? kNever : buffer_.front().ready;
     ++credits_->messages;
     credits_->flits += flits;
     if (sender_ && credits_->wake_sender) {
@@ -141,6 +142,7 @@ class InPort {
     buffer_.push_back(Entry{ready, std::move(msg)});
     // A sender may add pipeline delay per message; messages leave in ready order.
     buffer_.sift_back([](const Entry& a, const Entry& b) { return a.ready < b.ready; });
+    head_ready_ = buffer_.front().ready;
     if (occupied_flits_ >= capacity_flits_ || buffer_.full()) full_since_ = now;
     if (activity_) activity_->mark(activity_id_);
     owner_.wake_at(ready);
@@ -177,6 +179,7 @@ class InPort {
   std::uint32_t capacity_flits_;
   std::uint32_t max_messages_;
   RingBuffer<Entry> buffer_;
+  Cycle head_ready_ = kNever;  // the first message's, kept here so that polling an idle port stays off the buffer
   std::uint32_t occupied_flits_ = 0;
   Unit* sender_ = nullptr;
   ActiveInputs* activity_ = nullptr;
