@@ -15,7 +15,8 @@ enum PipeIndex : std::uint8_t { kIntAlu, kFpAlu, kFma, kVote, kBranch, kMisc, kP
 // What the SM needs of a static instruction, compactly. Registers are renumbered
 // densely per kernel (in order of first use) so that the registers a kernel
 // uses share the first words of each warp's scoreboard.
-struct InstTiming {
+struct alignas(64) InstTiming {  // one cache line each
+  OpClass op = OpClass::Misc;
   Route route = Route::Pipe;
   std::uint8_t pipe = kMisc;
   bool resolves_branch = false;
@@ -25,7 +26,7 @@ struct InstTiming {
   std::array<std::uint16_t, 6> src{};
   std::array<std::uint16_t, 2> dst{};
   std::uint32_t latency = 1;
-  RegSet src_set, dst_set, all_set;
+  RegSet src_set, dst_set;
 };
 
 // What the scheduler scans every evaluation, apart from the cold warp state.
@@ -286,7 +287,8 @@ class Sm::Subcore {
     if (tm.operands_in_sets && !sb.pending_in(Scoreboard::LongWrite, Scoreboard::ShortWrite, tm.src_set) &&
         !sb.pending_in(Scoreboard::LongWrite, Scoreboard::LongRead, tm.dst_set) &&
         !sb.pending_in(Scoreboard::ShortWrite, Scoreboard::ShortRead, tm.dst_set)) {
-      ready = sb.ready_at(tm.all_set);  // the common case: nothing owed by the LSU or MIO
+      // The common case: nothing owed by the LSU or MIO.
+      ready = sb.ready_at(RegSet{tm.src_set.lo | tm.dst_set.lo, tm.src_set.hi | tm.dst_set.hi});
     } else {
       // The first operand found pending names the stall, as the hardware reports one reason.
       for (int i = 0; i < tm.num_src && blocked == WarpState::NotSelected; ++i) {
@@ -359,7 +361,8 @@ class Sm::Subcore {
     fifo.push_back(r);
   }
 
-  void send_lsu(Warp& w, const trace::StaticInst& s, const InstTiming& tm, LsuOp::Kind kind) {
+  void send_lsu(Warp& w, const InstTiming& tm, LsuOp::Kind kind) {
+    const trace::StaticInst& s = sm_.kernel_.info->program[w.index];
     LsuOp op;
     op.kind = kind;
     op.warp_slot = w.slot;
@@ -378,10 +381,9 @@ class Sm::Subcore {
   }
 
   void issue(Warp& w, Cycle now) {
-    const trace::StaticInst& s = sm_.kernel_.info->program[w.index];
     const InstTiming& tm = (*timing_)[w.index];
     ++warp_instructions_;
-    ++issued_by_class_[static_cast<int>(s.op)];
+    ++issued_by_class_[static_cast<int>(tm.op)];
     const std::uint32_t lanes = static_cast<std::uint32_t>(std::popcount(w.active_mask));
     thread_instructions_ += lanes;
     w.resolving_branch = false;
@@ -397,7 +399,7 @@ class Sm::Subcore {
       case Route::Mio: {
         MioOp op;
         op.warp_slot = w.slot;
-        op.op = s.op;
+        op.op = tm.op;
         op.num_dst = tm.num_dst;
         op.dst = tm.dst;
         for (int i = 0; i < tm.num_dst; ++i) w.scoreboard.set(Scoreboard::ShortWrite, tm.dst[i]);
@@ -406,25 +408,25 @@ class Sm::Subcore {
         break;
       }
       case Route::Lsu:
-        if (s.op == OpClass::LoadGlobal || s.op == OpClass::Atom)
+        if (tm.op == OpClass::LoadGlobal || tm.op == OpClass::Atom)
           for (int i = 0; i < tm.num_dst; ++i) w.scoreboard.set(Scoreboard::LongWrite, tm.dst[i]);
-        if (trace::is_atomic(s.op)) {
+        if (trace::is_atomic(tm.op)) {
           atomic_lane_ops_ += lanes;
           ++atomic_instructions_;
         }
         ++w.outstanding_memory;
         push_reads(lg_reads_, w, tm, true);
-        send_lsu(w, s, tm, LsuOp::Kind::Memory);
+        send_lsu(w, tm, LsuOp::Kind::Memory);
         break;
       case Route::Membar:
         w.waiting_membar = true;
         lg_reads_.push_back(ReadRelease{w.slot, 0, {}});
-        send_lsu(w, s, tm, LsuOp::Kind::Membar);
+        send_lsu(w, tm, LsuOp::Kind::Membar);
         break;
       case Route::Barrier:
         if (sm_.kernel_.flush_atomics_at_barrier) {
           lg_reads_.push_back(ReadRelease{w.slot, 0, {}});
-          send_lsu(w, s, tm, LsuOp::Kind::BarrierFlush);
+          send_lsu(w, tm, LsuOp::Kind::BarrierFlush);
         }
         w.at_barrier = true;
         break;
@@ -443,40 +445,40 @@ class Sm::Subcore {
   static void fetch(Warp& w) { w.has_inst = w.stream.next_instruction(w.index, w.active_mask); }
 
  private:
-  // What every evaluation reads comes first, in one place: the warps'
-  // scheduling state and the masks and counts over it.
-  std::array<WarpHot, 64> hot_;  // this sub-core's warp slots; the first warps_ are used
-  std::uint32_t warps_ = 0;
-  // Warps by what can change their state (bit i is hot_[i]).
+  // What every evaluation reads comes first, in as few cache lines as may be:
+  // the masks over the warps' scheduling state (bit i is hot_[i]), then what
+  // an issue touches; the per-warp state follows.
   std::uint64_t resident_bits_ = 0;
   std::uint64_t dirty_bits_ = 0;       // marked by an event
   std::uint64_t eligible_bits_ = 0;    // recheck their resource each pass
   std::uint64_t lg_bits_ = 0;          // LG queue full: recheck when it has room
   std::uint64_t mio_bits_ = 0;         // MIO queue full: recheck when it has room
   std::uint64_t timer_bits_ = 0;       // waiting for a known cycle
+  Cycle accounted_until_ = 0;
+  std::uint32_t warps_ = 0;
   bool lg_room_ = true;
   bool mio_room_ = true;
+  bool dirty_ = false;
+  std::uint16_t issued_slot_ = UINT16_MAX;
+  Sm& sm_;
+  const std::uint32_t index_;
+  std::unique_ptr<WarpScheduler> scheduler_;
+  const std::vector<InstTiming>* timing_ = nullptr;
+  std::uint64_t warp_instructions_ = 0, thread_instructions_ = 0, issue_cycles_ = 0, atomic_lane_ops_ = 0,
+                atomic_instructions_ = 0;
+  RateServer pipes_[kPipeCount];
+  OutPort<LsuOp> lg_;
+  OutPort<MioOp> mio_;
+  std::vector<SchedulerCandidate> eligible_;
   struct StateTally {  // one state's warps and warp-cycles, in one place as they change together
     std::uint64_t warps = 0;
     std::uint64_t warp_cycles = 0;  // up to `since`
     Cycle since = 0;
   };
   std::array<StateTally, kWarpStateCount> tallies_{};
-  Cycle accounted_until_ = 0;
-  bool dirty_ = false;
-  std::uint16_t issued_slot_ = UINT16_MAX;
-  Sm& sm_;
-  const std::uint32_t index_;
-  std::unique_ptr<WarpScheduler> scheduler_;
-  OutPort<LsuOp> lg_;
-  OutPort<MioOp> mio_;
-  const std::vector<InstTiming>* timing_ = nullptr;
-  RateServer pipes_[kPipeCount];
-  std::deque<ReadRelease> lg_reads_, mio_reads_;
-  std::vector<SchedulerCandidate> eligible_;
   std::array<std::uint64_t, trace::kOpClassCount> issued_by_class_{};
-  std::uint64_t warp_instructions_ = 0, thread_instructions_ = 0, atomic_lane_ops_ = 0, atomic_instructions_ = 0,
-                issue_cycles_ = 0;
+  std::deque<ReadRelease> lg_reads_, mio_reads_;
+  std::array<WarpHot, 64> hot_;  // this sub-core's warp slots; the first warps_ are used
 };
 
 namespace {
@@ -492,13 +494,13 @@ std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams
   };
   for (const auto& s : k.program) {
     InstTiming t;
+    t.op = s.op;
     t.num_src = s.num_src;
     t.num_dst = s.num_dst;
     for (int i = 0; i < s.num_src; ++i) t.src[i] = renumber(s.src[i]);
     for (int i = 0; i < s.num_dst; ++i) t.dst[i] = renumber(s.dst[i]);
     for (int i = 0; i < s.num_src; ++i) t.src_set.add(t.src[i]), t.operands_in_sets &= t.src[i] < RegSet::kLimit;
     for (int i = 0; i < s.num_dst; ++i) t.dst_set.add(t.dst[i]), t.operands_in_sets &= t.dst[i] < RegSet::kLimit;
-    t.all_set = {t.src_set.lo | t.dst_set.lo, t.src_set.hi | t.dst_set.hi};
     auto pipe = [&](PipeIndex i, const PipeParams& pp) { t.route = Route::Pipe; t.pipe = i; t.latency = pp.latency; };
     switch (s.op) {
       case OpClass::IntAlu: pipe(kIntAlu, p.int_alu); break;
