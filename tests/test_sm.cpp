@@ -152,3 +152,51 @@ TEST_CASE("functional check: integer sums compare exactly, order-dependent opera
   REQUIRE(run.check.passed());
   std::remove(path.c_str());
 }
+
+TEST_CASE("Scoreboard: results in flight, their rebasing and the conservative fold", "[models][sm]") {
+  using model::RegSet;
+  using model::Scoreboard;
+  Scoreboard sb;
+  sb.add_result(3, 14, 10);
+  sb.add_result(70, 13, 10);  // beyond the first word: still tracked one by one
+  CHECK(sb.ready_at(3) == 14);
+  CHECK(sb.ready_at(70) == 13);
+  CHECK(sb.ready_at(4) == 0);
+  RegSet both;
+  both.add(3);
+  both.add(70);
+  CHECK(sb.ready_at(both) == 14);
+
+  // Far later (beyond 32 bits of cycles) the table rebases: ready cycles stay exact.
+  const Cycle later = (Cycle(1) << 33) + 5;
+  sb.add_result(5, later + 4, later);
+  CHECK(sb.ready_at(5) == later + 4);
+  CHECK(sb.ready_at(3) == 0);  // long ready: dropped
+  sb.add_result(6, later + 3, later + 1);
+  CHECK(sb.ready_at(5) == later + 4);
+  CHECK(sb.ready_at(6) == later + 3);
+
+  // Five results in flight: the oldest folds into a bound every register then waits for.
+  Scoreboard full;
+  for (std::uint16_t r = 1; r <= 5; ++r) full.add_result(r, 100 + r, 50);
+  CHECK(full.ready_at(5) == 105);
+  CHECK(full.ready_at(9) == 101);  // untouched register: held by the fold of register 1
+  // A register id beyond the compact ones folds at once.
+  Scoreboard wide;
+  wide.add_result(300, 40, 20);
+  CHECK(wide.ready_at(1) == 40);
+
+  // Pending sets, in the first word and beyond.
+  Scoreboard p;
+  p.set(Scoreboard::LongWrite, 2);
+  p.set(Scoreboard::ShortRead, 100);
+  RegSet low, high;
+  low.add(2);
+  high.add(100);
+  CHECK(p.pending_in(Scoreboard::LongWrite, Scoreboard::ShortWrite, low));
+  CHECK_FALSE(p.pending_in(Scoreboard::ShortWrite, Scoreboard::ShortRead, low));
+  CHECK(p.pending_in(Scoreboard::ShortWrite, Scoreboard::ShortRead, high));
+  p.clear(Scoreboard::ShortRead, 100);
+  CHECK_FALSE(p.pending_in(Scoreboard::ShortWrite, Scoreboard::ShortRead, high));
+  CHECK(p.pending(Scoreboard::LongWrite, 2));
+}

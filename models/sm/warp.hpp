@@ -29,9 +29,9 @@ struct RegSet {
 // MIO (short), source registers those units have not yet read (a later write
 // must wait for them), and results of fixed-latency pipes still in flight.
 // Laid out for the host's caches, as every dirty warp is classified each
-// cycle: the pending sets of the first 128 registers (dense ids: usually all a
-// kernel uses) fill one cache line, the results in flight the next, and the
-// pending sets of higher registers come last.
+// cycle: the pending sets of the first 64 registers (dense ids: usually all a
+// kernel uses) and the results in flight share one cache line; the pending
+// sets of higher registers come after it.
 class alignas(64) Scoreboard {
  public:
   enum Kind { LongWrite, LongRead, ShortWrite, ShortRead, kKinds };
@@ -41,62 +41,72 @@ class alignas(64) Scoreboard {
   bool pending_any(Kind a, Kind b, std::uint16_t reg) const { return (word(a, reg) | word(b, reg)) & bit(reg); }
   // Whether a register of `regs` has a pending `a` or `b`.
   bool pending_in(Kind a, Kind b, const RegSet& regs) const {
-    return (((low_[0][a] | low_[0][b]) & regs.lo) | ((low_[1][a] | low_[1][b]) & regs.hi)) != 0;
+    if ((first_[a] | first_[b]) & regs.lo) return true;
+    return regs.hi && ((high_[0][a] | high_[0][b]) & regs.hi);
   }
 
   // A fixed-latency result for `reg` becomes usable at `ready`.
   void add_result(std::uint16_t reg, Cycle ready, Cycle now) {
     std::uint8_t kept = 0;
-    for (std::uint8_t i = 0; i < in_flight_count_; ++i)
-      if (in_flight_ready_[i] > now && in_flight_reg_[i] != reg) {
-        in_flight_reg_[kept] = in_flight_reg_[i];
-        in_flight_ready_[kept++] = in_flight_ready_[i];
+    for (std::uint8_t i = 0; i < count_; ++i)
+      if (base_ + offset_[i] > now && reg_[i] != reg) {
+        reg_[kept] = reg_[i];
+        offset_[kept++] = offset_[i];
       }
-    in_flight_count_ = kept;
-    if (in_flight_count_ == kTracked) {
-      // More results in flight than tracked one by one (only with extreme pipe
-      // latencies): fold the oldest into a bound that holds every register.
-      overflow_ready_ = std::max(overflow_ready_, in_flight_ready_[0]);
-      overflowed_ = true;
-      std::copy(in_flight_reg_.begin() + 1, in_flight_reg_.end(), in_flight_reg_.begin());
-      std::copy(in_flight_ready_.begin() + 1, in_flight_ready_.end(), in_flight_ready_.begin());
-      --in_flight_count_;
+    count_ = kept;
+    if (count_ == 0 || ready - base_ > kMaxOffset) {  // keep offsets small: rebase on `now`
+      for (std::uint8_t i = 0; i < count_; ++i) offset_[i] = static_cast<std::uint32_t>(base_ + offset_[i] - now);
+      base_ = now;
     }
-    in_flight_reg_[in_flight_count_] = reg;
-    in_flight_ready_[in_flight_count_++] = ready;
+    if (reg >= kUntracked || count_ == kTracked) {
+      // More results in flight than tracked one by one (not with the shipped
+      // configurations' latencies), or a register id beyond the compact ones:
+      // fold into a bound that holds every register, which can only delay.
+      const Cycle folded = reg >= kUntracked ? ready : base_ + offset_[0];
+      overflow_ready_ = std::max(overflow_ready_, folded);
+      overflowed_ = true;
+      if (reg >= kUntracked) return;
+      std::copy(reg_.begin() + 1, reg_.end(), reg_.begin());
+      std::copy(offset_.begin() + 1, offset_.end(), offset_.begin());
+      --count_;
+    }
+    reg_[count_] = static_cast<std::uint8_t>(reg);
+    offset_[count_++] = static_cast<std::uint32_t>(ready - base_);
   }
   // When every register of `regs` may be read or overwritten, as far as fixed-latency pipes go.
   Cycle ready_at(const RegSet& regs) const {
     Cycle ready = overflowed_ ? overflow_ready_ : 0;
-    for (std::uint8_t i = 0; i < in_flight_count_; ++i)
-      if (regs.has(in_flight_reg_[i])) ready = std::max(ready, in_flight_ready_[i]);
+    for (std::uint8_t i = 0; i < count_; ++i)
+      if (regs.has(reg_[i])) ready = std::max(ready, base_ + offset_[i]);
     return ready;
   }
   // When `reg` may be read or overwritten, as far as fixed-latency pipes go.
   Cycle ready_at(std::uint16_t reg) const {
     Cycle ready = overflowed_ ? overflow_ready_ : 0;
-    for (std::uint8_t i = 0; i < in_flight_count_; ++i)
-      if (in_flight_reg_[i] == reg) ready = std::max(ready, in_flight_ready_[i]);
+    for (std::uint8_t i = 0; i < count_; ++i)
+      if (reg_[i] == reg) ready = std::max(ready, base_ + offset_[i]);
     return ready;
   }
 
  private:
-  static constexpr int kLowWords = RegSet::kLimit / 64;
   static constexpr int kWords = (trace::reg::kSpace + 63) / 64;
-  static constexpr std::uint8_t kTracked = 6;
+  static constexpr std::uint8_t kTracked = 4;
+  static constexpr std::uint16_t kUntracked = 255;  // ids from here on are not tracked one by one
+  static constexpr Cycle kMaxOffset = 0xffffffffu;
   static std::uint64_t bit(std::uint16_t reg) { return std::uint64_t(1) << (reg & 63); }
-  std::uint64_t& word(Kind k, std::uint16_t reg) {
-    return reg < RegSet::kLimit ? low_[reg >> 6][k] : high_[(reg >> 6) - kLowWords][k];
-  }
+  std::uint64_t& word(Kind k, std::uint16_t reg) { return reg < 64 ? first_[k] : high_[(reg >> 6) - 1][k]; }
   std::uint64_t word(Kind k, std::uint16_t reg) const { return const_cast<Scoreboard*>(this)->word(k, reg); }
 
-  std::array<std::array<std::uint64_t, kKinds>, kLowWords> low_{};
-  std::uint8_t in_flight_count_ = 0;
+  // First cache line.
+  std::array<std::uint64_t, kKinds> first_{};
+  Cycle base_ = 0;  // results in flight are ready at base_ + offset_
+  std::array<std::uint32_t, kTracked> offset_{};
+  std::array<std::uint8_t, kTracked> reg_{};
+  std::uint8_t count_ = 0;
   bool overflowed_ = false;
-  std::array<std::uint16_t, kTracked> in_flight_reg_{};
-  std::array<Cycle, kTracked> in_flight_ready_{};
+  // Rarely touched.
   Cycle overflow_ready_ = 0;
-  std::array<std::array<std::uint64_t, kKinds>, kWords - kLowWords> high_{};
+  std::array<std::array<std::uint64_t, kKinds>, kWords - 1> high_{};
 };
 
 // Fields in the order an issue touches them: the warp's scheduling state and
