@@ -1,15 +1,18 @@
 // The native workload runners, as far as a machine without a GPU can check
 // them: option errors are one line with status 2, and a run either succeeds
 // and checks itself (on a GPU machine) or fails in one line saying there is no
-// usable device.
+// usable device. The splatting trainer's maths, which runs on host and device,
+// is checked here against finite differences.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
 
 #include "sim_helpers.hpp"
+#include "workloads/splat3d/math.cuh"
 #include "workloads/splat3d/mesh.hpp"
 
 namespace {
@@ -93,8 +96,49 @@ TEST_CASE("the splatting trainer refuses bad options and a missing mesh in one l
   r = run("splat3d", "--threshold 40");
   REQUIRE(r.code == 2);
   REQUIRE(r.err.find("--threshold must be an integer in [1, 33]") != std::string::npos);
+  r = run("splat3d", "--ssim-weight 1.5");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err_lines() == 1);
+  REQUIRE(r.err.find("--ssim-weight") != std::string::npos);
   r = run("splat3d", "--mesh /nonexistent/index.js");
   REQUIRE(r.code == 1);
   REQUIRE(r.err_lines() == 1);
   REQUIRE(r.err.find("splat3d: /nonexistent/index.js: cannot open") != std::string::npos);
+}
+
+TEST_CASE("splatting maths: SH basis derivatives and SSIM partials agree with finite differences", "[workloads]") {
+  using namespace atomsim::workload::splat;
+  const float3 d = normalize(make_float3(0.3f, -0.5f, 0.8f));
+  float3 g[kShCoeffs];
+  sh_basis_gradient(d, 3, g);
+  const float h = 1e-3f;
+  for (int axis = 0; axis < 3; ++axis) {
+    float3 lo = d, hi = d;
+    (&lo.x)[axis] -= h;
+    (&hi.x)[axis] += h;
+    float b_lo[kShCoeffs], b_hi[kShCoeffs];
+    sh_basis(lo, 3, b_lo);  // unnormalised on purpose: the derivative is of the polynomial
+    sh_basis(hi, 3, b_hi);
+    for (int k = 0; k < kShCoeffs; ++k) {
+      INFO("coefficient " << k << ", axis " << axis);
+      CHECK((&g[k].x)[axis] == Approx((b_hi[k] - b_lo[k]) / (2 * h)).margin(2e-3));
+    }
+  }
+  float3 g0[kShCoeffs];
+  sh_basis_gradient(d, 0, g0);
+  CHECK(g0[0].x == 0.f);  // degree 0: colour does not depend on direction
+
+  float window = 0.f;
+  for (int o = -kSsimRadius; o <= kSsimRadius; ++o) window += ssim_window(o);
+  CHECK(window == Approx(1.f).margin(1e-6));
+
+  // Moments of a pixel channel: means 0.4 and 0.55, second moments consistent with some spread.
+  const double mx = 0.4, my = 0.55, exx = 0.2, eyy = 0.33, exy = 0.24;
+  auto ssim = [&](double a, double b, double c) { return double(ssim_terms(float(a), float(my), float(b), float(eyy), float(c)).ssim); };
+  const SsimTerms t = ssim_terms(float(mx), float(my), float(exx), float(eyy), float(exy));
+  const double e = 1e-3;
+  CHECK(t.d_mx == Approx((ssim(mx + e, exx, exy) - ssim(mx - e, exx, exy)) / (2 * e)).epsilon(2e-2));
+  CHECK(t.d_exx == Approx((ssim(mx, exx + e, exy) - ssim(mx, exx - e, exy)) / (2 * e)).epsilon(2e-2));
+  CHECK(t.d_exy == Approx((ssim(mx, exx, exy + e) - ssim(mx, exx, exy - e)) / (2 * e)).epsilon(2e-2));
+  CHECK(ssim_terms(0.3f, 0.3f, 0.1f, 0.1f, 0.1f).ssim == Approx(1.f));  // identical images
 }

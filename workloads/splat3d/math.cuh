@@ -92,6 +92,62 @@ SPLAT_HD void sh_basis(float3 d, int degree, float* b) {
   b[15] = C3[6] * x * (xx - 3.f * yy);
 }
 
+// The derivative of each coefficient of sh_basis with respect to the direction
+// (before normalisation is undone), for the colour's gradient into the mean.
+SPLAT_HD void sh_basis_gradient(float3 d, int degree, float3* g) {
+  const float C1 = 0.4886025119029199f;
+  const float C2[5] = {1.0925484305920792f, -1.0925484305920792f, 0.31539156525252005f, -1.0925484305920792f, 0.5462742152960396f};
+  const float C3[7] = {-0.5900435899266435f, 2.890611442640554f, -0.4570457994644658f, 0.3731763325901154f,
+                       -0.4570457994644658f, 1.445305721320277f, -0.5900435899266435f};
+  for (int k = 0; k < kShCoeffs; ++k) g[k] = make_float3(0.f, 0.f, 0.f);
+  if (degree < 1) return;
+  const float x = d.x, y = d.y, z = d.z;
+  g[1] = make_float3(0.f, -C1, 0.f);
+  g[2] = make_float3(0.f, 0.f, C1);
+  g[3] = make_float3(-C1, 0.f, 0.f);
+  if (degree < 2) return;
+  const float xx = x * x, yy = y * y, zz = z * z;
+  g[4] = make_float3(C2[0] * y, C2[0] * x, 0.f);
+  g[5] = make_float3(0.f, C2[1] * z, C2[1] * y);
+  g[6] = make_float3(-2.f * C2[2] * x, -2.f * C2[2] * y, 4.f * C2[2] * z);
+  g[7] = make_float3(C2[3] * z, 0.f, C2[3] * x);
+  g[8] = make_float3(2.f * C2[4] * x, -2.f * C2[4] * y, 0.f);
+  if (degree < 3) return;
+  g[9] = make_float3(6.f * C3[0] * x * y, C3[0] * (3.f * xx - 3.f * yy), 0.f);
+  g[10] = make_float3(C3[1] * y * z, C3[1] * x * z, C3[1] * x * y);
+  g[11] = make_float3(-2.f * C3[2] * x * y, C3[2] * (4.f * zz - xx - 3.f * yy), 8.f * C3[2] * y * z);
+  g[12] = make_float3(-6.f * C3[3] * x * z, -6.f * C3[3] * y * z, C3[3] * (6.f * zz - 3.f * xx - 3.f * yy));
+  g[13] = make_float3(C3[4] * (4.f * zz - 3.f * xx - yy), -2.f * C3[4] * x * y, 8.f * C3[4] * x * z);
+  g[14] = make_float3(2.f * C3[5] * x * z, -2.f * C3[5] * y * z, C3[5] * (xx - yy));
+  g[15] = make_float3(C3[6] * (3.f * xx - 3.f * yy), -6.f * C3[6] * x * y, 0.f);
+}
+
+// The 11-tap Gaussian window (sigma 1.5) of SSIM, normalised.
+constexpr int kSsimRadius = 5;
+SPLAT_HD float ssim_window(int offset) {
+  const float w[kSsimRadius + 1] = {0.26601172f, 0.21300554f, 0.10936069f, 0.03600077f, 0.00759876f, 0.00102838f};
+  return w[offset < 0 ? -offset : offset];
+}
+
+// SSIM of one pixel channel from its windowed moments (means mx, my; raw
+// second moments exx, eyy, exy), with the partial derivatives of SSIM with
+// respect to mx, exx and exy (those of the rendered image).
+struct SsimTerms {
+  float ssim, d_mx, d_exx, d_exy;
+};
+SPLAT_HD SsimTerms ssim_terms(float mx, float my, float exx, float eyy, float exy) {
+  const float C1 = 0.01f * 0.01f, C2 = 0.03f * 0.03f;
+  const float a1 = 2.f * mx * my + C1, a2 = 2.f * (exy - mx * my) + C2;
+  const float b1 = mx * mx + my * my + C1, b2 = (exx - mx * mx) + (eyy - my * my) + C2;
+  const float s = a1 * a2 / (b1 * b2);
+  SsimTerms t;
+  t.ssim = s;
+  t.d_mx = 2.f * my * (a2 - a1) / (b1 * b2) - 2.f * mx * s / b1 + 2.f * mx * s / b2;
+  t.d_exx = -s / b2;
+  t.d_exy = 2.f * a1 / (b1 * b2);
+  return t;
+}
+
 constexpr float kShC0 = 0.28209479177387814f;
 
 }  // namespace atomsim::workload::splat

@@ -14,10 +14,12 @@
 // Training views are ray-cast from the mesh with a procedural texture. Each
 // iteration: preprocess (projection, 2D covariance and conic, SH colour, tile
 // bounds), per-tile depth sort (CUB radix sort over tile|depth keys),
-// front-to-back alpha blending, L1 loss, backward blending back to front
-// (per-Gaussian gradients of 2D mean, conic, opacity and colour: the atomics),
-// preprocess backward (means, scales, rotations, SH), Adam, and densification
-// (clone, split, prune) on the usual schedule.
+// front-to-back alpha blending, loss ((1 - lambda) L1 + lambda D-SSIM, lambda
+// 0.2), backward blending back to front (per-Gaussian gradients of 2D mean,
+// conic, opacity and colour: the atomics), preprocess backward (means, also
+// through the view-dependent colour, scales, rotations, SH), Adam, and the
+// usual schedules: densification (clone, split, prune), opacity reset, SH
+// degree raised every 1000 iterations.
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
 #include <cuda_runtime.h>
@@ -228,13 +230,15 @@ __global__ void __launch_bounds__(kTileThreads) splat_render_forward(const uint2
   image[pix * 3 + 2] = C[2] + T * background.z;
 }
 
-// L1 loss gradient per pixel; sums of |error| and squared error for the loss and PSNR.
-__global__ void splat_loss(const float* image, const float* target, std::size_t values, float* d_image, double* sums) {
+// The loss 3D Gaussian splatting trains on: (1 - lambda) L1 + lambda (1 - SSIM).
+// This kernel gives the L1 term's gradient, and sums of |error| and squared
+// error for the loss and PSNR.
+__global__ void splat_loss(const float* image, const float* target, std::size_t values, float l1_weight, float* d_image, double* sums) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   float l1 = 0.f, l2 = 0.f;
   if (i < values) {
     const float e = image[i] - target[i];
-    d_image[i] = (e > 0.f ? 1.f : e < 0.f ? -1.f : 0.f) / static_cast<float>(values);
+    d_image[i] = l1_weight * (e > 0.f ? 1.f : e < 0.f ? -1.f : 0.f) / static_cast<float>(values);
     l1 = fabsf(e);
     l2 = e * e;
   }
@@ -246,6 +250,56 @@ __global__ void splat_loss(const float* image, const float* target, std::size_t 
     atomicAdd(&sums[0], static_cast<double>(l1));
     atomicAdd(&sums[1], static_cast<double>(l2));
   }
+}
+
+// SSIM per channel over an 11x11 Gaussian window, zero outside the image, as
+// 3DGS computes it; the maps below are `values` (width x height x RGB) long.
+// The five maps whose windowed means SSIM needs: x, y, x^2, y^2, xy (x rendered, y target).
+__global__ void ssim_moments(const float* image, const float* target, std::size_t values, float* maps) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= values) return;
+  const float x = image[i], y = target[i];
+  maps[i] = x;
+  maps[values + i] = y;
+  maps[2 * values + i] = x * x;
+  maps[3 * values + i] = y * y;
+  maps[4 * values + i] = x * y;
+}
+
+// The window along x, or along y, of `maps` consecutive maps.
+__global__ void ssim_blur(const float* in, float* out, int maps, int width, int height, bool along_y) {
+  const std::size_t values = std::size_t(width) * height * 3;
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= values * maps) return;
+  const std::size_t base = i / values * values, r = i % values;
+  const int pixel = static_cast<int>(r / 3), channel = static_cast<int>(r % 3), x = pixel % width, y = pixel / width;
+  float acc = 0.f;
+  for (int o = -kSsimRadius; o <= kSsimRadius; ++o) {
+    const int xs = along_y ? x : x + o, ys = along_y ? y + o : y;
+    if (xs >= 0 && xs < width && ys >= 0 && ys < height) acc += ssim_window(o) * in[base + (std::size_t(ys) * width + xs) * 3 + channel];
+  }
+  out[i] = acc;
+}
+
+// From the windowed moments, the three maps the gradient takes back through
+// the window: d(loss)/d(mean x), d/d(mean x^2), d/d(mean xy), where the loss
+// term is lambda (1 - mean SSIM).
+__global__ void ssim_gradient_terms(const float* moments, std::size_t values, float lambda, float* terms) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= values) return;
+  const SsimTerms t = ssim_terms(moments[i], moments[values + i], moments[2 * values + i], moments[3 * values + i], moments[4 * values + i]);
+  const float scale = -lambda / static_cast<float>(values);
+  terms[i] = scale * t.d_mx;
+  terms[values + i] = scale * t.d_exx;
+  terms[2 * values + i] = scale * t.d_exy;
+}
+
+// The window is symmetric, so its transpose is itself: with the terms blurred,
+// d(loss)/dx = T0 + 2 x T1 + y T2.
+__global__ void ssim_backward(const float* image, const float* target, const float* blurred_terms, std::size_t values, float* d_image) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= values) return;
+  d_image[i] += blurred_terms[i] + 2.f * image[i] * blurred_terms[values + i] + target[i] * blurred_terms[2 * values + i];
 }
 
 // Adds one pixel's gradient values of Gaussian g, reduced across the warp as the variant says.
@@ -381,13 +435,27 @@ __global__ void splat_preprocess_backward(const float* params, int n, Camera cam
   const float* s2 = grad2d + std::size_t(g) * kGrad2d;
   const float3 mean = make_float3(p[kMean], p[kMean + 1], p[kMean + 2]);
   const float3 v = to_view(cam, mean);
-  // Colour: SH coefficients (the view direction's dependence on the mean is left out).
+  // Colour: the SH coefficients, and through the view direction the mean.
+  const float3 to_mean = sub(mean, cam.position);
+  const float distance = sqrtf(dot(to_mean, to_mean));
+  const float3 dir = scale(to_mean, 1.f / distance);
   float basis[kShCoeffs];
-  sh_basis(normalize(sub(mean, cam.position)), sh_degree, basis);
+  float3 dbasis[kShCoeffs];
+  sh_basis(dir, sh_degree, basis);
+  sh_basis_gradient(dir, sh_degree, dbasis);
+  float3 d_dir = make_float3(0.f, 0.f, 0.f);
   for (int ch = 0; ch < 3; ++ch) {
     const float d = (pr.clamped[g] >> ch) & 1 ? 0.f : s2[6 + ch];
-    for (int k = 0; k < kShCoeffs; ++k) out[kSh + k * 3 + ch] += basis[k] * d;
+    for (int k = 0; k < kShCoeffs; ++k) {
+      out[kSh + k * 3 + ch] += basis[k] * d;
+      d_dir = add(d_dir, scale(dbasis[k], p[kSh + k * 3 + ch] * d));
+    }
   }
+  // dir = u / |u|: du = (d_dir - dir (dir . d_dir)) / |u|.
+  const float3 d_mean_colour = scale(sub(d_dir, scale(dir, dot(dir, d_dir))), 1.f / distance);
+  out[kMean + 0] += d_mean_colour.x;
+  out[kMean + 1] += d_mean_colour.y;
+  out[kMean + 2] += d_mean_colour.z;
   // Opacity through the sigmoid.
   const float op = pr.conic_opacity[g].w;
   out[kOpacity] += s2[5] * op * (1.f - op);
@@ -463,6 +531,16 @@ struct Adam {
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-15f;
 };
 
+// Opacity reset of 3D Gaussian splatting: every opacity to at most 0.01, its Adam moments cleared.
+__global__ void splat_reset_opacity(float* params, float* m, float* v, int n) {
+  const int g = blockIdx.x * blockDim.x + threadIdx.x;
+  if (g >= n) return;
+  const std::size_t i = std::size_t(g) * kParams + kOpacity;
+  params[i] = fminf(params[i], logf(0.01f / 0.99f));
+  m[i] = 0.f;
+  v[i] = 0.f;
+}
+
 __global__ void splat_adam(float* params, float* grads, float* m, float* v, int n, int step, float lr_mean, Adam a) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= std::size_t(n) * kParams) return;
@@ -528,6 +606,7 @@ struct Frame {
   std::uint32_t *values = nullptr, *values_sorted = nullptr, *offsets = nullptr, *last_contributor = nullptr;
   uint2* ranges = nullptr;
   float *image = nullptr, *d_image = nullptr, *final_T = nullptr;
+  float *ssim_a = nullptr, *ssim_b = nullptr;  // five maps each
   double* sums = nullptr;
   void* temp = nullptr;
   std::size_t key_capacity = 0, temp_bytes = 0;
@@ -617,6 +696,8 @@ struct Settings {
   int threshold = 8, tune_every = 100;
   int width = 800, height = 800, iterations = 300, max_gaussians = 1000000;
   int densify_from = 100, densify_until = 0, densify_every = 100, report_every = 50;
+  int opacity_reset_every = 3000;
+  float ssim_weight = 0.2f;
 };
 
 class Trainer {
@@ -630,6 +711,8 @@ class Trainer {
     f_.ranges = device_alloc<uint2>(std::size_t(tiles_x_) * tiles_y_);
     f_.image = device_alloc<float>(pixels * 3);
     f_.d_image = device_alloc<float>(pixels * 3);
+    f_.ssim_a = device_alloc<float>(pixels * 3 * 5);
+    f_.ssim_b = device_alloc<float>(pixels * 3 * 5);
     f_.final_T = device_alloc<float>(pixels);
     f_.last_contributor = device_alloc<std::uint32_t>(pixels);
     f_.sums = device_alloc<double>(2);
@@ -654,6 +737,10 @@ class Trainer {
       });
     });
     if (iteration >= s_.densify_from && iteration <= s_.densify_until && iteration % s_.densify_every == 0) densify(iteration);
+    if (iteration <= s_.densify_until && iteration % s_.opacity_reset_every == 0) {
+      splat_reset_opacity<<<blocks(n_), 256>>>(params_, m_, v_, n_);
+      WORKLOAD_CHECK(cudaGetLastError());
+    }
     return psnr;
   }
 
@@ -699,8 +786,17 @@ class Trainer {
     });
     const std::size_t values = std::size_t(s_.width) * s_.height * 3;
     run("splat_loss", [&] {
+      const float* target = scene_.targets[view];
       WORKLOAD_CHECK(cudaMemsetAsync(f_.sums, 0, 2 * sizeof(double)));
-      splat_loss<<<blocks(values), 256>>>(f_.image, scene_.targets[view], values, f_.d_image, f_.sums);
+      splat_loss<<<blocks(values), 256>>>(f_.image, target, values, 1.f - s_.ssim_weight, f_.d_image, f_.sums);
+      if (s_.ssim_weight == 0.f) return;
+      ssim_moments<<<blocks(values), 256>>>(f_.image, target, values, f_.ssim_a);
+      ssim_blur<<<blocks(5 * values), 256>>>(f_.ssim_a, f_.ssim_b, 5, s_.width, s_.height, false);
+      ssim_blur<<<blocks(5 * values), 256>>>(f_.ssim_b, f_.ssim_a, 5, s_.width, s_.height, true);
+      ssim_gradient_terms<<<blocks(values), 256>>>(f_.ssim_a, values, s_.ssim_weight, f_.ssim_b);
+      ssim_blur<<<blocks(3 * values), 256>>>(f_.ssim_b, f_.ssim_a, 3, s_.width, s_.height, false);
+      ssim_blur<<<blocks(3 * values), 256>>>(f_.ssim_a, f_.ssim_b, 3, s_.width, s_.height, true);
+      ssim_backward<<<blocks(values), 256>>>(f_.image, target, f_.ssim_b, values, f_.d_image);
     });
     double sums[2];
     WORKLOAD_CHECK(cudaMemcpy(sums, f_.sums, sizeof sums, cudaMemcpyDeviceToHost));
@@ -867,9 +963,10 @@ int main(int argc, char** argv) {
   Options o(argc, argv,
             {{"gaussians", "100000"}, {"iterations", "300"}, {"views", "24"}, {"width", "800"}, {"height", "800"},
              {"variant", "baseline"}, {"threshold", "8"}, {"tune-every", "100"}, {"max-gaussians", "1000000"},
-             {"densify-until", "0"}, {"seed", "1"}, {"warmup", "20"}, {"check", "1"},
+             {"densify-until", "0"}, {"opacity-reset-every", "3000"}, {"ssim-weight", "0.2"}, {"seed", "1"},
+             {"warmup", "20"}, {"check", "1"},
              {"mesh", ATOMSIM_SPLAT3D_MESH}},
-            "[--gaussians N] [--iterations I] [--views V] [--variant baseline|sws|swb|warp|auto] [--threshold T] ...");
+            "[--gaussians N] [--iterations I] [--views V] [--variant baseline|sws|swb|warp|auto] [--threshold T] [--ssim-weight L] ...");
   Settings s;
   const std::string variant = o.choice("variant", {"baseline", "sws", "swb", "warp", "auto"});
   s.variant = variant == "baseline" ? Variant::Baseline : variant == "swb" ? Variant::SwB : variant == "warp" ? Variant::Warp : Variant::SwS;
@@ -882,6 +979,8 @@ int main(int argc, char** argv) {
   s.max_gaussians = static_cast<int>(o.integer("max-gaussians", 1, 20000000));
   s.densify_until = static_cast<int>(o.integer("densify-until", 0, 1000000));
   if (s.densify_until == 0) s.densify_until = s.iterations / 2;
+  s.opacity_reset_every = static_cast<int>(o.integer("opacity-reset-every", 1, 1000000));
+  s.ssim_weight = static_cast<float>(o.real("ssim-weight", 0.0, 1.0));
   const int n = static_cast<int>(o.integer("gaussians", 1, 20000000));
   const int views = static_cast<int>(o.integer("views", 1, 1000));
   const auto seed = static_cast<std::uint32_t>(o.integer("seed", 0, 0xffffffffLL));
@@ -956,9 +1055,9 @@ int main(int argc, char** argv) {
   const bool learned = batches < 2 || last_psnr > first_psnr;
   const bool correct = variants_agree && learned;
   std::printf("{\"workload\":\"splat3d\",\"variant\":\"%s\",\"threshold\":%d,\"tuned_thresholds\":%s,\"width\":%d,\"height\":%d,"
-              "\"views\":%d,\"iterations\":%d,\"warmup\":%d,\"gaussians_initial\":%d,\"gaussians_final\":%d,\"seed\":%u,%s,"
+              "\"ssim_weight\":%.2f,\"views\":%d,\"iterations\":%d,\"warmup\":%d,\"gaussians_initial\":%d,\"gaussians_final\":%d,\"seed\":%u,%s,"
               "\"kernels\":%s,\"psnr\":%s,\"psnr_rose\":%s,\"variant_gradient_difference\":%s,\"correct\":%s}\n",
-              variant.c_str(), s.threshold, thresholds.c_str(), s.width, s.height, views, s.iterations, std::min(warmup, s.iterations),
+              variant.c_str(), s.threshold, thresholds.c_str(), s.width, s.height, s.ssim_weight, views, s.iterations, std::min(warmup, s.iterations),
               n, trainer.gaussians(), seed, device_json().c_str(), times.json().c_str(), psnr_json.c_str(),
               batches < 2 ? "null" : learned ? "true" : "false", check_json.c_str(),
               correct ? "true" : "false");
