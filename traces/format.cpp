@@ -133,8 +133,8 @@ std::string ByteReader::str(std::size_t max_len) {
 }
 
 void ByteReader::fail(const std::string& what) const {
-  throw TraceError(fmt::format("{}: {} at byte offset {} (payload byte {}): {}", origin_.file ? *origin_.file : "<memory>",
-                               origin_.part, origin_.offset, pos_, what));
+  throw TraceError(fmt::format("{}: {} at byte offset {} (payload byte {}): {}", origin_->file ? *origin_->file : "<memory>",
+                               origin_->part, origin_->offset, pos_, what));
 }
 
 std::vector<unsigned char> encode_kernel(const KernelInfo& k) {

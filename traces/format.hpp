@@ -85,10 +85,13 @@ struct Origin {
   std::uint64_t offset = 0;
 };
 
+// Reads little-endian fields; errors name the origin, which the reader only
+// refers to (it is read on failure alone, so it may live in cold memory).
 class ByteReader {
  public:
-  ByteReader(const unsigned char* data, std::size_t size, Origin origin)
-      : data_(data), size_(size), origin_(origin) {}
+  ByteReader(const unsigned char* data, std::size_t size, const Origin& origin)
+      : data_(data), size_(size), origin_(&origin) {}
+  ByteReader(const unsigned char*, std::size_t, Origin&&) = delete;  // the origin must outlive the reader
   std::uint8_t u8() { need(1); return data_[pos_++]; }
   std::uint16_t u16() { std::uint16_t v; copy(&v, 2); return v; }
   std::uint32_t u32() { std::uint32_t v; copy(&v, 4); return v; }
@@ -105,7 +108,7 @@ class ByteReader {
   const unsigned char* data_;
   std::size_t size_;
   std::size_t pos_ = 0;
-  Origin origin_;
+  const Origin* origin_;
 };
 
 std::vector<unsigned char> encode_kernel(const KernelInfo& k);

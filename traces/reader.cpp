@@ -84,7 +84,8 @@ TraceReader::TraceReader(const std::string& path) : file_(std::make_shared<Trace
 
   std::vector<unsigned char> raw;
   f.read_chunk(footer_offset, format::ChunkType::Footer, raw);
-  format::ByteReader footer(raw.data(), raw.size(), {&f.path(), "footer", footer_offset});
+  const format::Origin footer_origin{&f.path(), "footer", footer_offset};
+  format::ByteReader footer(raw.data(), raw.size(), footer_origin);
   std::uint64_t kernels = footer.varint();
   if (kernels > (1u << 20)) footer.fail("kernel count out of range");
   for (std::uint64_t k = 0; k < kernels; ++k) {
@@ -94,7 +95,8 @@ TraceReader::TraceReader(const std::string& path) : file_(std::make_shared<Trace
     std::vector<unsigned char> kraw;
     auto kh = f.read_chunk(kernel_offset, format::ChunkType::Kernel, kraw);
     if (kh.kernel_index != k) f.fail(kernel_offset, "kernel chunk out of order");
-    format::ByteReader kin(kraw.data(), kraw.size(), {&f.path(), "kernel chunk", kernel_offset});
+    const format::Origin kernel_origin{&f.path(), "kernel chunk", kernel_offset};
+    format::ByteReader kin(kraw.data(), kraw.size(), kernel_origin);
     kernels_.push_back(format::decode_kernel(kin));
     if (!kin.done()) kin.fail("trailing bytes after kernel metadata");
     index_offsets_.push_back(index_offset);
@@ -112,7 +114,8 @@ const std::vector<TraceReader::WarpEntry>& TraceReader::index(std::size_t kernel
   std::uint64_t offset = index_offsets_[kernel];
   auto h = file_->read_chunk(offset, format::ChunkType::WarpIndex, raw);
   if (h.kernel_index != kernel) file_->fail(offset, "warp index belongs to another kernel");
-  format::ByteReader in(raw.data(), raw.size(), {&path(), "warp index", offset});
+  const format::Origin origin{&path(), "warp index", offset};
+  format::ByteReader in(raw.data(), raw.size(), origin);
   std::uint64_t warps = in.varint();
   if (warps != kernels_[kernel].total_warps())
     in.fail(fmt::format("index lists {} warps, launch has {}", warps, kernels_[kernel].total_warps()));
@@ -135,6 +138,7 @@ WarpStream TraceReader::open_warp(std::size_t kernel, std::uint64_t warp) {
   if (warp >= idx.size()) throw TraceError(fmt::format("{}: kernel {} has no warp {}", path(), kernel, warp));
   WarpStream s;
   s.file_ = file_;
+  s.origin_ = {&file_->path(), "segment", 0};
   s.kernel_ = &kernels_[kernel];
   s.kernel_index_ = static_cast<std::uint32_t>(kernel);
   s.warp_id_ = static_cast<std::uint32_t>(warp);
@@ -150,38 +154,39 @@ void WarpStream::load_segment(std::uint64_t offset) {
                                     h.warp_id, kernel_index_, warp_id_));
   if (h.record_count == 0) file_->fail(offset, "empty segment");
   if (h.next_offset != 0 && h.next_offset <= offset) file_->fail(offset, "segment chain does not move forward");
-  segment_offset_ = offset;
+  if (raw_.size() > UINT32_MAX) file_->fail(offset, "segment larger than 4 GiB");
+  origin_.offset = offset;
   next_segment_ = h.next_offset;
   segment_left_ = h.record_count;
+  records_read_ += h.record_count;
+  data_ = raw_.data();
+  size_ = static_cast<std::uint32_t>(raw_.size());
   pos_ = 0;
-  previous_index_ = format::kInitialPreviousIndex;
-  previous_mask_ = format::kInitialPreviousMask;
+  // Each segment's first record is encoded against these.
+  header_.index = format::kInitialPreviousIndex;
+  header_.active_mask = format::kInitialPreviousMask;
 }
 
-// Moves to the next record: decodes its header and skips its operands.
 bool WarpStream::advance() {
   if (segment_left_ == 0) {
-    if (pos_ != raw_.size()) file_->fail(segment_offset_, "segment holds more bytes than its records");
+    if (pos_ != size_) file_->fail(origin_.offset, "segment holds more bytes than its records");
     if (next_segment_ == 0) {
       if (records_read_ != expected_records_)
-        file_->fail(segment_offset_, fmt::format("warp {} ends after {} records, index promises {}", warp_id_,
-                                                 records_read_, expected_records_));
+        file_->fail(origin_.offset, fmt::format("warp {} ends after {} records, index promises {}", warp_id_,
+                                                records_read_, expected_records_));
       return false;
     }
     load_segment(next_segment_);
   }
-  format::ByteReader in(raw_.data() + pos_, raw_.size() - pos_, {&file_->path(), "segment", segment_offset_});
-  format::decode_record_header(in, kernel_->program, header_, previous_index_, previous_mask_);
-  operand_pos_ = pos_ + in.pos();
+  format::ByteReader in(data_ + pos_, size_ - pos_, origin_);
+  format::decode_record_header(in, kernel_->program, header_, header_.index, header_.active_mask);
+  operand_pos_ = pos_ + static_cast<std::uint32_t>(in.pos());
   format::decode_record_operands(in, kernel_->program[header_.index], header_, nullptr, nullptr);
-  pos_ += in.pos();
+  pos_ += static_cast<std::uint32_t>(in.pos());
   // The next record of this warp is read only when the warp issues again, long
   // after its bytes have left the cache: ask for them now.
-  __builtin_prefetch(raw_.data() + std::min(pos_, raw_.size() - 1));
-  previous_index_ = header_.index;
-  previous_mask_ = header_.active_mask;
+  __builtin_prefetch(data_ + std::min(pos_, size_ - 1));
   --segment_left_;
-  ++records_read_;
   return true;
 }
 
@@ -193,7 +198,7 @@ bool WarpStream::next_instruction(std::uint32_t& index, std::uint32_t& active_ma
 }
 
 void WarpStream::operands(std::array<std::uint64_t, 32>& address, std::array<std::uint64_t, 32>& value) const {
-  format::ByteReader in(raw_.data() + operand_pos_, raw_.size() - operand_pos_, {&file_->path(), "segment", segment_offset_});
+  format::ByteReader in(data_ + operand_pos_, size_ - operand_pos_, origin_);
   format::decode_record_operands(in, kernel_->program[header_.index], header_, &address, &value);
 }
 

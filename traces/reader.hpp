@@ -19,33 +19,42 @@ class TraceFile;  // shared file handle
 class WarpStream {
  public:
   WarpStream() = default;
+  // Movable, not copyable: data_ points into the stream's own buffer.
+  WarpStream(const WarpStream&) = delete;
+  WarpStream& operator=(const WarpStream&) = delete;
+  WarpStream(WarpStream&&) = default;
+  WarpStream& operator=(WarpStream&&) = default;
   // Decodes the next record into `inst`; false at the end of the warp's stream.
   bool next(WarpInst& inst);
-  // Decodes only the next record's header; its operands can then be read with
-  // operands() until the following call.
+  // Moves to the next record, decoding only its header (index(), active_mask());
+  // its operands can then be read with operands() until the following call.
+  // False at the end of the warp's stream.
+  bool advance();
   bool next_instruction(std::uint32_t& index, std::uint32_t& active_mask);
+  std::uint32_t index() const { return header_.index; }
+  std::uint32_t active_mask() const { return header_.active_mask; }
   void operands(std::array<std::uint64_t, 32>& address, std::array<std::uint64_t, 32>& value) const;
 
  private:
   friend class TraceReader;
   void load_segment(std::uint64_t offset);
-  bool advance();
-  // What every record touches comes first: a simulator keeps thousands of
-  // streams open and reads one record of each at a time.
-  std::vector<unsigned char> raw_;
-  std::size_t pos_ = 0;
-  std::size_t operand_pos_ = 0;
-  std::uint32_t segment_left_ = 0;
-  std::uint32_t previous_index_ = format::kInitialPreviousIndex;
-  std::uint32_t previous_mask_ = format::kInitialPreviousMask;
-  format::RecordHeader header_;
+  // What every record touches comes first, in 44 bytes: a simulator keeps
+  // thousands of streams open and reads one record of each at a time.
+  const unsigned char* data_ = nullptr;  // the segment's decompressed bytes (raw_)
   const KernelInfo* kernel_ = nullptr;
+  std::uint32_t size_ = 0;
+  std::uint32_t pos_ = 0;
+  std::uint32_t operand_pos_ = 0;
+  std::uint32_t segment_left_ = 0;
+  // The current record; at the start of a segment, what its first record is encoded against.
+  format::RecordHeader header_{format::kInitialPreviousIndex, format::kInitialPreviousMask, 0};
+  format::Origin origin_;  // file, "segment", the segment's offset: named by errors only
+  std::vector<unsigned char> raw_;
   std::shared_ptr<TraceFile> file_;
-  std::uint64_t records_read_ = 0;
+  std::uint64_t records_read_ = 0;  // in the segments loaded so far
   std::uint32_t kernel_index_ = 0;
   std::uint32_t warp_id_ = 0;
   std::uint64_t expected_records_ = 0;
-  std::uint64_t segment_offset_ = 0;
   std::uint64_t next_segment_ = 0;
 };
 

@@ -61,7 +61,8 @@ TraceSummary validate_trace(const std::string& path) {
         fail(offset, fmt::format("segment chain of warp {} expected the next segment at byte offset {}", header.warp_id, exp->second));
       expected_next[key] = header.next_offset;
       KernelSummary& ks = summary.kernels[header.kernel_index];
-      format::ByteReader records(raw.data(), raw.size(), {&path, "segment", offset});
+      const format::Origin origin{&path, "segment", offset};
+      format::ByteReader records(raw.data(), raw.size(), origin);
       std::uint32_t prev_index = format::kInitialPreviousIndex, prev_mask = format::kInitialPreviousMask;
       for (std::uint32_t r = 0; r < header.record_count; ++r) {
         format::decode_record(records, info.program, inst, prev_index, prev_mask);

@@ -280,7 +280,7 @@ class Sm::Subcore {
     // Dependences of the next instruction: an event-driven block (a result or
     // operand read still owed by the LSU or MIO) or the time fixed-latency
     // results are ready.
-    const InstTiming& tm = (*timing_)[w.index];
+    const InstTiming& tm = (*timing_)[w.index()];
     const Scoreboard& sb = w.scoreboard;
     WarpState blocked = WarpState::NotSelected;
     Cycle ready = 0;
@@ -362,7 +362,7 @@ class Sm::Subcore {
   }
 
   void send_lsu(Warp& w, const InstTiming& tm, LsuOp::Kind kind) {
-    const trace::StaticInst& s = sm_.kernel_.info->program[w.index];
+    const trace::StaticInst& s = sm_.kernel_.info->program[w.index()];
     LsuOp op;
     op.kind = kind;
     op.warp_slot = w.slot;
@@ -372,7 +372,7 @@ class Sm::Subcore {
     op.atomic_type = s.atomic_type;
     op.num_dst = tm.num_dst;
     op.dst = tm.dst;
-    op.active_mask = w.active_mask;
+    op.active_mask = w.active_mask();
     if (kind == LsuOp::Kind::Memory) {
       w.stream.operands(op.address, op.value);
       if (trace::is_atomic(s.op) && sm_.hooks_.on_atomic) sm_.hooks_.on_atomic(s, op.active_mask, op.address, op.value);
@@ -381,10 +381,10 @@ class Sm::Subcore {
   }
 
   void issue(Warp& w, Cycle now) {
-    const InstTiming& tm = (*timing_)[w.index];
+    const InstTiming& tm = (*timing_)[w.index()];
     ++warp_instructions_;
     ++issued_by_class_[static_cast<int>(tm.op)];
-    const std::uint32_t lanes = static_cast<std::uint32_t>(std::popcount(w.active_mask));
+    const std::uint32_t lanes = static_cast<std::uint32_t>(std::popcount(w.active_mask()));
     thread_instructions_ += lanes;
     w.resolving_branch = false;
     switch (tm.route) {
@@ -442,7 +442,7 @@ class Sm::Subcore {
   }
 
  public:
-  static void fetch(Warp& w) { w.has_inst = w.stream.next_instruction(w.index, w.active_mask); }
+  static void fetch(Warp& w) { w.has_inst = w.stream.advance(); }
 
  private:
   // What every evaluation reads comes first, in as few cache lines as may be:

@@ -110,23 +110,25 @@ class alignas(64) Scoreboard {
 };
 
 // Fields in the order an issue touches them: the warp's scheduling state and
-// its trace stream share the first cache lines, the scoreboard follows.
+// the hot part of its trace stream (whose current record is the warp's next
+// instruction) share the first cache line, the scoreboard follows.
 struct alignas(64) Warp {
-  bool resident = false;
-  bool has_inst = false;
-  bool exited = false;
-  bool at_barrier = false;
-  bool waiting_membar = false;
-  bool resolving_branch = false;
+  bool resident : 1 = false;
+  bool has_inst : 1 = false;
+  bool exited : 1 = false;
+  bool at_barrier : 1 = false;
+  bool waiting_membar : 1 = false;
+  bool resolving_branch : 1 = false;
   std::uint16_t slot = 0;
   std::uint32_t outstanding_memory = 0;
-  std::uint32_t index = 0;        // next instruction (program index); its operands stay in the stream
-  std::uint32_t active_mask = 0;
-  std::uint32_t cta_slot = 0;
   Cycle next_issue = 0;
-  trace::WarpStream stream;
+  trace::WarpStream stream;  // index() and active_mask() give the next instruction
+  std::uint32_t cta_slot = 0;
   Cycle launched_at = 0;
   Scoreboard scoreboard;
+
+  std::uint32_t index() const { return stream.index(); }
+  std::uint32_t active_mask() const { return stream.active_mask(); }
 };
 
 }  // namespace atomsim::model
