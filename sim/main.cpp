@@ -81,6 +81,9 @@ int sc_main(int argc, char** argv) {
   std::string check_count, check_capture, check_report;
   check->add_option("trace", inspect_path, "trace file")->required();
   check->add_option("--count", check_count, "count.json of the same launch (atomsim-capture --pass count)")->required();
+  std::vector<std::string> check_count_again;
+  check->add_option("--count-again", check_count_again,
+                    "further count passes of the same launch: instructions they count differently are timing-dependent");
   check->add_option("--capture", check_capture, "trace.json of the trace pass (adds its atomic replay)");
   check->add_option("--kernel", dump_kernel, "kernel index");
   check->add_option("--report", check_report, "also write the report as JSON");
@@ -140,7 +143,8 @@ int sc_main(int argc, char** argv) {
     if (*dump) { trace_dump(inspect_path, dump_kernel, dump_warp, dump_limit, std::cout); return 0; }
     if (*rejoin) { trace_rejoin(inspect_path, rejoin_warp, std::cout); return 0; }
     if (*check) {
-      auto report = compare::check_faithfulness(inspect_path, dump_kernel, check_count, check_capture);
+      auto report = compare::check_faithfulness(inspect_path, dump_kernel, check_count,
+                                                {check_count_again.begin(), check_count_again.end()}, check_capture);
       compare::print_faithfulness(report, std::cout);
       if (!check_report.empty()) write_file_atomically(check_report, report.to_json().dump(1) + "\n");
       return report.passed ? 0 : 1;

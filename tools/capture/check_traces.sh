@@ -2,7 +2,9 @@
 # The faithfulness check over a folder of captured traces (as
 # capture_microbench_traces.sh writes): for every configuration listed in
 # DIR/manifest.json, `atomsim trace check` of its trace against its count pass
-# and atomic replay, with the report written beside it as faithfulness.json.
+# and atomic replay (and its further count passes, count-again-N.json, where
+# the kernel depends on timing), with the report written beside it as
+# faithfulness.json.
 # Prints one verdict per configuration; exits 1 if any is missing or not faithful.
 #
 # Usage: tools/capture/check_traces.sh DIR [ATOMSIM_BINARY]
@@ -18,9 +20,11 @@ for id in $ids; do
   if [ ! -f "$d/trace.atr" ]; then
     echo "$id: no trace"; bad=$((bad + 1)); continue
   fi
-  if verdict=$("$atomsim" trace check "$d/trace.atr" --count "$d/count.json" --capture "$d/trace.json" \
-               --report "$d/faithfulness.json" 2>&1 | tail -1) && [ "$verdict" = faithful ]; then
-    echo "$id: faithful"
+  again=()
+  for f in "$d"/count-again-*.json; do [ -f "$f" ] && again+=(--count-again "$f"); done
+  if verdict=$("$atomsim" trace check "$d/trace.atr" --count "$d/count.json" "${again[@]}" --capture "$d/trace.json" \
+               --report "$d/faithfulness.json" 2>&1 | tail -1) && [[ $verdict == faithful* ]]; then
+    echo "$id: $verdict"
   else
     echo "$id: $verdict"; bad=$((bad + 1))
   fi

@@ -38,6 +38,42 @@ bool guard_observed(const trace::StaticInst& s) {
   return predicates < 2;
 }
 
+struct PcCount {
+  std::uint64_t warp = 0, threads = 0;
+  bool operator==(const PcCount&) const = default;
+};
+
+// One count pass's per-pc counts of the kernel, by program index; the thread
+// count is the one the trace's masks hold for that instruction.
+std::map<std::size_t, PcCount> counted_pcs(const std::filesystem::path& count_json, const trace::KernelInfo& k) {
+  nlohmann::json counts = read_json(count_json);
+  const nlohmann::json* launch = nullptr;
+  if (counts.contains("kernels") && counts["kernels"].is_array())
+    for (const auto& kj : counts["kernels"])
+      if (kj.value("name", "") == k.name || kj.value("mangled", "") == k.name) launch = &kj;
+  if (!launch) throw DatasetError(fmt::format("{}: no counted launch of {}", count_json.string(), k.name));
+  if (!launch->contains("pcs")) throw DatasetError(fmt::format("{}: the launch of {} has no per-pc counts", count_json.string(), k.name));
+  std::map<std::uint64_t, std::size_t> by_pc;
+  for (std::size_t i = 0; i < k.program.size(); ++i) by_pc[k.program[i].pc] = i;
+  std::map<std::size_t, PcCount> out;
+  for (const auto& pc : launch->at("pcs")) {
+    auto it = by_pc.find(pc.at("pc_offset").get<std::uint64_t>());
+    if (it == by_pc.end())
+      throw DatasetError(fmt::format("{}: pc 0x{:x} is not an instruction of the trace's kernel", count_json.string(),
+                                     pc.at("pc_offset").get<std::uint64_t>()));
+    const trace::StaticInst& s = k.program[it->second];
+    out[it->second] = {pc.at("warp_instructions").get<std::uint64_t>(),
+                       pc.at(guard_observed(s) ? "thread_instructions_pred_on" : "thread_instructions").get<std::uint64_t>()};
+  }
+  return out;
+}
+
+std::vector<std::string> hex_pcs(const std::vector<std::uint64_t>& pcs) {
+  std::vector<std::string> out;
+  for (auto pc : pcs) out.push_back(fmt::format("0x{:x}", pc));
+  return out;
+}
+
 double relative(std::uint64_t a, std::uint64_t b) {
   return b ? std::fabs(double(a) - double(b)) / double(b) : (a ? 1.0 : 0.0);
 }
@@ -46,6 +82,7 @@ double relative(std::uint64_t a, std::uint64_t b) {
 
 FaithfulnessReport check_faithfulness(const std::filesystem::path& trace_path, std::size_t kernel_index,
                                       const std::filesystem::path& count_json,
+                                      const std::vector<std::filesystem::path>& repeated_counts,
                                       const std::filesystem::path& capture_json, double tolerance) {
   trace::TraceReader reader(trace_path.string());
   if (kernel_index >= reader.kernel_count())
@@ -55,48 +92,44 @@ FaithfulnessReport check_faithfulness(const std::filesystem::path& trace_path, s
   FaithfulnessReport r;
   r.kernel = k.name;
 
-  std::vector<std::uint64_t> warps(k.program.size(), 0), threads(k.program.size(), 0);
+  std::vector<PcCount> traced(k.program.size());
   for (std::uint64_t w = 0; w < k.total_warps(); ++w) {
     trace::WarpStream stream = reader.open_warp(kernel_index, w);
     std::uint32_t index, mask;
     while (stream.next_instruction(index, mask)) {
-      ++warps[index];
-      threads[index] += std::popcount(mask);
+      ++traced[index].warp;
+      traced[index].threads += std::popcount(mask);
     }
   }
 
-  nlohmann::json counts = read_json(count_json);
-  const nlohmann::json* launch = nullptr;
-  if (counts.contains("kernels") && counts["kernels"].is_array())
-    for (const auto& kj : counts["kernels"])
-      if (kj.value("name", "") == k.name || kj.value("mangled", "") == k.name) launch = &kj;
-  if (!launch) throw DatasetError(fmt::format("{}: no counted launch of {}", count_json.string(), k.name));
-  std::map<std::uint64_t, std::size_t> by_pc;
-  for (std::size_t i = 0; i < k.program.size(); ++i) by_pc[k.program[i].pc] = i;
-  std::vector<bool> counted(k.program.size(), false);
-  if (!launch->contains("pcs")) throw DatasetError(fmt::format("{}: the launch of {} has no per-pc counts", count_json.string(), k.name));
-  for (const auto& pc : launch->at("pcs")) {
-    auto it = by_pc.find(pc.at("pc_offset").get<std::uint64_t>());
-    if (it == by_pc.end())
-      throw DatasetError(fmt::format("{}: pc 0x{:x} is not an instruction of the trace's kernel", count_json.string(),
-                                     pc.at("pc_offset").get<std::uint64_t>()));
-    const trace::StaticInst& s = k.program[it->second];
-    ClassCounts& c = r.classes[static_cast<int>(s.op)];
-    std::uint64_t gpu_warp = pc.at("warp_instructions").get<std::uint64_t>();
-    std::uint64_t gpu_threads = pc.at(guard_observed(s) ? "thread_instructions_pred_on" : "thread_instructions").get<std::uint64_t>();
-    c.gpu_warp += gpu_warp;
-    c.gpu_threads += gpu_threads;
-    c.trace_warp += warps[it->second];
-    c.trace_threads += threads[it->second];
-    if (gpu_warp != warps[it->second]) ++r.pcs_differing;
-    counted[it->second] = true;
+  const std::map<std::size_t, PcCount> gpu = counted_pcs(count_json, k);
+  std::vector<bool> timing_dependent(k.program.size(), false);
+  for (const auto& again_json : repeated_counts) {
+    const std::map<std::size_t, PcCount> again = counted_pcs(again_json, k);
+    for (std::size_t i = 0; i < k.program.size(); ++i) {
+      auto a = gpu.find(i), b = again.find(i);
+      const PcCount first = a == gpu.end() ? PcCount{} : a->second, other = b == again.end() ? PcCount{} : b->second;
+      if (!(first == other)) timing_dependent[i] = true;
+    }
   }
+  std::vector<std::string> stable_differences;
   for (std::size_t i = 0; i < k.program.size(); ++i) {
-    if (counted[i] || !warps[i]) continue;  // executed in the trace, never counted by the GPU
+    auto it = gpu.find(i);
+    const PcCount counted = it == gpu.end() ? PcCount{} : it->second;
+    if (it == gpu.end() && !traced[i].warp) continue;
     ClassCounts& c = r.classes[static_cast<int>(k.program[i].op)];
-    c.trace_warp += warps[i];
-    c.trace_threads += threads[i];
-    ++r.pcs_differing;
+    c.gpu_warp += counted.warp;
+    c.gpu_threads += counted.threads;
+    c.trace_warp += traced[i].warp;
+    c.trace_threads += traced[i].threads;
+    if (counted.warp != traced[i].warp) ++r.pcs_differing;
+    if (timing_dependent[i]) r.timing_dependent_pcs.push_back(k.program[i].pc);
+    else if (!(counted == traced[i])) {
+      r.stable_pcs_differing.push_back(k.program[i].pc);
+      stable_differences.push_back(fmt::format("pc 0x{:x} {}: trace {} warp / {} thread, GPU {} / {}", k.program[i].pc,
+                                               k.program[i].mnemonic, traced[i].warp, traced[i].threads, counted.warp,
+                                               counted.threads));
+    }
   }
   for (const auto& c : r.classes) {
     r.total.trace_warp += c.trace_warp;
@@ -129,8 +162,20 @@ FaithfulnessReport check_faithfulness(const std::filesystem::path& trace_path, s
       failures.push_back(fmt::format("the atomic replay did not reproduce the kernel's output ({} of {} words)",
                                      r.atomic_replay.value("words_within_1e-5", 0), r.atomic_replay.value("words", 0)));
   }
-  r.passed = failures.empty();
-  r.verdict = r.passed ? "faithful" : fmt::format("{}", fmt::join(failures, "; "));
+  const bool replayed = r.atomic_replay.is_null() || r.atomic_replay.value("passed", false);
+  if (failures.empty()) {
+    r.passed = true;
+    r.verdict = "faithful";
+  } else if (!r.timing_dependent_pcs.empty() && r.stable_pcs_differing.empty() && replayed) {
+    // The GPU itself counts some instructions differently from run to run; every other one agrees exactly.
+    r.passed = true;
+    r.verdict = fmt::format("faithful outside {} timing-dependent instructions", r.timing_dependent_pcs.size());
+  } else {
+    if (!r.timing_dependent_pcs.empty())
+      failures.push_back(fmt::format("{} instructions the GPU counts alike in every pass differ from the trace ({})",
+                                     r.stable_pcs_differing.size(), fmt::join(stable_differences, ", ")));
+    r.verdict = fmt::format("{}", fmt::join(failures, "; "));
+  }
   return r;
 }
 
@@ -143,6 +188,7 @@ nlohmann::json FaithfulnessReport::to_json() const {
         {"trace_warp", v.trace_warp}, {"gpu_warp", v.gpu_warp}, {"trace_threads", v.trace_threads}, {"gpu_threads", v.gpu_threads}};
   }
   return {{"kernel", kernel}, {"passed", passed}, {"verdict", verdict}, {"pcs_differing", pcs_differing},
+          {"timing_dependent_pcs", hex_pcs(timing_dependent_pcs)}, {"stable_pcs_differing", hex_pcs(stable_pcs_differing)},
           {"total", {{"trace_warp", total.trace_warp}, {"gpu_warp", total.gpu_warp},
                      {"trace_threads", total.trace_threads}, {"gpu_threads", total.gpu_threads}}},
           {"by_class", by_class}, {"atomic_replay", atomic_replay}};
@@ -163,7 +209,11 @@ void print_faithfulness(const FaithfulnessReport& r, std::ostream& out) {
     out << fmt::format("atomic replay: {} of {} words reproduced (worst relative error {:.2e})\n",
                        r.atomic_replay.value("words_within_1e-5", 0), r.atomic_replay.value("words", 0),
                        r.atomic_replay.value("worst_relative_error", 0.0));
-  out << (r.passed ? "faithful\n" : "NOT faithful: " + r.verdict + "\n");
+  if (!r.timing_dependent_pcs.empty())
+    out << fmt::format("timing-dependent: {} instructions counted differently by the GPU's own count passes; "
+                       "of the others, {} differ from the trace\n",
+                       r.timing_dependent_pcs.size(), r.stable_pcs_differing.size());
+  out << (r.passed ? r.verdict + "\n" : "NOT faithful: " + r.verdict + "\n");
 }
 
 }  // namespace atomsim::compare
