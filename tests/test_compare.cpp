@@ -168,10 +168,6 @@ TEST_CASE("A trace set beside another launch's counts is not faithful", "[compar
 // them the capture keeps two more count passes of the launch
 // (count-again-N.json); the instructions those count differently are
 // timing-dependent, and every other one must agree exactly.
-// One trace is not faithful yet: in the warp-aggregated sparse write, lanes
-// leave a match_any loop a group at a time and the GPU runs each group's
-// BSYNC as its own warp instruction, where the join runs them as one; the
-// thread counts agree. The test pins that down so that a change shows.
 TEST_CASE("Every committed workload trace is faithful, outside timing-dependent instructions where the kernel races", "[compare][faithfulness]") {
   const fs::path root = fs::path(ATOMSIM_SOURCE_DIR) / "traces/h100";
   std::size_t checked = 0, racing = 0;
@@ -191,16 +187,8 @@ TEST_CASE("Every committed workload trace is faithful, outside timing-dependent 
         REQUIRE_FALSE(r.timing_dependent_pcs.empty());
         ++racing;
       }
-      if (d.string().find("sparse/warp/write") != std::string::npos) {
-        REQUIRE_FALSE(r.passed);
-        REQUIRE(r.stable_pcs_differing.size() == 2);
-        REQUIRE_THAT(r.verdict, Catch::Contains("BSYNC"));
-        const ClassCounts& branches = r.classes[static_cast<int>(trace::OpClass::Branch)];
-        REQUIRE(branches.trace_threads == branches.gpu_threads);
-      } else {
-        REQUIRE(r.passed);
-        REQUIRE(r.stable_pcs_differing.empty());
-      }
+      REQUIRE(r.passed);
+      REQUIRE(r.stable_pcs_differing.empty());
       ++checked;
     }
   }

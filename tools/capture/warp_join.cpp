@@ -143,8 +143,10 @@ const std::vector<std::uint32_t>& WarpJoiner::distances_to(std::uint32_t goal) {
 // over every warp of a launch before joining makes the joins independent of
 // warp order.
 // Groups are scheduled as the GPU does: after a divergent branch the lanes that
-// took it run first, lowest PC first; BSYNC holds lanes until the lanes of its
-// BSSY arrive; an observed instruction runs when all of its recorded lanes are there.
+// took it run first, lowest PC first; lanes of different divergence
+// histories run apart, even at one pc, until a convergence barrier joins them
+// (BSYNC holds lanes until the lanes of its BSSY arrive); an observed
+// instruction runs when all of its recorded lanes are there.
 void WarpJoiner::survey(const WarpObservation& warp) {
   join(warp, [](const trace::WarpInst&) {});
 }
@@ -238,7 +240,10 @@ void WarpJoiner::join(const WarpObservation& warp, const std::function<void(cons
     std::uint32_t group = 0;
     for (std::uint32_t m = eligible; m; m &= m - 1) {
       int lane = std::countr_zero(m);
-      if (pc[lane] == at && (head[lane] < 0 || head[lane] == event)) group |= 1u << lane;
+      if (pc[lane] != at) continue;
+      // An observation runs the lanes it names together; elsewhere lanes of
+      // different divergence histories stay apart until a convergence barrier joins them.
+      if (event >= 0 ? head[lane] < 0 || head[lane] == event : priority[lane] == top) group |= 1u << lane;
     }
 
     const Node& node = nodes_[at];
