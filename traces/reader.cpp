@@ -190,13 +190,6 @@ bool WarpStream::advance() {
   return true;
 }
 
-bool WarpStream::next_instruction(std::uint32_t& index, std::uint32_t& active_mask) {
-  if (!advance()) return false;
-  index = header_.index;
-  active_mask = header_.active_mask;
-  return true;
-}
-
 void WarpStream::operands(std::array<std::uint64_t, 32>& address, std::array<std::uint64_t, 32>& value) const {
   format::ByteReader in(data_ + operand_pos_, size_ - operand_pos_, origin_);
   format::decode_record_operands(in, kernel_->program[header_.index], header_, &address, &value);

@@ -30,7 +30,6 @@ class WarpStream {
   // its operands can then be read with operands() until the following call.
   // False at the end of the warp's stream.
   bool advance();
-  bool next_instruction(std::uint32_t& index, std::uint32_t& active_mask);
   std::uint32_t index() const { return header_.index; }
   std::uint32_t active_mask() const { return header_.active_mask; }
   void operands(std::array<std::uint64_t, 32>& address, std::array<std::uint64_t, 32>& value) const;

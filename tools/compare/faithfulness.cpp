@@ -95,10 +95,9 @@ FaithfulnessReport check_faithfulness(const std::filesystem::path& trace_path, s
   std::vector<PcCount> traced(k.program.size());
   for (std::uint64_t w = 0; w < k.total_warps(); ++w) {
     trace::WarpStream stream = reader.open_warp(kernel_index, w);
-    std::uint32_t index, mask;
-    while (stream.next_instruction(index, mask)) {
-      ++traced[index].warp;
-      traced[index].threads += std::popcount(mask);
+    while (stream.advance()) {
+      ++traced[stream.index()].warp;
+      traced[stream.index()].threads += std::popcount(stream.active_mask());
     }
   }
 

@@ -60,66 +60,70 @@ SPLAT_HD float3 surface_colour(float3 p, float3 normal) {
   return scale(band, checker * light);
 }
 
+// The normalisation constants of the real spherical harmonics, as 3D Gaussian
+// splatting uses them (a local of this type works in host and device code).
+constexpr float kShC0 = 0.28209479177387814f;
+struct ShConstants {
+  float c1 = 0.4886025119029199f;
+  float c2[5] = {1.0925484305920792f, -1.0925484305920792f, 0.31539156525252005f, -1.0925484305920792f, 0.5462742152960396f};
+  float c3[7] = {-0.5900435899266435f, 2.890611442640554f, -0.4570457994644658f, 0.3731763325901154f,
+                 -0.4570457994644658f, 1.445305721320277f, -0.5900435899266435f};
+};
+
 // Real spherical harmonics up to degree 3, as 3D Gaussian splatting evaluates
 // them (16 coefficients per colour channel).
 constexpr int kShCoeffs = 16;
 SPLAT_HD void sh_basis(float3 d, int degree, float* b) {
-  const float C0 = 0.28209479177387814f, C1 = 0.4886025119029199f;
-  const float C2[5] = {1.0925484305920792f, -1.0925484305920792f, 0.31539156525252005f, -1.0925484305920792f, 0.5462742152960396f};
-  const float C3[7] = {-0.5900435899266435f, 2.890611442640554f, -0.4570457994644658f, 0.3731763325901154f,
-                       -0.4570457994644658f, 1.445305721320277f, -0.5900435899266435f};
+  const ShConstants K;
   for (int k = 0; k < kShCoeffs; ++k) b[k] = 0.f;
-  b[0] = C0;
+  b[0] = kShC0;
   if (degree < 1) return;
   const float x = d.x, y = d.y, z = d.z;
-  b[1] = -C1 * y;
-  b[2] = C1 * z;
-  b[3] = -C1 * x;
+  b[1] = -K.c1 * y;
+  b[2] = K.c1 * z;
+  b[3] = -K.c1 * x;
   if (degree < 2) return;
   const float xx = x * x, yy = y * y, zz = z * z, xy = x * y, yz = y * z, xz = x * z;
-  b[4] = C2[0] * xy;
-  b[5] = C2[1] * yz;
-  b[6] = C2[2] * (2.f * zz - xx - yy);
-  b[7] = C2[3] * xz;
-  b[8] = C2[4] * (xx - yy);
+  b[4] = K.c2[0] * xy;
+  b[5] = K.c2[1] * yz;
+  b[6] = K.c2[2] * (2.f * zz - xx - yy);
+  b[7] = K.c2[3] * xz;
+  b[8] = K.c2[4] * (xx - yy);
   if (degree < 3) return;
-  b[9] = C3[0] * y * (3.f * xx - yy);
-  b[10] = C3[1] * xy * z;
-  b[11] = C3[2] * y * (4.f * zz - xx - yy);
-  b[12] = C3[3] * z * (2.f * zz - 3.f * xx - 3.f * yy);
-  b[13] = C3[4] * x * (4.f * zz - xx - yy);
-  b[14] = C3[5] * z * (xx - yy);
-  b[15] = C3[6] * x * (xx - 3.f * yy);
+  b[9] = K.c3[0] * y * (3.f * xx - yy);
+  b[10] = K.c3[1] * xy * z;
+  b[11] = K.c3[2] * y * (4.f * zz - xx - yy);
+  b[12] = K.c3[3] * z * (2.f * zz - 3.f * xx - 3.f * yy);
+  b[13] = K.c3[4] * x * (4.f * zz - xx - yy);
+  b[14] = K.c3[5] * z * (xx - yy);
+  b[15] = K.c3[6] * x * (xx - 3.f * yy);
 }
 
 // The derivative of each coefficient of sh_basis with respect to the direction
 // (before normalisation is undone), for the colour's gradient into the mean.
 SPLAT_HD void sh_basis_gradient(float3 d, int degree, float3* g) {
-  const float C1 = 0.4886025119029199f;
-  const float C2[5] = {1.0925484305920792f, -1.0925484305920792f, 0.31539156525252005f, -1.0925484305920792f, 0.5462742152960396f};
-  const float C3[7] = {-0.5900435899266435f, 2.890611442640554f, -0.4570457994644658f, 0.3731763325901154f,
-                       -0.4570457994644658f, 1.445305721320277f, -0.5900435899266435f};
+  const ShConstants K;
   for (int k = 0; k < kShCoeffs; ++k) g[k] = make_float3(0.f, 0.f, 0.f);
   if (degree < 1) return;
   const float x = d.x, y = d.y, z = d.z;
-  g[1] = make_float3(0.f, -C1, 0.f);
-  g[2] = make_float3(0.f, 0.f, C1);
-  g[3] = make_float3(-C1, 0.f, 0.f);
+  g[1] = make_float3(0.f, -K.c1, 0.f);
+  g[2] = make_float3(0.f, 0.f, K.c1);
+  g[3] = make_float3(-K.c1, 0.f, 0.f);
   if (degree < 2) return;
   const float xx = x * x, yy = y * y, zz = z * z;
-  g[4] = make_float3(C2[0] * y, C2[0] * x, 0.f);
-  g[5] = make_float3(0.f, C2[1] * z, C2[1] * y);
-  g[6] = make_float3(-2.f * C2[2] * x, -2.f * C2[2] * y, 4.f * C2[2] * z);
-  g[7] = make_float3(C2[3] * z, 0.f, C2[3] * x);
-  g[8] = make_float3(2.f * C2[4] * x, -2.f * C2[4] * y, 0.f);
+  g[4] = make_float3(K.c2[0] * y, K.c2[0] * x, 0.f);
+  g[5] = make_float3(0.f, K.c2[1] * z, K.c2[1] * y);
+  g[6] = make_float3(-2.f * K.c2[2] * x, -2.f * K.c2[2] * y, 4.f * K.c2[2] * z);
+  g[7] = make_float3(K.c2[3] * z, 0.f, K.c2[3] * x);
+  g[8] = make_float3(2.f * K.c2[4] * x, -2.f * K.c2[4] * y, 0.f);
   if (degree < 3) return;
-  g[9] = make_float3(6.f * C3[0] * x * y, C3[0] * (3.f * xx - 3.f * yy), 0.f);
-  g[10] = make_float3(C3[1] * y * z, C3[1] * x * z, C3[1] * x * y);
-  g[11] = make_float3(-2.f * C3[2] * x * y, C3[2] * (4.f * zz - xx - 3.f * yy), 8.f * C3[2] * y * z);
-  g[12] = make_float3(-6.f * C3[3] * x * z, -6.f * C3[3] * y * z, C3[3] * (6.f * zz - 3.f * xx - 3.f * yy));
-  g[13] = make_float3(C3[4] * (4.f * zz - 3.f * xx - yy), -2.f * C3[4] * x * y, 8.f * C3[4] * x * z);
-  g[14] = make_float3(2.f * C3[5] * x * z, -2.f * C3[5] * y * z, C3[5] * (xx - yy));
-  g[15] = make_float3(C3[6] * (3.f * xx - 3.f * yy), -6.f * C3[6] * x * y, 0.f);
+  g[9] = make_float3(6.f * K.c3[0] * x * y, K.c3[0] * (3.f * xx - 3.f * yy), 0.f);
+  g[10] = make_float3(K.c3[1] * y * z, K.c3[1] * x * z, K.c3[1] * x * y);
+  g[11] = make_float3(-2.f * K.c3[2] * x * y, K.c3[2] * (4.f * zz - xx - 3.f * yy), 8.f * K.c3[2] * y * z);
+  g[12] = make_float3(-6.f * K.c3[3] * x * z, -6.f * K.c3[3] * y * z, K.c3[3] * (6.f * zz - 3.f * xx - 3.f * yy));
+  g[13] = make_float3(K.c3[4] * (4.f * zz - 3.f * xx - yy), -2.f * K.c3[4] * x * y, 8.f * K.c3[4] * x * z);
+  g[14] = make_float3(2.f * K.c3[5] * x * z, -2.f * K.c3[5] * y * z, K.c3[5] * (xx - yy));
+  g[15] = make_float3(K.c3[6] * (3.f * xx - 3.f * yy), -6.f * K.c3[6] * x * y, 0.f);
 }
 
 // The 11-tap Gaussian window (sigma 1.5) of SSIM, normalised.
@@ -148,6 +152,5 @@ SPLAT_HD SsimTerms ssim_terms(float mx, float my, float exx, float eyy, float ex
   return t;
 }
 
-constexpr float kShC0 = 0.28209479177387814f;
 
 }  // namespace atomsim::workload::splat
