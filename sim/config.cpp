@@ -44,6 +44,7 @@ GpuParams load_gpu_params(const std::string& config, const std::vector<std::stri
     throw ConfigError(fmt::format("{}: key 'l1.line_bytes' must equal 'l2.line_bytes'", p.origin));
   if (p.sms > 65535 || p.l2.slices > 65535) throw ConfigError(fmt::format("{}: too many SMs or slices", p.origin));
   p.documentation = source.declared();
+  p.canonical = source.canonical_text();
   return p;
 }
 

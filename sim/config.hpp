@@ -28,6 +28,7 @@ struct GpuParams {
   model::DispatchParams dispatch;
   std::vector<ParamInfo> documentation;
   std::string origin;
+  std::string canonical;  // every parameter's value (ParamSource::canonical_text)
 };
 
 // `config` is a path or the name of a bundled configuration (h100, a100, rtx4090, rtx3060).

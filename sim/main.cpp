@@ -1,4 +1,4 @@
-// atomsim command line: run | gen | trace | config.
+// atomsim command line: run | compare | sweep | gen | trace | config.
 #include <CLI/CLI.hpp>
 #include <systemc>
 
@@ -11,6 +11,7 @@
 #include "sim/compare_job.hpp"
 #include "sim/report.hpp"
 #include "sim/run.hpp"
+#include "sim/sweep_cli.hpp"
 #include "tools/compare/faithfulness.hpp"
 #include "sim/trace_cli.hpp"
 #include "sim/engine/params.hpp"
@@ -99,6 +100,8 @@ int sc_main(int argc, char** argv) {
   std::string describe_config = "h100";
   describe->add_option("--config,-c", describe_config, "configuration file or bundled name");
 
+  SweepCommands sweep(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -112,6 +115,7 @@ int sc_main(int argc, char** argv) {
   }
 
   try {
+    if (sweep.chosen()) return sweep.run();
     if (*run) {
       sim.check_atomics = !no_check;
       sim.progress = !quiet;

@@ -1,8 +1,13 @@
 #include "sim/report.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -166,20 +171,40 @@ void print_kernel_table(std::ostream& out, const KernelRun& run, const GpuParams
 }
 
 void write_file_atomically(const std::string& path, const std::string& contents) {
-  std::string tmp = path + ".partial";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
-    out << contents;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw std::runtime_error(fmt::format("{}: write failed", path));
+  // A name of its own per writer, so that two processes writing the same path
+  // (a sweep point run twice) never interleave in one temporary file.
+  static std::atomic<unsigned> serial{0};
+  const std::string tmp = fmt::format("{}.partial-{}-{}", path, ::getpid(), serial++);
+  auto fail = [&](const char* what) {
+    const int error = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(fmt::format("{}: {}: {}", path, what, std::strerror(error)));
+  };
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
+  std::size_t written = 0;
+  while (written < contents.size()) {
+    const ssize_t n = ::write(fd, contents.data() + written, contents.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      fail("write failed");
     }
+    written += static_cast<std::size_t>(n);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(fmt::format("{}: cannot rename into place: {}", path, std::strerror(errno)));
+  // Data on disk before the name: after a power loss the path holds the old
+  // contents or the new, never a truncated file.
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    fail("cannot flush to disk");
+  }
+  ::close(fd);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename into place");
+  const std::string folder = std::filesystem::path(path).parent_path().string();
+  const int dir = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
   }
 }
 

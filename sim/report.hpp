@@ -17,7 +17,9 @@ nlohmann::json kernel_json(const KernelRun& run, const GpuParams& params);
 nlohmann::json run_json(const std::vector<KernelRun>& runs, const GpuParams& params,
                         const std::vector<std::string>& overrides, const std::string& trace);
 void print_kernel_table(std::ostream& out, const KernelRun& run, const GpuParams& params);
-// Writes via a temporary file renamed into place; throws std::runtime_error naming the path.
+// Writes via a temporary file of its own, flushed to disk and renamed into
+// place, so a reader sees the old contents or the new whole, even after a
+// crash or power loss; throws std::runtime_error naming the path.
 void write_file_atomically(const std::string& path, const std::string& contents);
 
 }  // namespace atomsim

@@ -132,6 +132,12 @@ void ParamSource::check_all_claimed() const {
     if (!v.claimed) throw ConfigError(fmt::format("{}: unknown key '{}'", v.origin, key));
 }
 
+std::string ParamSource::canonical_text() const {
+  std::string text;
+  for (const auto& [key, v] : impl_->values) text += key + " = " + toml::format(v.value) + "\n";
+  return text;
+}
+
 const std::string& ParamSource::origin() const { return impl_->origin; }
 const std::vector<ParamInfo>& ParamSource::declared() const { return impl_->declared; }
 

@@ -47,6 +47,9 @@ class ParamSource {
 
   // Throws for the first configuration key no component claimed.
   void check_all_claimed() const;
+  // Every key with its value after overrides, one `key = value` line each in
+  // key order: two sources with the same text configure the same machine.
+  std::string canonical_text() const;
   const std::string& origin() const;
   const std::vector<ParamInfo>& declared() const;
   void record(ParamInfo info);
