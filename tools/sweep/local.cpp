@@ -158,11 +158,21 @@ int run_local(const SweepPlan& plan, const ResultStore& store, const std::vector
                             keys.size() - done - failed);
     return kExitInterrupted;
   }
-  std::size_t failed_total = 0;
-  for (const auto& p : plan.points) failed_total += store.finished_state(p.key) == PointState::Failed;
+  std::size_t failed_total = 0, pending = 0;
+  for (const auto& p : plan.points) {
+    const PointState state = store.finished_state(p.key);
+    failed_total += state == PointState::Failed;
+    pending += state == PointState::Pending;
+  }
   if (failed_total)
     progress << fmt::format("atomsim sweep: {} of {} points failed (`atomsim sweep status {}` lists them)\n",
                             failed_total, plan.points.size(), store.dir());
+  if (pending) {
+    // A worker killed from outside leaves its point pending, not failed.
+    progress << fmt::format("atomsim sweep: {} points left pending (their workers were killed); the same command "
+                            "continues the sweep\n", pending);
+    return kExitInterrupted;
+  }
   return exit_status_for_failures(failed_total);
 }
 

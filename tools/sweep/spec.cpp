@@ -177,7 +177,9 @@ SweepPlan plan_sweep(const std::string& spec_path, const std::string& out_dir, c
     root = toml::parse(spec_path);
   } catch (const toml::syntax_error& e) {
     std::string what = e.what();
-    spec.fail_file("TOML syntax error: " + what.substr(0, what.find('\n')));
+    what = what.substr(0, what.find('\n'));
+    if (what.starts_with("[error] ")) what = what.substr(8);
+    throw SpecError(fmt::format("{}:{}: TOML syntax error: {}", spec_path, e.location().line(), what));
   } catch (const std::exception& e) {
     spec.fail_file(fmt::format("cannot read sweep spec: {}", e.what()));
   }
@@ -377,14 +379,15 @@ SweepPlan plan_sweep(const std::string& spec_path, const std::string& out_dir, c
       for (const auto& m : matches)
         files.emplace_back(name.empty() ? fs::path(m).lexically_relative(spec_dir).string() : name, m);
     }
+    const toml::value& at = t.contains("path") ? t.at("path") : t;
     for (const auto& [trace_name, path] : files) {
       if (!trace_names.insert(trace_name).second)
-        spec.fail(t, fmt::format("trace name '{}' is used twice", trace_name));
+        spec.fail(at, fmt::format("trace name '{}' is used twice", trace_name));
       try {
         trace::TraceReader reader(path);
-        if (reader.kernel_count() == 0) spec.fail(t, fmt::format("trace '{}' holds no kernel", path));
+        if (reader.kernel_count() == 0) spec.fail(at, fmt::format("trace '{}' holds no kernel", path));
       } catch (const trace::TraceError& e) {
-        spec.fail(t, fmt::format("trace '{}': {}", trace_name, e.what()));
+        spec.fail(at, fmt::format("trace '{}': {}", trace_name, e.what()));
       }
       plan.traces.push_back({trace_name, fs::absolute(path).lexically_normal().string(), hash_file(path),
                              group.empty() ? trace_name : group, variant});
