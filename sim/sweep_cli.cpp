@@ -128,7 +128,7 @@ int SweepCommands::run() {
     write_file_atomically(json, sweep::table_json(table).dump(1) + "\n");
     std::size_t done = 0;
     for (const auto& row : table.rows) done += row["status"] == "done";
-    std::cout << fmt::format("{}: {} rows ({} of finished kernels), {} columns\n{}\n", csv, table.rows.size(), done,
+    std::cout << fmt::format("{}: {} rows, {} of them finished kernels, {} columns\n{}\n", csv, table.rows.size(), done,
                              table.columns.size(), json);
     return 0;
   }

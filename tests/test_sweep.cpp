@@ -269,7 +269,7 @@ TEST_CASE("sweep plot: lines and heatmaps with labelled axes and ambiguous choic
   REQUIRE(r.code == 0);
   std::string svg = slurp(dir + "/lines.svg");
   CHECK(svg.find("<polyline") != std::string::npos);
-  CHECK(svg.find("speedup over the baseline variant (x)") != std::string::npos);
+  CHECK(svg.find("speedup over the baseline variant (\u00d7)") != std::string::npos);
   CHECK(svg.find(">gpu.sms<") != std::string::npos);
   CHECK(svg.find("l2.rop_units_per_slice=1") != std::string::npos);
 

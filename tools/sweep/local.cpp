@@ -90,8 +90,15 @@ std::string last_line_of(const std::string& path) {
 
 }  // namespace
 
-int run_local(const SweepPlan& plan, const ResultStore& store, const std::vector<std::string>& keys,
+int run_local(const SweepPlan& plan, const ResultStore& store, const std::vector<std::string>& pending_keys,
               const LocalOptions& options, std::ostream& progress) {
+  // Longest first, with a trace's size as the estimate of its points' time:
+  // a long point started last would leave the other workers idle at the end.
+  std::vector<std::string> keys = pending_keys;
+  std::map<std::string, std::uintmax_t> trace_bytes;
+  for (const auto& key : keys) trace_bytes[key] = std::filesystem::file_size(plan.traces[plan.find(key)->trace].path);
+  std::stable_sort(keys.begin(), keys.end(), [&](const auto& a, const auto& b) { return trace_bytes[a] > trace_bytes[b]; });
+
   boost::asio::io_context events;
   boost::asio::signal_set stop_signals(events, SIGINT, SIGTERM);
   std::map<std::string, std::unique_ptr<bp::child>> running;

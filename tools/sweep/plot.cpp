@@ -40,7 +40,7 @@ std::string compact(double v) { return fmt::format("{:.4g}", v); }
 std::string y_label(const std::string& column) {
   if (column == "cycles") return "simulated cycles";
   if (column == "time_us") return "simulated time (us)";
-  if (column == "speedup") return "speedup over the baseline variant (x)";
+  if (column == "speedup") return "speedup over the baseline variant (\u00d7)";
   if (column == "ipc") return "warp instructions per cycle";
   if (column == "warp_instructions") return "warp instructions";
   if (column.starts_with("stall.")) return column.substr(6) + " (fraction of warp-cycles)";
@@ -148,8 +148,10 @@ std::string plot_svg(const Table& table, const PlotOptions& options) {
     double lo = cells.begin()->second, hi = lo;
     for (const auto& [k, v] : cells) lo = std::min(lo, v), hi = std::max(hi, v);
     const double cell_w = 70, cell_h = 34, left = 110, top = 50;
-    const double width = left + cell_w * static_cast<double>(x_values.size()) + 140;
-    const double height = top + cell_h * static_cast<double>(by_values.size()) + 70;
+    // Room for the colour bar and its label, and for the title.
+    const double width = std::max(left + cell_w * static_cast<double>(x_values.size()) + 170,
+                                  40 + 7.0 * static_cast<double>(title.size()));
+    const double height = top + std::max(60.0, cell_h * static_cast<double>(by_values.size())) + 70;
     std::string svg = svg_open(width, height, title);
     for (std::size_t j = 0; j < by_values.size(); ++j) {
       // The first value at the bottom, as on a y axis.
@@ -179,14 +181,13 @@ std::string plot_svg(const Table& table, const PlotOptions& options) {
     svg += fmt::format("<text transform=\"translate(16,{:.0f}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
                        top + (axis_y - top) / 2, escape(options.by));
     // Colour bar with the measure's name and range.
-    const double bar_x = width - 110, bar_h = std::max(60.0, axis_y - top);
+    const double bar_x = left + cell_w * static_cast<double>(x_values.size()) + 30, bar_h = std::max(60.0, axis_y - top);
     for (int s = 0; s < 20; ++s)
       svg += fmt::format("<rect x=\"{:.0f}\" y=\"{:.1f}\" width=\"14\" height=\"{:.1f}\" fill=\"{}\"/>\n", bar_x,
                          top + bar_h * (19 - s) / 20.0, bar_h / 20.0 + 0.5, colour_scale(s / 19.0));
     svg += fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\">{}</text><text x=\"{:.0f}\" y=\"{:.0f}\">{}</text>\n", bar_x + 18,
                        top + 8, compact(hi), bar_x + 18, top + bar_h, compact(lo));
-    svg += fmt::format("<text transform=\"translate({:.0f},{:.0f}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
-                       bar_x + 60, top + bar_h / 2, escape(y_label(y)));
+    svg += fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\">{}</text>\n", bar_x, top + bar_h + 36, escape(y_label(y)));
     return svg + "</svg>\n";
   }
 

@@ -30,8 +30,14 @@ stop() {
   done
 }
 
+# A TCP port nothing listens on (listening sockets are in /proc/net/tcp*).
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+  local port hex
+  while true; do
+    port=$(( 20000 + RANDOM % 40000 ))
+    hex=$(printf ':%04X ' "$port")
+    grep -qi "$hex" /proc/net/tcp /proc/net/tcp6 2>/dev/null || { echo "$port"; return; }
+  done
 }
 
 start() {
