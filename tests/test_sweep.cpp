@@ -157,7 +157,7 @@ TEST_CASE("sweep run: a local pool runs every point once and a second run skips 
   // More SMs finish the same work sooner.
   auto cycles_at = [&](int sms, const std::string& kernel) {
     for (const auto& row : table["rows"])
-      if (row["gpu.sms"] == std::to_string(sms) && row["l2.rop_units_per_slice"] == "2" &&
+      if (row["gpu.sms"] == sms && row["l2.rop_units_per_slice"] == 2 &&
           row["kernel"].get<std::string>().find(kernel) != std::string::npos)
         return row["cycles"].get<double>();
     return 0.0;

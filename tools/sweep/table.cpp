@@ -30,6 +30,19 @@ std::map<std::string, ordered_json> kernel_measures(const nlohmann::json& k) {
   return m;
 }
 
+// A setting as a cell: numbers stay numbers (a string setting is shown
+// without its TOML quotes, so its display differs from its TOML text).
+ordered_json setting_cell(const Setting& s) {
+  if (s.display == s.toml) {
+    try {
+      auto v = ordered_json::parse(s.toml);
+      if (v.is_number()) return v;
+    } catch (const nlohmann::json::exception&) {
+    }
+  }
+  return s.display;
+}
+
 }  // namespace
 
 std::string Table::cell_text(const ordered_json& cell) {
@@ -43,51 +56,47 @@ Table collect_table(const ResultStore& store) {
   Table table;
   table.sweep = plan.name;
 
-  struct PendingRow {
+  struct KernelRow {
     ordered_json identity;
     std::map<std::string, ordered_json> measures;
     std::string group_id;  // rows that share a baseline
     long slot = -1;        // kernel position when variants are whole traces
     std::string variant;
   };
-  std::vector<PendingRow> rows;
+  std::vector<KernelRow> rows;
   std::set<std::string> measure_columns;
   for (const auto& p : plan.points) {
     const PlannedTrace& trace = plan.traces[p.trace];
-    ordered_json id;
-    id["point"] = p.key;
-    id["name"] = p.name;
-    id["trace"] = trace.name;
-    id["group"] = trace.group;
     std::string group_id = trace.group + "\n" + p.config + "\n" + p.name;
     for (const auto& s : p.settings) group_id += "\n" + s.key + "=" + s.toml;
     auto result = store.result(p.key);
     const std::string status = !result ? "pending" : (*result)["status"].get<std::string>();
-    if (status != "done") {
-      PendingRow r{id, {}, group_id, -1, trace.variant};
-      r.identity["variant"] = trace.variant;
-      r.identity["kernel_index"] = nullptr;
-      r.identity["kernel"] = nullptr;
+    auto add_row = [&](const std::string& variant, long slot, ordered_json kernel_index, ordered_json kernel,
+                       std::map<std::string, ordered_json> measures) {
+      KernelRow r{{}, std::move(measures), group_id, slot, variant};
+      r.identity["point"] = p.key;
+      r.identity["name"] = p.name;
+      r.identity["trace"] = trace.name;
+      r.identity["group"] = trace.group;
+      r.identity["variant"] = variant;
+      r.identity["kernel_index"] = std::move(kernel_index);
+      r.identity["kernel"] = std::move(kernel);
       r.identity["config"] = p.config;
-      for (const auto& s : p.settings) r.identity[s.key] = s.display;
+      for (const auto& s : p.settings) r.identity[s.key] = setting_cell(s);
       r.identity["status"] = status;
-      r.identity["error"] = result ? (*result).value("error", "") : "";
+      r.identity["error"] = result ? result->value("error", "") : "";
+      for (const auto& [column, v] : r.measures) measure_columns.insert(column);
       rows.push_back(std::move(r));
+    };
+    if (status != "done") {
+      add_row(trace.variant, -1, nullptr, nullptr, {});
       continue;
     }
     const auto& kernels = (*result)["run"]["kernels"];
     for (std::size_t k = 0; k < kernels.size(); ++k) {
-      PendingRow r{id, kernel_measures(kernels[k]), group_id, trace.variant.empty() ? -1 : static_cast<long>(k),
-                   trace.variant.empty() ? kernels[k]["name"].get<std::string>() : trace.variant};
-      r.identity["variant"] = r.variant;
-      r.identity["kernel_index"] = k;
-      r.identity["kernel"] = kernels[k]["name"];
-      r.identity["config"] = p.config;
-      for (const auto& s : p.settings) r.identity[s.key] = s.display;
-      r.identity["status"] = "done";
-      r.identity["error"] = "";
-      for (const auto& [column, v] : r.measures) measure_columns.insert(column);
-      rows.push_back(std::move(r));
+      const std::string name = kernels[k]["name"];
+      add_row(trace.variant.empty() ? name : trace.variant, trace.variant.empty() ? -1 : static_cast<long>(k), k, name,
+              kernel_measures(kernels[k]));
     }
   }
 
