@@ -126,17 +126,7 @@ int sc_main(int argc, char** argv) {
       return compare_job(cmp, std::cout);
     }
     if (*micro) {
-      std::vector<workloads::MicrobenchParams> kernels;
-      if (variants == "all") {
-        for (auto v : {workloads::MicrobenchVariant::Baseline, workloads::MicrobenchVariant::SwB,
-                       workloads::MicrobenchVariant::SwS}) {
-          kernels.push_back(mb);
-          kernels.back().variant = v;
-        }
-      } else {
-        mb.variant = workloads::parse_variant(variants);
-        kernels.push_back(mb);
-      }
+      auto kernels = workloads::microbench_variants(mb, variants);
       for (const auto& k : kernels) k.validate();
       std::uint64_t n = write_microbench_trace(kernels, out_path);
       std::cout << fmt::format("{}: {} kernels, {} warp instructions\n", out_path, kernels.size(), n);

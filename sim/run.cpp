@@ -30,21 +30,15 @@ std::vector<KernelRun> simulate_trace(const GpuParams& params, const std::string
 }
 
 std::vector<workloads::MicrobenchParams> default_microbench() {
-  std::vector<workloads::MicrobenchParams> kernels;
-  for (auto v : {workloads::MicrobenchVariant::Baseline, workloads::MicrobenchVariant::SwB,
-                 workloads::MicrobenchVariant::SwS}) {
-    workloads::MicrobenchParams p;
-    p.variant = v;
-    p.blocks = 264;  // two CTAs per H100 SM
-    p.warps_per_block = 8;
-    p.iterations = 8;
-    p.params = 9;  // 3DGS updates 9 gradient values per Gaussian
-    p.active_fraction = 0.5;
-    p.lanes_per_primitive = 32;
-    p.threshold = 8;
-    kernels.push_back(p);
-  }
-  return kernels;
+  workloads::MicrobenchParams p;
+  p.blocks = 264;  // two CTAs per H100 SM
+  p.warps_per_block = 8;
+  p.iterations = 8;
+  p.params = 9;  // 3DGS updates 9 gradient values per Gaussian
+  p.active_fraction = 0.5;
+  p.lanes_per_primitive = 32;
+  p.threshold = 8;
+  return workloads::microbench_variants(p, "all");
 }
 
 std::uint64_t write_microbench_trace(const std::vector<workloads::MicrobenchParams>& kernels, const std::string& path) {

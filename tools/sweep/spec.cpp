@@ -133,24 +133,14 @@ workloads::MicrobenchParams microbench_from(const SpecReader& spec, const toml::
 }
 
 std::vector<workloads::MicrobenchParams> microbench_kernels(const SpecReader& spec, const toml::value& table,
-                                                            workloads::MicrobenchParams p) {
-  std::string variant = table.contains("variant") ? spec.string(table.at("variant"), "microbench.variant") : "all";
-  std::vector<workloads::MicrobenchParams> kernels;
-  if (variant == "all") {
-    for (auto v : {workloads::MicrobenchVariant::Baseline, workloads::MicrobenchVariant::SwB,
-                   workloads::MicrobenchVariant::SwS}) {
-      kernels.push_back(p);
-      kernels.back().variant = v;
-    }
-    return kernels;
-  }
+                                                            const workloads::MicrobenchParams& p) {
+  const std::string variant =
+      table.contains("variant") ? spec.string(table.at("variant"), "microbench.variant") : "all";
   try {
-    p.variant = workloads::parse_variant(variant);
+    return workloads::microbench_variants(p, variant);
   } catch (const std::invalid_argument& e) {
     spec.fail(table.at("variant"), fmt::format("key 'microbench.variant': {}", e.what()));
   }
-  kernels.push_back(p);
-  return kernels;
 }
 
 bool safe_file_name(const std::string& name) {

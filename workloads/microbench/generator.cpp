@@ -28,6 +28,20 @@ MicrobenchVariant parse_variant(const std::string& name) {
   throw std::invalid_argument("variant must be baseline, swb or sws (got '" + name + "')");
 }
 
+std::vector<MicrobenchParams> microbench_variants(const MicrobenchParams& p, const std::string& variant) {
+  std::vector<MicrobenchParams> kernels;
+  if (variant == "all") {
+    for (auto v : {MicrobenchVariant::Baseline, MicrobenchVariant::SwB, MicrobenchVariant::SwS}) {
+      kernels.push_back(p);
+      kernels.back().variant = v;
+    }
+  } else {
+    kernels.push_back(p);
+    kernels.back().variant = parse_variant(variant);
+  }
+  return kernels;
+}
+
 void MicrobenchParams::validate() const {
   auto bad = [](const std::string& what) { throw std::invalid_argument(what); };
   if (params != 1 && params != 4 && params != 9) bad(fmt::format("params must be 1, 4 or 9 (got {})", params));

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "traces/trace.hpp"
 #include "traces/writer.hpp"
@@ -31,6 +32,11 @@ struct MicrobenchParams {
   // Throws std::invalid_argument naming the offending parameter.
   void validate() const;
 };
+
+// The kernels `variant` names, "all" (baseline, SW-B and SW-S, in that order)
+// or one of parse_variant's names, with `p`'s other parameters. Throws
+// std::invalid_argument for an unknown variant.
+std::vector<MicrobenchParams> microbench_variants(const MicrobenchParams& p, const std::string& variant);
 
 // Mangled name of the kernel instantiation in the SASS listing.
 std::string microbench_function(const MicrobenchParams& p);
