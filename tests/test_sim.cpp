@@ -94,3 +94,16 @@ TEST_CASE("every bundled configuration loads and runs a kernel", "[sim][config]"
   }
   std::remove(path.c_str());
 }
+
+TEST_CASE("latencies longer than the wake calendar's window finish and add their cycles", "[sim][engine]") {
+  // The calendar keeps wakes more than 4096 cycles ahead apart; jumping
+  // straight to one of them once lost it (a kernel 'deadlocked').
+  std::string path = small_microbench("far-wake.trace", workloads::MicrobenchVariant::Baseline);
+  KernelRun near = run_one(h100_with(kSmall), path);
+  auto far = kSmall;
+  far.push_back("mio.sfu_latency=10000");
+  KernelRun slow = run_one(h100_with(far), path);
+  REQUIRE(slow.check.passed());
+  REQUIRE(slow.cycles > near.cycles + 10000);
+  std::remove(path.c_str());
+}

@@ -149,12 +149,12 @@ void ParamSource::record(ParamInfo info) {
 
 void ParamBinder::real(const char* name, double& value, double min, double max, const char* description) {
   value = source_.get_real(key(name), min, max);
-  document(name, "real", fmt::format("[{}, {}]", min, max), description);
+  document(ParamInfo{key(name), "real", fmt::format("[{}, {}]", min, max), description, min, max, {}});
 }
 
 void ParamBinder::boolean(const char* name, bool& value, const char* description) {
   value = source_.get_bool(key(name));
-  document(name, "bool", "true|false", description);
+  document(ParamInfo{key(name), "bool", "true|false", description, 0, 0, {}});
 }
 
 void ParamBinder::choice(const char* name, std::string& value, const std::vector<std::string>& choices,
@@ -162,12 +162,10 @@ void ParamBinder::choice(const char* name, std::string& value, const std::vector
   value = source_.get_choice(key(name), choices);
   std::string list;
   for (const auto& c : choices) list += (list.empty() ? "" : "|") + c;
-  document(name, "choice", list, description);
+  document(ParamInfo{key(name), "choice", list, description, 0, 0, choices});
 }
 
-void ParamBinder::document(const char* name, const char* type, std::string range, const char* description) {
-  source_.record(ParamInfo{key(name), type, std::move(range), description});
-}
+void ParamBinder::document(ParamInfo info) { source_.record(std::move(info)); }
 
 std::string ParamBinder::range_text(std::int64_t min, std::int64_t max) { return fmt::format("[{}, {}]", min, max); }
 

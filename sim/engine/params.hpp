@@ -22,9 +22,11 @@ class ConfigError : public std::runtime_error {
 // One declared parameter, kept for `atomsim config describe`.
 struct ParamInfo {
   std::string key;
-  std::string type;
-  std::string range;
+  std::string type;   // integer, real, bool or choice
+  std::string range;  // as printed
   std::string description;
+  double min = 0, max = 0;           // integer and real parameters
+  std::vector<std::string> choices;  // choice parameters
 };
 
 class ParamSource {
@@ -71,7 +73,8 @@ class ParamBinder {
   template <class Int>
   void integer(const char* name, Int& value, std::int64_t min, std::int64_t max, const char* description) {
     value = static_cast<Int>(source_.get_integer(key(name), min, max));
-    document(name, "integer", range_text(min, max), description);
+    document(ParamInfo{key(name), "integer", range_text(min, max), description, static_cast<double>(min),
+                       static_cast<double>(max), {}});
   }
   void real(const char* name, double& value, double min, double max, const char* description);
   void boolean(const char* name, bool& value, const char* description);
@@ -79,7 +82,7 @@ class ParamBinder {
 
  private:
   std::string key(const char* name) const { return section_ + "." + name; }
-  void document(const char* name, const char* type, std::string range, const char* description);
+  void document(ParamInfo info);
   static std::string range_text(std::int64_t min, std::int64_t max);
   ParamSource& source_;
   std::string section_;

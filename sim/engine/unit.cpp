@@ -54,6 +54,16 @@ class WakeCalendar : public sc_core::sc_module {
     detail::evaluation_cycle = now;
     planned_ = kNever;
     running_ = now;
+    // Far wakes that have come within the window join their buckets before
+    // this cycle's bucket runs: the calendar may jump straight to a far wake,
+    // which must run in that very cycle.
+    while (!far_.empty() && far_.begin()->first - now < kWindow) {
+      for (Unit* unit : far_.begin()->second) {
+        buckets_[far_.begin()->first % kWindow].push_back(unit);
+        ++in_buckets_;
+      }
+      far_.erase(far_.begin());
+    }
     std::vector<Unit*>& bucket = buckets_[now % kWindow];
     for (std::size_t i = 0; i < bucket.size(); ++i) {  // units may join this cycle while it runs
       Unit* unit = bucket[i];
@@ -64,13 +74,6 @@ class WakeCalendar : public sc_core::sc_module {
     }
     bucket.clear();
     running_ = kNever;
-    while (!far_.empty() && far_.begin()->first - now < kWindow) {
-      for (Unit* unit : far_.begin()->second) {
-        buckets_[far_.begin()->first % kWindow].push_back(unit);
-        ++in_buckets_;
-      }
-      far_.erase(far_.begin());
-    }
     Cycle next = kNever;
     if (in_buckets_ > 0) {
       for (Cycle c = now + 1; c < now + kWindow; ++c)
