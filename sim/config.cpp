@@ -1,6 +1,9 @@
 #include "sim/config.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -42,6 +45,34 @@ GpuParams load_gpu_params(const std::string& config, const std::vector<std::stri
                                   p.sm.max_warps, p.sm.subcores));
   if (p.l1.line_bytes != p.l2.line_bytes)
     throw ConfigError(fmt::format("{}: key 'l1.line_bytes' must equal 'l2.line_bytes'", p.origin));
+  // A buffer that can never hold the largest packet sent to it stalls its
+  // link for ever: a warp's 32 atomic lane operations to one line, or a line
+  // of sectors.
+  const std::uint32_t sectors_per_line = p.l1.line_bytes / p.l1.sector_bytes;
+  const std::uint32_t largest_packet = std::max<std::uint32_t>(32, sectors_per_line);
+  const std::string packet = sectors_per_line > 32 ? fmt::format("a line of {} sectors", sectors_per_line)
+                                                   : std::string("a warp's 32 atomic lane operations to one line");
+  for (const auto& [key, flits] : {std::pair<const char*, std::uint32_t>{"l2.input_buffer_flits", p.l2.input_buffer_flits},
+                                   {"interconnect.request.input_buffer_flits", p.request_network.input_buffer_flits},
+                                   {"interconnect.request.output_queue_flits", p.request_network.output_queue_flits},
+                                   {"interconnect.reply.input_buffer_flits", p.reply_network.input_buffer_flits},
+                                   {"interconnect.reply.output_queue_flits", p.reply_network.output_queue_flits}})
+    if (flits < largest_packet)
+      throw ConfigError(fmt::format("{}: key '{}' = {} cannot hold the largest packet sent to it ({} flits: {})", p.origin,
+                                    key, flits, largest_packet, packet));
+  if (p.l1.line_bytes % p.l1.sector_bytes != 0)
+    throw ConfigError(fmt::format("{}: key 'l1.sector_bytes' = {} must divide 'l1.line_bytes' = {}", p.origin,
+                                  p.l1.sector_bytes, p.l1.line_bytes));
+  for (const auto& [key, capacity, ways, line] :
+       {std::tuple<const char*, std::uint64_t, std::uint32_t, std::uint32_t>{"l1.capacity_bytes", p.l1.capacity_bytes, p.l1.ways, p.l1.line_bytes},
+        {"l2.slice_bytes", p.l2.slice_bytes, p.l2.ways, p.l2.line_bytes}})
+    if (capacity < std::uint64_t(ways) * line)
+      throw ConfigError(fmt::format("{}: key '{}' = {} is smaller than one set ({} ways of {} bytes)", p.origin, key,
+                                    capacity, ways, line));
+  // The model keeps every line's tag (16 bytes) in host memory.
+  if (std::uint64_t(p.l2.slices) * p.l2.slice_bytes > (1ull << 31) || std::uint64_t(p.sms) * p.l1.capacity_bytes > (1ull << 31))
+    throw ConfigError(fmt::format("{}: keys 'l2.slices' x 'l2.slice_bytes' and 'gpu.sms' x 'l1.capacity_bytes' may not "
+                                  "exceed 2 GiB of cache each (every line's tag is modelled)", p.origin));
   if (p.sms > 65535 || p.l2.slices > 65535) throw ConfigError(fmt::format("{}: too many SMs or slices", p.origin));
   p.documentation = source.declared();
   p.canonical = source.canonical_text();

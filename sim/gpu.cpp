@@ -143,9 +143,11 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
                   params_.sm.register_allocation_unit, params_.sm.shared_memory_bytes};
   run.ctas_per_sm = ctas_per_sm(info, limits);
   if (run.ctas_per_sm == 0)
-    throw ConfigError(fmt::format("{}: kernel {} ('{}') does not fit on one SM of {} ({} warps, {} registers/thread, {} B shared)",
+    throw ConfigError(fmt::format("{}: kernel {} ('{}') does not fit on one SM of {} ({} warps, {} registers/thread, {} B "
+                                  "shared; keys 'sm.max_warps' = {}, 'sm.registers' = {}, 'sm.shared_memory_bytes' = {})",
                                   reader.path(), kernel, info.name, params_.origin, info.warps_per_cta(),
-                                  info.registers_per_thread, info.shared_bytes));
+                                  info.registers_per_thread, info.shared_bytes, params_.sm.max_warps, params_.sm.registers,
+                                  params_.sm.shared_memory_bytes));
   KernelContext ctx;
   ctx.info = &info;
   ctx.program = decode_program(info, params_.sm);

@@ -22,7 +22,7 @@ struct DramParams {
     b.integer("channels", channels, 1, 1024, "independent DRAM channels");
     b.real("bytes_per_cycle_per_channel", bytes_per_cycle_per_channel, 0.01, 4096, "peak bytes one channel moves per SM cycle");
     b.integer("latency", latency, 1, 100000, "cycles from a channel starting a read to the data leaving it");
-    b.integer("queue_depth", queue_depth, 1, 1 << 20, "requests buffered per slice port");
+    b.integer("queue_depth", queue_depth, 1, 4096, "requests buffered per slice port");
     b.integer("interleave_bytes", interleave_bytes, 32, 1 << 20, "consecutive bytes mapped to one channel");
   }
 };

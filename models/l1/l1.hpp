@@ -38,8 +38,8 @@ struct L1Params {
     b.integer("ways", ways, 1, 256, "associativity");
     b.integer("hit_latency", hit_latency, 1, 10000, "cycles from the L1 taking a load to its data returning on a hit");
     b.real("sectors_per_cycle", sectors_per_cycle, 0.01, 64, "sector (or atomic lane) accesses the L1 pipeline handles per cycle");
-    b.integer("lg_queue_depth", lg_queue_depth, 1, 1024, "LG (LSU) queue entries per sub-core");
-    b.integer("max_inflight_instructions", max_inflight_instructions, 1, 1 << 16, "memory instructions the L1 tracks at once");
+    b.integer("lg_queue_depth", lg_queue_depth, 1, 256, "LG (LSU) queue entries per sub-core");
+    b.integer("max_inflight_instructions", max_inflight_instructions, 1, 4096, "memory instructions the L1 tracks at once");
     ParamBinder lab = b.sub("atomic_buffer");
     lab.boolean("enabled", atomic_buffer, "LAB-style combining of reductions in the L1");
     lab.integer("entries", atomic_buffer_entries, 1, 1 << 16, "atomic buffer entries (one word each)");

@@ -38,14 +38,14 @@ struct L2Params {
   void declare(ParamBinder b) {
     b.integer("slices", slices, 1, 4096, "L2 slices (LTS units) in the GPU");
     b.integer("partitions", partitions, 1, 16, "L2 partitions; a request to a slice of another partition than its SM's pays the far-partition costs");
-    b.integer("slice_bytes", slice_bytes, 1024, 1ll << 34, "capacity of one slice");
+    b.integer("slice_bytes", slice_bytes, 1024, 1ll << 26, "capacity of one slice (the model keeps every line's tag)");
     b.integer("line_bytes", line_bytes, 32, 1024, "line size");
     b.integer("ways", ways, 1, 256, "associativity");
     b.choice("hash", hash, {"xor", "modulo"}, "address-to-slice hash");
     b.real("lookups_per_cycle", lookups_per_cycle, 0.001, 64, "tag lookups per SM cycle per slice (one per L2 clock)");
     b.integer("hit_latency", hit_latency, 1, 10000, "cycles from lookup to reply for a hit");
-    b.integer("mshrs", mshrs, 1, 1 << 16, "outstanding line misses per slice");
-    b.integer("input_buffer_flits", input_buffer_flits, 1, 1 << 20, "request flits buffered at the slice input");
+    b.integer("mshrs", mshrs, 1, 4096, "outstanding line misses per slice");
+    b.integer("input_buffer_flits", input_buffer_flits, 1, 4096, "request flits buffered at the slice input");
     b.real("far_partition_extra_lookups", far_partition_extra_lookups, 0, 8, "extra lookups a request from the other partition costs");
     b.integer("far_partition_latency", far_partition_latency, 0, 10000, "extra cycles for a request from the other partition");
     b.integer("rop_units_per_slice", rop_units_per_slice, 1, 64, "ROP atomic units per slice");

@@ -22,7 +22,7 @@ struct MioParams {
   Cycle shared_latency = 30;
   Cycle sfu_latency = 20;
   void declare(ParamBinder b) {
-    b.integer("queue_depth", queue_depth, 1, 1024, "MIO queue entries per sub-core");
+    b.integer("queue_depth", queue_depth, 1, 256, "MIO queue entries per sub-core");
     b.real("dispatch_per_cycle", dispatch_per_cycle, 0.01, 16, "instructions the MIO takes from its queues per cycle (whole SM)");
     b.real("shuffles_per_cycle", shuffles_per_cycle, 0.01, 16, "warp shuffles/matches completed per cycle (whole SM)");
     b.real("shared_per_cycle", shared_per_cycle, 0.01, 16, "shared-memory warp instructions per cycle (whole SM)");
