@@ -200,7 +200,6 @@ SweepPlan plan_sweep(const std::string& spec_path, const std::string& out_dir, c
   struct Config {
     std::string name;
     std::string path;
-    const toml::value* origin;
     std::set<std::string> keys;
   };
   std::vector<Config> configs;
@@ -220,7 +219,7 @@ SweepPlan plan_sweep(const std::string& spec_path, const std::string& out_dir, c
     // A file is named relative to the spec; a bundled configuration by name.
     std::string config = name;
     if (fs::path(name).has_parent_path() || name.ends_with(".toml")) config = (spec_dir / name).lexically_normal().string();
-    Config cfg{name, config, c, {}};
+    Config cfg{name, config, {}};
     try {
       cfg.path = resolve_config_path(config);
       GpuParams p = load_gpu_params(config, {});
