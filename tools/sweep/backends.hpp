@@ -16,7 +16,10 @@ namespace atomsim::sweep {
 // (points left pending), 255 an error before anything ran.
 inline constexpr int kExitInterrupted = 130;
 inline constexpr int kExitNothingRan = 255;
-int exit_status_for_failures(std::size_t failed);
+
+// Once a backend's workers are done: says how many points failed or are still
+// pending, and returns the exit status for that.
+int judge_sweep(const SweepPlan& plan, const ResultStore& store, std::ostream& out);
 
 // The plan's points that still need running: no result yet (and, with
 // `retry_failed`, failed ones, whose results are then removed).

@@ -23,7 +23,22 @@ namespace atomsim::sweep {
 
 namespace bp = boost::process;
 
-int exit_status_for_failures(std::size_t failed) {
+int judge_sweep(const SweepPlan& plan, const ResultStore& store, std::ostream& out) {
+  std::size_t failed = 0, pending = 0;
+  for (const auto& p : plan.points) {
+    const PointState state = store.finished_state(p.key);
+    failed += state == PointState::Failed;
+    pending += state == PointState::Pending;
+  }
+  if (failed)
+    out << fmt::format("atomsim sweep: {} of {} points failed (`atomsim sweep status {}` lists them)\n", failed,
+                       plan.points.size(), store.dir());
+  if (pending) {
+    // A worker killed from outside leaves its point pending, not failed.
+    out << fmt::format("atomsim sweep: {} points left pending (their workers were killed); the same command "
+                       "continues the sweep\n", pending);
+    return kExitInterrupted;
+  }
   return static_cast<int>(std::min<std::size_t>(failed, 101));
 }
 
@@ -165,22 +180,7 @@ int run_local(const SweepPlan& plan, const ResultStore& store, const std::vector
                             keys.size() - done - failed);
     return kExitInterrupted;
   }
-  std::size_t failed_total = 0, pending = 0;
-  for (const auto& p : plan.points) {
-    const PointState state = store.finished_state(p.key);
-    failed_total += state == PointState::Failed;
-    pending += state == PointState::Pending;
-  }
-  if (failed_total)
-    progress << fmt::format("atomsim sweep: {} of {} points failed (`atomsim sweep status {}` lists them)\n",
-                            failed_total, plan.points.size(), store.dir());
-  if (pending) {
-    // A worker killed from outside leaves its point pending, not failed.
-    progress << fmt::format("atomsim sweep: {} points left pending (their workers were killed); the same command "
-                            "continues the sweep\n", pending);
-    return kExitInterrupted;
-  }
-  return exit_status_for_failures(failed_total);
+  return judge_sweep(plan, store, progress);
 }
 
 }  // namespace atomsim::sweep

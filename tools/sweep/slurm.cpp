@@ -126,15 +126,8 @@ int submit_slurm(const SweepPlan& plan, const ResultStore& store, const std::vec
     if (queued->empty()) break;
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
-  std::size_t failed = 0, pending = 0;
-  for (const auto& p : plan.points) {
-    PointState s = store.finished_state(p.key);
-    failed += s == PointState::Failed;
-    pending += s == PointState::Pending;
-  }
-  out << fmt::format("atomsim sweep: job {} finished: {} points failed, {} still pending\n", job, failed, pending);
-  if (pending) return kExitInterrupted;
-  return exit_status_for_failures(failed);
+  out << fmt::format("atomsim sweep: job {} has left the queue\n", job);
+  return judge_sweep(plan, store, out);
 }
 
 void print_status(const ResultStore& store, std::ostream& out) {
@@ -154,7 +147,7 @@ void print_status(const ResultStore& store, std::ostream& out) {
     if (!m.slurm_job.empty())
       alive = !queued || (queued->count(m.slurm_job) && queued->at(m.slurm_job) == "RUNNING");
     else
-      alive = m.host != host || ::kill(static_cast<pid_t>(m.pid), 0) == 0;
+      alive = m.host != host || process_alive(m.pid);
     if (alive) live[m.key] = m;
     else ++stale;
   }

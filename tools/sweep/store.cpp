@@ -33,9 +33,9 @@ nlohmann::json read_json(const std::string& path) {
   }
 }
 
-bool process_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
-
 }  // namespace
+
+bool process_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
 
 std::string this_host() {
   char name[256] = {};

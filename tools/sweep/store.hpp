@@ -64,5 +64,7 @@ class ResultStore {
 };
 
 std::string this_host();
+// Whether a process of this host exists (markers of local workers name one).
+bool process_alive(long pid);
 
 }  // namespace atomsim::sweep
