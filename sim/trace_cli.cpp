@@ -93,8 +93,8 @@ void trace_rejoin(const std::string& path, std::optional<std::uint64_t> show_war
           out << fmt::format("  pc 0x{:04x}  mask {:08x}  {}\n", input.pcs[inst.index], inst.active_mask, input.text[inst.index]);
       });
     }
-    out << fmt::format("{}: {}: joined {} warps into {} warp instructions ({} branches guessed)\n", path, input.kernel,
-                       input.warps.size(), records, joiner.guessed_branches());
+    out << fmt::format("{}: {}: joined {} warps into {} warp instructions ({} branches guessed, {} guesses taken back)\n",
+                       path, input.kernel, input.warps.size(), records, joiner.guessed_branches(), joiner.retried_guesses());
   } catch (const capture::JoinError& e) {
     throw trace::TraceError(fmt::format("{}: warp {}: {}", path, warp, e.what()));
   }

@@ -111,8 +111,7 @@ TEST_CASE("warp join rebuilds every microbenchmark warp's stream from the patche
       std::vector<trace::WarpInst> joined;
       joiner.join(observe(ref.kernel, truth), [&](const trace::WarpInst& i) { joined.push_back(i); });
       INFO("warp " << w);
-      REQUIRE(joined.size() == truth.size());
-      for (std::size_t i = 0; i < truth.size(); ++i) {
+      for (std::size_t i = 0; i < std::min(truth.size(), joined.size()); ++i) {
         const trace::StaticInst& s = ref.kernel.program[truth[i].index];
         INFO("record " << i << " pc 0x" << std::hex << s.pc << " " << s.mnemonic);
         REQUIRE(joined[i].index == truth[i].index);
@@ -129,6 +128,7 @@ TEST_CASE("warp join rebuilds every microbenchmark warp's stream from the patche
           for (std::uint32_t m = truth[i].active_mask; m; m &= m - 1)
             REQUIRE(joined[i].address[std::countr_zero(m)] == truth[i].address[std::countr_zero(m)]);
       }
+      REQUIRE(joined.size() == truth.size());
     }
   }
 }
@@ -219,4 +219,50 @@ TEST_CASE("a saved join input round-trips and damaged ones are refused by field"
   REQUIRE_THROWS_WITH(load_join_input(R"({"schema":"atomsim-join-input-1","kernel":"k","sass":[[0,"EXIT"]],"warps":[{"lanes":1,"events":[[0,1,9,0]]}]})"),
                       Catch::Contains("unknown event kind 9"));
   REQUIRE_THROWS_WITH(load_join_input(R"({"schema":"atomsim-join-input-1","kernel":"k"})"), Catch::Contains("malformed join input"));
+}
+
+// Observations the H100 made of a kernel written outside the project: a loop
+// unrolled twice, each half a block of eight REDs that a lane enters when a
+// per-lane hash is under the active fraction (15%). A lane whose next block is
+// in the loop's second iteration meets it first in the first iteration, where
+// the lanes it shares the block with still have an earlier block to make: the
+// join used to send it in there and stop with lanes waiting on each other.
+// Warps whose second iteration reports nothing must still run it.
+TEST_CASE("warp join orders lanes whose next observation is in a later loop iteration", "[capture][join]") {
+  JoinInput input = load_fixture("join-input-baseline-af0.15.json");
+  const std::vector<trace::StaticInst> program = input.program();
+  const std::vector<bool> reports = input.observed();
+  WarpJoiner joiner(program, input.text, reports);
+  for (const auto& w : input.warps) joiner.survey(w);
+  auto index_of = [&](std::uint64_t pc) {
+    auto it = std::find(input.pcs.begin(), input.pcs.end(), pc);
+    REQUIRE(it != input.pcs.end());
+    return static_cast<std::uint32_t>(it - input.pcs.begin());
+  };
+  const std::uint32_t loop_head = index_of(0x320), back_branch = index_of(0xab0);
+  const std::uint32_t first_block = index_of(0x6c0), second_block = index_of(0x9a0);
+  for (std::size_t w = 0; w < input.warps.size(); ++w) {
+    INFO("warp " << w);
+    const WarpObservation& warp = input.warps[w];
+    std::size_t heads = 0, back_branches = 0, observed = 0;
+    std::uint32_t entered_first = 0, entered_second = 0;
+    REQUIRE_NOTHROW(joiner.join(warp, [&](const trace::WarpInst& i) {
+      if (i.index == loop_head) {
+        ++heads;
+        REQUIRE(i.active_mask == warp.lanes);  // the trip count is a kernel argument: every lane runs every iteration
+        entered_first = entered_second = 0;
+      }
+      if (i.index == back_branch) ++back_branches;
+      if (i.index == first_block || i.index == second_block) {
+        std::uint32_t& entered = i.index == first_block ? entered_first : entered_second;
+        REQUIRE((entered & i.active_mask) == 0);  // a lane enters each block at most once per iteration
+        entered |= i.active_mask;
+      }
+      if (reports[i.index] && i.active_mask) ++observed;
+    }));
+    REQUIRE(observed == warp.events.size());
+    REQUIRE(back_branches == heads);
+    REQUIRE(heads == 2);  // the kernel was launched with four iterations, unrolled by two
+  }
+  REQUIRE(joiner.retried_guesses() > 0);  // the first guess in such warps leads nowhere
 }

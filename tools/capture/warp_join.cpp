@@ -83,6 +83,10 @@ WarpJoiner::WarpJoiner(const std::vector<trace::StaticInst>& program, const std:
     } else if (base == "BRX" || base == "JMX" || base == "JMP" || base == "JMXU" || base == "BRXU") {
       n.flow = Flow::Indirect;
     }
+    if (n.flow == Flow::Branch) {
+      n.branch_slot = static_cast<std::int32_t>(arrivals_.size());
+      arrivals_.emplace_back();
+    }
     n.reports = reports_itself(program[i]);
     if (base == "BSSY") {
       n.bssy = true;
@@ -134,246 +138,404 @@ const std::vector<std::uint32_t>& WarpJoiner::distances_to(std::uint32_t goal) {
 // only way from which its goal is reachable. When both ways reach it:
 //  - if an earlier observation of the same instruction, without this lane, has
 //    not happened yet, the lane must not arrive before it: it takes the longer way;
+//  - at a loop's back edge no warp was seen splitting, where the observations
+//    of at least half of the warps arriving there this often forced the loop
+//    to go on, and never out, it goes on: trip counts are mostly kernel
+//    arguments, and an iteration in which no lane reports anything is
+//    otherwise invisible;
 //  - the lanes whose observation is the group's next one go the shorter way;
 //  - at a branch that has been seen splitting a warp (a per-lane condition)
 //    every other lane goes the shorter way too; elsewhere they go with the
-//    majority of the group's decided lanes (conditions such as loop bounds are
-//    uniform, and a lane idle for an iteration still runs it with the warp).
-// survey() walks a warp only to learn which branches split warps; running it
-// over every warp of a launch before joining makes the joins independent of
-// warp order.
+//    majority of the group's decided lanes (a lane idle for an iteration still
+//    runs it with the warp).
+// These are first guesses: when a guess leads to a state no observation order
+// explains (lanes waiting on each other, a lane passing an instruction it
+// would have reported), the walk goes back to the latest guess with another
+// way left (all undecided lanes taken, or all through) and tries it.
+// survey() walks a warp only to learn which branches split warps and how
+// uniform branches went; running it over every warp of a launch before joining
+// makes the joins independent of warp order.
 // Groups are scheduled as the GPU does: after a divergent branch the lanes that
 // took it run first, lowest PC first; lanes of different divergence
 // histories run apart, even at one pc, until a convergence barrier joins them
 // (BSYNC holds lanes until the lanes of its BSSY arrive); an observed
 // instruction runs when all of its recorded lanes are there.
-void WarpJoiner::survey(const WarpObservation& warp) {
-  join(warp, [](const trace::WarpInst&) {});
-}
+class WarpJoiner::Walk {
+ public:
+  Walk(WarpJoiner& joiner, const WarpObservation& warp, bool learning,
+       const std::function<void(const trace::WarpInst&)>* emit);
+  void run();
 
-void WarpJoiner::join(const WarpObservation& warp, const std::function<void(const trace::WarpInst&)>& emit) {
+ private:
+  // Guesses kept open for going back: older ones are final and their records emitted.
+  static constexpr std::size_t kOpenGuesses = 64;
+  static constexpr std::size_t kMaxBacktracks = 4096;
+
+  struct State {
+    std::array<std::uint32_t, 32> pc{}, next{}, priority{};
+    std::array<std::vector<std::uint32_t>, 32> returns;
+    std::array<std::uint32_t, 16> convergence{};
+    std::uint32_t clock = 0, live = 0, waiting = 0;
+    std::uint64_t steps_since_event = 0;
+    std::uint64_t emitted = 0;
+    std::vector<std::uint32_t> visits;  // arrivals at each conditional branch
+  };
+  struct Guess {
+    State before;
+    std::uint32_t at = 0, group = 0;
+    std::vector<std::uint32_t> ways;  // taken masks, the first one applied first
+    std::size_t tried = 1;
+  };
+
+  std::uint32_t goal_event(int lane) const { return lane_events_[lane][s_.next[lane]]; }
+  std::uint32_t goal(int lane) const { return warp_.events[goal_event(lane)].index; }
+  bool fired(std::uint32_t event) const;
+  bool must_wait_elsewhere(int lane) const;
+  std::int32_t event_at_head(int lane) const;
+  void step();
+  void fire(std::uint32_t at, std::int32_t event, std::uint32_t group, std::uint32_t reporting);
+  void branch(std::uint32_t at, std::uint32_t group);
+  void go(std::uint32_t at, std::uint32_t group, std::uint32_t taken);
+  void record(std::uint32_t index, std::uint32_t mask, std::int32_t operands);
+  void back_off(const JoinError& failure);
+  void emit_final();
+
+  WarpJoiner& j_;
+  const WarpObservation& warp_;
+  const bool learning_;
+  const std::function<void(const trace::WarpInst&)>* emit_;
+  std::array<std::vector<std::uint32_t>, 32> lane_events_;  // events of each lane, in order
+  std::vector<std::int32_t> previous_same_pc_;
+  std::vector<std::uint32_t> first_lane_, position_;  // where each event sits in its first lane's list
+  std::uint64_t step_limit_ = 0;
+  State s_;
+  std::deque<Guess> guesses_;
+  std::vector<trace::WarpInst> pending_;  // records not yet final
+  std::uint64_t final_ = 0;               // records emitted
+  std::string first_failure_;
+  std::size_t backtracks_ = 0;
+};
+
+WarpJoiner::Walk::Walk(WarpJoiner& joiner, const WarpObservation& warp, bool learning,
+                       const std::function<void(const trace::WarpInst&)>* emit)
+    : j_(joiner), warp_(warp), learning_(learning), emit_(emit) {
   const std::size_t n_events = warp.events.size();
-  std::array<std::vector<std::uint32_t>, 32> lane_events;  // events of each lane, in order
-  std::vector<std::int32_t> previous_same_pc(n_events, -1);
-  {
-    std::unordered_map<std::uint32_t, std::int32_t> last_at;
-    for (std::size_t e = 0; e < n_events; ++e) {
-      const ObservedInst& ev = warp.events[e];
-      if (ev.index >= nodes_.size()) fail(fmt::format("an observed instruction index {} is outside the program", ev.index));
-      if (!observed_[ev.index]) fail(fmt::format("pc 0x{:x} was observed but not declared observed", program_[ev.index].pc));
-      for (std::uint32_t m = ev.mask & warp.lanes; m; m &= m - 1) lane_events[std::countr_zero(m)].push_back(static_cast<std::uint32_t>(e));
-      if (auto it = last_at.find(ev.index); it != last_at.end()) previous_same_pc[e] = it->second;
-      last_at[ev.index] = static_cast<std::int32_t>(e);
+  previous_same_pc_.assign(n_events, -1);
+  first_lane_.assign(n_events, 32);
+  position_.assign(n_events, 0);
+  std::unordered_map<std::uint32_t, std::int32_t> last_at;
+  for (std::size_t e = 0; e < n_events; ++e) {
+    const ObservedInst& ev = warp.events[e];
+    if (ev.index >= j_.nodes_.size()) j_.fail(fmt::format("an observed instruction index {} is outside the program", ev.index));
+    if (!j_.observed_[ev.index]) j_.fail(fmt::format("pc 0x{:x} was observed but not declared observed", j_.program_[ev.index].pc));
+    for (std::uint32_t m = ev.mask & warp.lanes; m; m &= m - 1) {
+      int lane = std::countr_zero(m);
+      if (first_lane_[e] == 32) {
+        first_lane_[e] = static_cast<std::uint32_t>(lane);
+        position_[e] = static_cast<std::uint32_t>(lane_events_[lane].size());
+      }
+      lane_events_[lane].push_back(static_cast<std::uint32_t>(e));
     }
+    if (auto it = last_at.find(ev.index); it != last_at.end()) previous_same_pc_[e] = it->second;
+    last_at[ev.index] = static_cast<std::int32_t>(e);
   }
-  std::vector<bool> fired(n_events, false);
-  std::array<std::uint32_t, 32> pc{}, next{}, priority{};
-  std::array<std::vector<std::uint32_t>, 32> returns;
-  std::array<std::uint32_t, 16> convergence{};
-  std::uint32_t clock = 0, live = 0, waiting = 0;
   for (int lane = 0; lane < 32; ++lane) {
     if (!((warp.lanes >> lane) & 1)) continue;
-    if (lane_events[lane].empty() || warp.events[lane_events[lane].back()].kind != ObservedKind::Exit)
-      fail(fmt::format("lane {} never reported its exit", lane));
-    live |= 1u << lane;
+    if (lane_events_[lane].empty() || warp.events[lane_events_[lane].back()].kind != ObservedKind::Exit)
+      j_.fail(fmt::format("lane {} never reported its exit", lane));
+    s_.live |= 1u << lane;
   }
-  auto goal_event = [&](int lane) { return lane_events[lane][next[lane]]; };
-  auto goal = [&](int lane) { return warp.events[goal_event(lane)].index; };
-  // True when the lane must not reach its goal yet: an earlier observation of
-  // the same instruction, which the lane is not part of, is still to happen.
-  auto must_wait_elsewhere = [&](int lane) {
-    std::int32_t prev = previous_same_pc[goal_event(lane)];
-    return prev >= 0 && !fired[prev] && !((warp.events[prev].mask >> lane) & 1);
-  };
-  // The lane's pending observation, when it is at that instruction and due there.
-  auto event_at_head = [&](int lane) -> std::int32_t {
-    if (pc[lane] != goal(lane)) return -1;
-    if (nodes_[pc[lane]].guarded && must_wait_elsewhere(lane)) return -1;  // passes with its guard off
-    return static_cast<std::int32_t>(goal_event(lane));
-  };
-  trace::WarpInst out;
+  s_.visits.assign(j_.arrivals_.size(), 0);
   // A walk that goes this long without an observation firing has lost its way.
-  const std::uint64_t step_limit = 64 * nodes_.size() + 4096;
-  std::uint64_t steps_since_event = 0;
+  step_limit_ = 64 * j_.nodes_.size() + 4096;
+}
 
-  while (live) {
-    if (++steps_since_event > step_limit)
-      fail(fmt::format("the walk ran {} instructions without meeting an observed one (a lane's way was chosen wrongly)",
-                       step_limit));
-    std::uint32_t runnable = live & ~waiting;
-    if (!runnable) {
-      // A convergence barrier waits for lanes that have exited: release the lowest-PC group.
-      std::uint32_t lowest = UINT32_MAX;
-      for (std::uint32_t m = waiting; m; m &= m - 1) lowest = std::min(lowest, pc[std::countr_zero(m)]);
-      for (std::uint32_t m = waiting; m; m &= m - 1) {
-        int lane = std::countr_zero(m);
-        if (pc[lane] == lowest) { waiting &= ~(1u << lane); ++pc[lane]; }
-      }
-      continue;
-    }
-    std::array<std::int32_t, 32> head{};
-    std::uint32_t eligible = 0;
-    for (std::uint32_t m = runnable; m; m &= m - 1) {
-      int lane = std::countr_zero(m);
-      head[lane] = event_at_head(lane);
-      if (head[lane] < 0) { eligible |= 1u << lane; continue; }
-    }
-    for (std::uint32_t m = runnable & ~eligible; m; m &= m - 1) {
-      int lane = std::countr_zero(m);
-      std::uint32_t need = warp.events[head[lane]].mask & warp.lanes;
-      bool ready = (need & ~runnable) == 0;
-      for (std::uint32_t k = need; k && ready; k &= k - 1) ready = head[std::countr_zero(k)] == head[lane];
-      if (ready) eligible |= 1u << lane;
-    }
-    if (!eligible) fail("the observed instructions of a warp cannot be ordered (lanes wait on each other)");
-    std::uint32_t top = 0, at = UINT32_MAX;
-    for (std::uint32_t m = eligible; m; m &= m - 1) top = std::max(top, priority[std::countr_zero(m)]);
-    for (std::uint32_t m = eligible; m; m &= m - 1) {
-      int lane = std::countr_zero(m);
-      if (priority[lane] == top) at = std::min(at, pc[lane]);
-    }
-    std::int32_t event = -1;
-    for (std::uint32_t m = eligible; m; m &= m - 1) {
-      int lane = std::countr_zero(m);
-      if (pc[lane] == at && head[lane] >= 0 && (event < 0 || head[lane] < event)) event = head[lane];
-    }
-    std::uint32_t group = 0;
-    for (std::uint32_t m = eligible; m; m &= m - 1) {
-      int lane = std::countr_zero(m);
-      if (pc[lane] != at) continue;
-      // An observation runs the lanes it names together; elsewhere lanes of
-      // different divergence histories stay apart until a convergence barrier joins them.
-      if (event >= 0 ? head[lane] < 0 || head[lane] == event : priority[lane] == top) group |= 1u << lane;
-    }
+bool WarpJoiner::Walk::fired(std::uint32_t event) const {
+  std::uint32_t lane = first_lane_[event];
+  return lane == 32 || s_.next[lane] > position_[event];
+}
 
-    const Node& node = nodes_[at];
-    out.index = at;
-    if (event >= 0) {
-      const ObservedInst& ev = warp.events[event];
-      fired[event] = true;
-      steps_since_event = 0;
-      out.active_mask = ev.mask;
-      if (ev.operands >= 0) {
-        out.address = warp.operands[ev.operands].address;
-        out.value = warp.operands[ev.operands].value;
-      }
-      emit(out);
-      for (std::uint32_t m = group; m; m &= m - 1) {
-        int lane = std::countr_zero(m);
-        if (head[lane] != event) {  // guard off: falls through
-          if (!node.guarded)
-            fail(fmt::format("lane {} reached pc 0x{:x} ({}) without reporting it", lane, program_[at].pc, program_[at].mnemonic));
-          ++pc[lane];
-          continue;
-        }
-        ++next[lane];
-        switch (ev.kind) {
-          case ObservedKind::Call:
-            returns[lane].push_back(at + 1);
-            pc[lane] = ev.call_target;
-            break;
-          case ObservedKind::Return:
-            if (returns[lane].empty()) fail(fmt::format("lane {} returned at pc 0x{:x} without a call", lane, program_[at].pc));
-            pc[lane] = returns[lane].back();
-            returns[lane].pop_back();
-            break;
-          case ObservedKind::Exit: live &= ~(1u << lane); break;
-          default: pc[lane] = at + 1; break;
-        }
-        if (((live >> lane) & 1) && next[lane] == lane_events[lane].size())
-          fail(fmt::format("lane {} went on after its last observed instruction", lane));
-      }
-      continue;
-    }
+// True when the lane must not reach its goal yet: an earlier observation of
+// the same instruction, which the lane is not part of, is still to happen.
+bool WarpJoiner::Walk::must_wait_elsewhere(int lane) const {
+  std::int32_t prev = previous_same_pc_[goal_event(lane)];
+  return prev >= 0 && !fired(static_cast<std::uint32_t>(prev)) && !((warp_.events[prev].mask >> lane) & 1);
+}
 
-    if (node.flow == Flow::Stop || node.flow == Flow::Call || node.flow == Flow::Return || node.flow == Flow::Indirect ||
-        (observed_[at] && !node.guarded))
-      fail(fmt::format("lanes {:08x} reached pc 0x{:x} ({}) without reporting it", group, program_[at].pc, program_[at].mnemonic));
+// The lane's pending observation, when it is at that instruction and due there.
+std::int32_t WarpJoiner::Walk::event_at_head(int lane) const {
+  if (s_.pc[lane] != goal(lane)) return -1;
+  if (j_.nodes_[s_.pc[lane]].guarded && must_wait_elsewhere(lane)) return -1;  // passes with its guard off
+  return static_cast<std::int32_t>(goal_event(lane));
+}
 
-    std::uint32_t taken = 0;
-    if (node.flow == Flow::Jump) {
-      taken = group;
-    } else if (node.flow == Flow::Branch && node.target != at + 1) {
-      std::uint32_t forced_taken = 0, forced_through = 0, open = 0;
-      std::uint32_t earliest = UINT32_MAX;  // the group's next observation in recorded order
-      std::array<std::uint32_t, 32> via_target{}, via_next{};
-      for (std::uint32_t m = group; m; m &= m - 1) {
-        int lane = std::countr_zero(m);
-        const auto& dist = distances_to(goal(lane));
-        via_target[lane] = dist[node.target];
-        via_next[lane] = at + 1 < nodes_.size() ? dist[at + 1] : kUnreachable;
-        earliest = std::min(earliest, goal_event(lane));
-        if (via_target[lane] == kUnreachable && via_next[lane] == kUnreachable)
-          fail(fmt::format("lane {} at pc 0x{:x} cannot reach its next observed pc 0x{:x}", lane, program_[at].pc,
-                           program_[goal(lane)].pc));
-        if (via_next[lane] == kUnreachable) { forced_taken |= 1u << lane; continue; }
-        if (via_target[lane] == kUnreachable) { forced_through |= 1u << lane; continue; }
-        if (must_wait_elsewhere(lane) && via_target[lane] != via_next[lane]) {
-          (via_target[lane] > via_next[lane] ? forced_taken : forced_through) |= 1u << lane;
-          continue;
-        }
-        open |= 1u << lane;
-      }
-      if (!(forced_taken | forced_through) && open) ++guessed_;
-      // Lanes due next go the shorter way to their observation; then, at a
-      // branch known to split warps, so does every other lane.
-      auto go_shorter = [&](bool due_only) {
-        for (std::uint32_t m = open; m; m &= m - 1) {
-          int lane = std::countr_zero(m);
-          if (due_only && goal_event(lane) != earliest) continue;
-          (via_target[lane] < via_next[lane] ? forced_taken : forced_through) |= 1u << lane;
-          open &= ~(1u << lane);
-        }
-      };
-      go_shorter(true);
-      if (forced_taken && forced_through) divergent_[at] = true;
-      if (divergent_[at]) go_shorter(false);
-      taken = forced_taken;
-      if (open && std::popcount(forced_taken) > std::popcount(forced_through)) taken |= open;
-    } else if (node.flow == Flow::Branch) {
-      taken = group;
+void WarpJoiner::Walk::run() {
+  while (s_.live) {
+    try {
+      step();
+    } catch (const JoinError& failure) {
+      back_off(failure);
     }
-    // BRA.DIV and "@P BRA Q, target" count the lanes whose guard holds, whether
-    // or not they branch; the guard is not observable, so their masks hold the
-    // executing lanes.
-    // An instruction that would have reported itself ran silently: its guard was off in every lane.
-    if (node.reports) out.active_mask = 0;
-    else out.active_mask = (node.flow == Flow::Jump || node.flow == Flow::Branch) && !node.guard_counted ? taken : group;
-    emit(out);
-
-    if (node.flow == Flow::Jump || node.flow == Flow::Branch) {
-      if (taken && taken != group) {
-        ++clock;
-        for (std::uint32_t m = taken; m; m &= m - 1) priority[std::countr_zero(m)] = clock;
-      }
-      for (std::uint32_t m = group; m; m &= m - 1) {
-        int lane = std::countr_zero(m);
-        pc[lane] = ((taken >> lane) & 1) ? node.target : at + 1;
-      }
-      continue;
-    }
-    if (node.bssy && node.convergence >= 0) convergence[node.convergence] = group;
-    if (node.bsync && node.convergence >= 0) {
-      waiting |= group;
-      std::uint32_t arrived = 0;
-      for (std::uint32_t m = waiting; m; m &= m - 1) {
-        int lane = std::countr_zero(m);
-        if (pc[lane] == at) arrived |= 1u << lane;
-      }
-      if ((convergence[node.convergence] & live & ~arrived) == 0) {
-        waiting &= ~arrived;
-        std::uint32_t merged = 0;
-        for (std::uint32_t m = arrived; m; m &= m - 1) merged = std::max(merged, priority[std::countr_zero(m)]);
-        for (std::uint32_t m = arrived; m; m &= m - 1) {
-          int lane = std::countr_zero(m);
-          priority[lane] = merged;
-          ++pc[lane];
-        }
-      }
-      continue;
-    }
-    for (std::uint32_t m = group; m; m &= m - 1) ++pc[std::countr_zero(m)];
   }
+  guesses_.clear();
+  emit_final();
+}
+
+void WarpJoiner::Walk::back_off(const JoinError& failure) {
+  if (first_failure_.empty()) first_failure_ = failure.what();
+  while (!guesses_.empty() && guesses_.back().tried == guesses_.back().ways.size()) guesses_.pop_back();
+  if (guesses_.empty() || ++backtracks_ > kMaxBacktracks) throw JoinError(first_failure_);
+  if (!learning_) ++j_.retried_;
+  Guess& g = guesses_.back();
+  s_ = g.before;
+  if (emit_) pending_.resize(s_.emitted - final_);
+  go(g.at, g.group, g.ways[g.tried++]);
+}
+
+// Emits the records that no open guess can take back.
+void WarpJoiner::Walk::emit_final() {
+  std::uint64_t upto = guesses_.empty() ? s_.emitted : guesses_.front().before.emitted;
+  if (emit_) {
+    std::size_t n = upto - final_;
+    for (std::size_t i = 0; i < n; ++i) (*emit_)(pending_[i]);
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  final_ = upto;
+}
+
+void WarpJoiner::Walk::record(std::uint32_t index, std::uint32_t mask, std::int32_t operands) {
+  ++s_.emitted;
+  if (!emit_) return;
+  trace::WarpInst& out = pending_.emplace_back();
+  out.index = index;
+  out.active_mask = mask;
+  if (operands >= 0) {
+    out.address = warp_.operands[operands].address;
+    out.value = warp_.operands[operands].value;
+  }
+}
+
+void WarpJoiner::Walk::step() {
+  if (++s_.steps_since_event > step_limit_)
+    j_.fail(fmt::format("the walk ran {} instructions without meeting an observed one (a lane's way was chosen wrongly)",
+                        step_limit_));
+  std::uint32_t runnable = s_.live & ~s_.waiting;
+  if (!runnable) {
+    // A convergence barrier waits for lanes that have exited: release the lowest-PC group.
+    std::uint32_t lowest = UINT32_MAX;
+    for (std::uint32_t m = s_.waiting; m; m &= m - 1) lowest = std::min(lowest, s_.pc[std::countr_zero(m)]);
+    for (std::uint32_t m = s_.waiting; m; m &= m - 1) {
+      int lane = std::countr_zero(m);
+      if (s_.pc[lane] == lowest) { s_.waiting &= ~(1u << lane); ++s_.pc[lane]; }
+    }
+    return;
+  }
+  std::array<std::int32_t, 32> head{};
+  std::uint32_t eligible = 0;
+  for (std::uint32_t m = runnable; m; m &= m - 1) {
+    int lane = std::countr_zero(m);
+    head[lane] = event_at_head(lane);
+    if (head[lane] < 0) eligible |= 1u << lane;
+  }
+  for (std::uint32_t m = runnable & ~eligible; m; m &= m - 1) {
+    int lane = std::countr_zero(m);
+    std::uint32_t need = warp_.events[head[lane]].mask & warp_.lanes;
+    bool ready = (need & ~runnable) == 0;
+    for (std::uint32_t k = need; k && ready; k &= k - 1) ready = head[std::countr_zero(k)] == head[lane];
+    if (ready) eligible |= 1u << lane;
+  }
+  if (!eligible) j_.fail("the observed instructions of a warp cannot be ordered (lanes wait on each other)");
+  std::uint32_t top = 0, at = UINT32_MAX;
+  for (std::uint32_t m = eligible; m; m &= m - 1) top = std::max(top, s_.priority[std::countr_zero(m)]);
+  for (std::uint32_t m = eligible; m; m &= m - 1) {
+    int lane = std::countr_zero(m);
+    if (s_.priority[lane] == top) at = std::min(at, s_.pc[lane]);
+  }
+  std::int32_t event = -1;
+  for (std::uint32_t m = eligible; m; m &= m - 1) {
+    int lane = std::countr_zero(m);
+    if (s_.pc[lane] == at && head[lane] >= 0 && (event < 0 || head[lane] < event)) event = head[lane];
+  }
+  std::uint32_t group = 0;
+  for (std::uint32_t m = eligible; m; m &= m - 1) {
+    int lane = std::countr_zero(m);
+    if (s_.pc[lane] != at) continue;
+    // An observation runs the lanes it names together; elsewhere lanes of
+    // different divergence histories stay apart until a convergence barrier joins them.
+    if (event >= 0 ? head[lane] < 0 || head[lane] == event : s_.priority[lane] == top) group |= 1u << lane;
+  }
+  if (event >= 0) {
+    std::uint32_t reporting = 0;
+    for (std::uint32_t m = group; m; m &= m - 1)
+      if (head[std::countr_zero(m)] == event) reporting |= 1u << std::countr_zero(m);
+    return fire(at, event, group, reporting);
+  }
+
+  const Node& node = j_.nodes_[at];
+  if (node.flow == Flow::Stop || node.flow == Flow::Call || node.flow == Flow::Return || node.flow == Flow::Indirect ||
+      (j_.observed_[at] && !node.guarded))
+    j_.fail(fmt::format("lanes {:08x} reached pc 0x{:x} ({}) without reporting it", group, j_.program_[at].pc,
+                        j_.program_[at].mnemonic));
+  if (node.flow == Flow::Jump || (node.flow == Flow::Branch && node.target == at + 1)) return go(at, group, group);
+  if (node.flow == Flow::Branch) return branch(at, group);
+  // An instruction that would have reported itself ran silently: its guard was off in every lane.
+  record(at, node.reports ? 0 : group, -1);
+  if (node.bssy && node.convergence >= 0) s_.convergence[node.convergence] = group;
+  if (node.bsync && node.convergence >= 0) {
+    s_.waiting |= group;
+    std::uint32_t arrived = 0;
+    for (std::uint32_t m = s_.waiting; m; m &= m - 1) {
+      int lane = std::countr_zero(m);
+      if (s_.pc[lane] == at) arrived |= 1u << lane;
+    }
+    if ((s_.convergence[node.convergence] & s_.live & ~arrived) == 0) {
+      s_.waiting &= ~arrived;
+      std::uint32_t merged = 0;
+      for (std::uint32_t m = arrived; m; m &= m - 1) merged = std::max(merged, s_.priority[std::countr_zero(m)]);
+      for (std::uint32_t m = arrived; m; m &= m - 1) {
+        int lane = std::countr_zero(m);
+        s_.priority[lane] = merged;
+        ++s_.pc[lane];
+      }
+    }
+    return;
+  }
+  for (std::uint32_t m = group; m; m &= m - 1) ++s_.pc[std::countr_zero(m)];
+}
+
+void WarpJoiner::Walk::fire(std::uint32_t at, std::int32_t event, std::uint32_t group, std::uint32_t reporting) {
+  const Node& node = j_.nodes_[at];
+  const ObservedInst& ev = warp_.events[event];
+  s_.steps_since_event = 0;
+  record(at, ev.mask, ev.operands);
+  for (std::uint32_t m = group; m; m &= m - 1) {
+    int lane = std::countr_zero(m);
+    if (!((reporting >> lane) & 1)) {  // guard off: falls through
+      if (!node.guarded)
+        j_.fail(fmt::format("lane {} reached pc 0x{:x} ({}) without reporting it", lane, j_.program_[at].pc, j_.program_[at].mnemonic));
+      ++s_.pc[lane];
+      continue;
+    }
+    ++s_.next[lane];
+    switch (ev.kind) {
+      case ObservedKind::Call:
+        s_.returns[lane].push_back(at + 1);
+        s_.pc[lane] = ev.call_target;
+        break;
+      case ObservedKind::Return:
+        if (s_.returns[lane].empty()) j_.fail(fmt::format("lane {} returned at pc 0x{:x} without a call", lane, j_.program_[at].pc));
+        s_.pc[lane] = s_.returns[lane].back();
+        s_.returns[lane].pop_back();
+        break;
+      case ObservedKind::Exit: s_.live &= ~(1u << lane); break;
+      default: s_.pc[lane] = at + 1; break;
+    }
+    if (((s_.live >> lane) & 1) && s_.next[lane] == lane_events_[lane].size())
+      j_.fail(fmt::format("lane {} went on after its last observed instruction", lane));
+  }
+  if (guesses_.empty()) emit_final();
+}
+
+// A conditional branch: each lane goes a way from which its goal is reachable.
+void WarpJoiner::Walk::branch(std::uint32_t at, std::uint32_t group) {
+  const Node& node = j_.nodes_[at];
+  std::uint32_t forced_taken = 0, forced_through = 0, open = 0;
+  std::uint32_t earliest = UINT32_MAX;  // the group's next observation in recorded order
+  std::array<std::uint32_t, 32> via_target{}, via_next{};
+  for (std::uint32_t m = group; m; m &= m - 1) {
+    int lane = std::countr_zero(m);
+    const auto& dist = j_.distances_to(goal(lane));
+    via_target[lane] = dist[node.target];
+    via_next[lane] = at + 1 < j_.nodes_.size() ? dist[at + 1] : kUnreachable;
+    earliest = std::min(earliest, goal_event(lane));
+    if (via_target[lane] == kUnreachable && via_next[lane] == kUnreachable)
+      j_.fail(fmt::format("lane {} at pc 0x{:x} cannot reach its next observed pc 0x{:x}", lane, j_.program_[at].pc,
+                          j_.program_[goal(lane)].pc));
+    if (via_next[lane] == kUnreachable) { forced_taken |= 1u << lane; continue; }
+    if (via_target[lane] == kUnreachable) { forced_through |= 1u << lane; continue; }
+    if (must_wait_elsewhere(lane) && via_target[lane] != via_next[lane]) {
+      (via_target[lane] > via_next[lane] ? forced_taken : forced_through) |= 1u << lane;
+      continue;
+    }
+    open |= 1u << lane;
+  }
+  std::vector<Arrivals>& arrivals = j_.arrivals_[node.branch_slot];
+  const std::uint32_t visit = s_.visits[node.branch_slot];
+  if (learning_ && visit < kRememberedVisits) {
+    if (arrivals.size() <= visit) arrivals.resize(visit + 1);
+    ++arrivals[visit].warps;
+    if (forced_taken && !forced_through) ++arrivals[visit].taken;
+    if (forced_through && !forced_taken) ++arrivals[visit].through;
+  }
+  if (!open) {
+    if (forced_taken && forced_through) j_.divergent_[at] = true;
+    return go(at, group, forced_taken);
+  }
+  if (!learning_ && !(forced_taken | forced_through)) ++j_.guessed_;
+
+  std::uint32_t taken = forced_taken;
+  // A loop's back edge that the observations forced taken at this arrival in
+  // at least half of the warps that came here this often, and never forced
+  // out: the loop runs again. The survey learns from the observations alone.
+  bool loop_again = false;
+  if (!learning_ && node.target <= at && !j_.divergent_[at] && visit < arrivals.size()) {
+    const Arrivals& a = arrivals[visit];
+    loop_again = a.through == 0 && 2 * a.taken >= a.warps;
+  }
+  if (!(forced_taken | forced_through) && loop_again) {
+    taken |= open;
+  } else {
+    // Lanes due next go the shorter way to their observation; then, at a
+    // branch known to split warps, so does every other lane.
+    std::uint32_t undecided = open;
+    auto go_shorter = [&](bool due_only) {
+      for (std::uint32_t m = undecided; m; m &= m - 1) {
+        int lane = std::countr_zero(m);
+        if (due_only && goal_event(lane) != earliest) continue;
+        if (via_target[lane] < via_next[lane]) taken |= 1u << lane;
+        undecided &= ~(1u << lane);
+      }
+    };
+    go_shorter(true);
+    std::uint32_t through = group & ~taken & ~undecided;
+    if (taken && through) j_.divergent_[at] = true;
+    if (j_.divergent_[at]) go_shorter(false);
+    through = group & ~taken & ~undecided;
+    if (undecided && std::popcount(taken) > std::popcount(through)) taken |= undecided;
+  }
+  Guess guess{s_, at, group, {taken}};
+  for (std::uint32_t other : {forced_taken | open, forced_taken})
+    if (std::find(guess.ways.begin(), guess.ways.end(), other) == guess.ways.end()) guess.ways.push_back(other);
+  guesses_.push_back(std::move(guess));
+  if (guesses_.size() > kOpenGuesses) {
+    guesses_.pop_front();
+    emit_final();
+  }
+  go(at, group, taken);
+}
+
+// The group leaves a jump or branch: `taken` lanes to its target, the others to the next instruction.
+void WarpJoiner::Walk::go(std::uint32_t at, std::uint32_t group, std::uint32_t taken) {
+  const Node& node = j_.nodes_[at];
+  // BRA.DIV and "@P BRA Q, target" count the lanes whose guard holds, whether
+  // or not they branch; the guard is not observable, so their masks hold the
+  // executing lanes.
+  record(at, node.reports ? 0 : node.guard_counted ? group : taken, -1);
+  if (node.branch_slot >= 0) ++s_.visits[node.branch_slot];
+  if (taken && taken != group) {
+    ++s_.clock;
+    for (std::uint32_t m = taken; m; m &= m - 1) s_.priority[std::countr_zero(m)] = s_.clock;
+  }
+  for (std::uint32_t m = group; m; m &= m - 1) {
+    int lane = std::countr_zero(m);
+    s_.pc[lane] = ((taken >> lane) & 1) ? node.target : at + 1;
+  }
+}
+
+void WarpJoiner::survey(const WarpObservation& warp) { Walk(*this, warp, true, nullptr).run(); }
+
+void WarpJoiner::join(const WarpObservation& warp, const std::function<void(const trace::WarpInst&)>& emit) {
+  Walk(*this, warp, false, &emit).run();
 }
 
 namespace {

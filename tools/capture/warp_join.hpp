@@ -81,13 +81,15 @@ class WarpJoiner {
   // it (BRA.DIV and "BRA P, target" excepted); any other instruction's mask
   // holds the lanes that executed it, since whether its guard held is not observable.
   void join(const WarpObservation& warp, const std::function<void(const trace::WarpInst&)>& emit);
-  // Learns from a warp which branches split warps; survey every warp of a
-  // launch before joining any.
+  // Learns from a warp which branches split warps and which way uniform
+  // branches went; survey every warp of a launch before joining any.
   void survey(const WarpObservation& warp);
 
-  // Branches where no observation decided the way of any lane of the group, so
-  // the shorter way to the lanes' next observed instructions was taken.
+  // Branches joined where no observation decided the way of any lane of the
+  // group, so a way was chosen (see join).
   std::uint64_t guessed_branches() const { return guessed_; }
+  // Guesses joined that led nowhere and were taken back for another way.
+  std::uint64_t retried_guesses() const { return retried_; }
 
  private:
   enum class Flow : std::uint8_t { Next, Jump, Branch, Stop, Call, Return, Indirect };
@@ -99,7 +101,15 @@ class WarpJoiner {
     bool bssy = false, bsync = false;
     bool reports = false;           // the Sanitizer patches it: silence means its guard was off
     bool guard_counted = false;     // BRA.DIV, BRA P, target: the GPU counts guard-true lanes
+    std::int32_t branch_slot = -1;  // conditional branches: index into arrivals_
   };
+  // A branch at a warp's n-th arrival there, over the warps surveyed: how
+  // many arrived, and in how many the observations forced every lane one way.
+  struct Arrivals {
+    std::uint32_t warps = 0, taken = 0, through = 0;
+  };
+  static constexpr std::uint32_t kRememberedVisits = 1u << 16;
+  class Walk;
   static constexpr std::uint32_t kUnreachable = UINT32_MAX;
   // Instructions from each instruction to `goal`, passing nothing that would report itself.
   const std::vector<std::uint32_t>& distances_to(std::uint32_t goal);
@@ -109,9 +119,10 @@ class WarpJoiner {
   std::vector<Node> nodes_;
   std::vector<bool> observed_;
   std::vector<bool> divergent_;  // branches seen sending a group's lanes both ways
+  std::vector<std::vector<Arrivals>> arrivals_;  // per conditional branch, per arrival
   std::vector<std::vector<std::uint32_t>> predecessors_;
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> distances_;
-  std::uint64_t guessed_ = 0;
+  std::uint64_t guessed_ = 0, retried_ = 0;
 };
 
 }  // namespace atomsim::capture

@@ -452,7 +452,8 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
   nlohmann::json entry = {{"launch", r.ordinal}, {"name", r.name}, {"mangled", r.mangled},
                           {"grid", {k.grid.x, k.grid.y, k.grid.z}}, {"block", {k.block.x, k.block.y, k.block.z}},
                           {"trace_kernel", p.launches.size()}, {"observed_records", events.size()},
-                          {"warp_instructions", records}, {"guessed_branches", joiner.guessed_branches()}};
+                          {"warp_instructions", records}, {"guessed_branches", joiner.guessed_branches()},
+                          {"retried_guesses", joiner.retried_guesses()}};
   entry["atomic_replay"] = replay_atomics(p, ld, lanes, slot_use, k);
   p.launches.push_back(entry);
 }
