@@ -2,7 +2,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: deps build run test bench clean
+.PHONY: deps build run test bench capture-bundle clean
 
 deps:
 	@tools/install-deps.sh
@@ -19,6 +19,10 @@ test: build
 
 bench: build
 	tools/bench/speed.sh $(BUILD)/atomsim
+
+# The capture tool with the libraries it needs, for GPU machines without the build's dependencies.
+capture-bundle: build
+	tools/capture/bundle.sh $(BUILD) $(BUILD)/atomsim-capture.tar.gz
 
 clean:
 	rm -rf $(BUILD)

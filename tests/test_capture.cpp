@@ -50,6 +50,28 @@ TEST_CASE("Capture: launches are selected by name and index among matches", "[ca
   for (const char* v : {kEnvPass, kEnvOut, kEnvKernel}) unsetenv(v);
 }
 
+// Only modules that define a selected kernel are patched (trace pass) and
+// kept (count pass): a PyTorch program loads thousands of kernels.
+TEST_CASE("Capture: a cubin is known to hold a selected kernel from its symbol table", "[capture]") {
+  std::ifstream in(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/grid/cubin-f5ed83bc.cubin", std::ios::binary);
+  const std::string cubin((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(cubin.size() > 1000);
+  setenv(kEnvPass, "count", 1);
+  setenv(kEnvOut, "/tmp", 1);
+  auto defines = [&](const char* filter, const std::string& bytes) {
+    setenv(kEnvKernel, filter, 1);
+    return Settings::from_environment().cubin_defines_selected(bytes.data(), bytes.size());
+  };
+  REQUIRE(defines("microbench_sws", cubin));             // mangled _Z14microbench_swsILi9EEv10KernelArgs
+  REQUIRE(defines("microbench_baseline<9>", cubin));     // demangled
+  REQUIRE(!defines("scatter_gather", cubin));
+  REQUIRE(defines("scatter_gather", "not an ELF file"));  // unreadable: patched, to be safe
+  REQUIRE(defines("scatter_gather", cubin.substr(0, 200)));
+  unsetenv(kEnvKernel);
+  REQUIRE(Settings::from_environment().cubin_defines_selected(cubin.data(), cubin.size()));  // no filter: every kernel
+  for (const char* v : {kEnvPass, kEnvOut}) unsetenv(v);
+}
+
 TEST_CASE("Capture: programs that do no CUDA work, crash or are missing fail with one line", "[capture][errors]") {
   fs::path out = testing::temp_trace("capture-out");
   auto no_cuda = run_capture("--pass timing --out " + out.string() + " -- /bin/true");

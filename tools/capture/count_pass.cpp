@@ -38,14 +38,16 @@ class CountPass final : public CapturePass {
   // One launch is counted per run: the first selected one. Once its counters
   // had been flushed, CUPTI counted nothing in later launches, even with
   // collection disabled and enabled again, so a second launch needs its own run
-  // (--launch picks it). Collection patches every loaded function at enable
-  // time; the launcher loads modules eagerly so that the kernel is there.
+  // (--launch picks it). Patching is lazy: only functions that run while
+  // collection is enabled are patched, the selected kernel alone. Patching
+  // every loaded function failed in programs that load thousands of kernels
+  // (PyTorch: CUPTI_ERROR_INVALID_PARAMETER) and is slow there.
   void on_launch_begin(const LaunchInfo& launch) override {
     if (!launch.selected || counted_) return;
     configure(launch.context);
     CUpti_SassMetricsEnable_Params enable{CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
     enable.ctx = context_;
-    enable.enableLazyPatching = 0;
+    enable.enableLazyPatching = 1;
     ATOMSIM_CUPTI(cuptiSassMetricsEnable(&enable));
     enabled_ = true;
   }
@@ -80,7 +82,9 @@ class CountPass final : public CapturePass {
     ATOMSIM_CUPTI(cuptiSassMetricsSetConfig(&set));
   }
 
+  // Only cubins of selected kernels are kept: a PyTorch program loads hundreds of megabytes of others.
   void on_module_loaded(CUcontext, const void* cubin, std::size_t size) override {
+    if (!settings_.cubin_defines_selected(static_cast<const char*>(cubin), size)) return;
     CUpti_GetCubinCrcParams crc{CUpti_GetCubinCrcParamsSize};
     crc.cubinSize = size;
     crc.cubin = cubin;

@@ -94,8 +94,6 @@ int run_program(const Options& o, Pass pass, const fs::path& lib) {
     if (!o.kernel.empty()) setenv(kEnvKernel, o.kernel.c_str(), 1); else unsetenv(kEnvKernel);
     if (o.launch) setenv(kEnvLaunch, std::to_string(*o.launch).c_str(), 1); else unsetenv(kEnvLaunch);
     setenv(kEnvSamplingPeriod, std::to_string(o.sampling_period).c_str(), 1);
-    // The count pass patches every loaded function, so the kernel must be loaded before its launch.
-    if (pass == Pass::Count) setenv("CUDA_MODULE_LOADING", "EAGER", 1);
     if (pass == Pass::Trace) {
       setenv(kEnvSanitizerLibrary, o.sanitizer_library.c_str(), 1);
       setenv(kEnvPatches, (library_dir() / "atomsim_trace_patches.fatbin").c_str(), 1);

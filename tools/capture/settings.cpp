@@ -1,8 +1,10 @@
 #include "tools/capture/settings.hpp"
 
 #include <cxxabi.h>
+#include <elf.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 namespace atomsim::capture {
@@ -70,6 +72,37 @@ Settings Settings::from_environment() {
 bool Settings::name_matches(const std::string& mangled, const std::string& demangled) const {
   if (!kernel_regex_) return true;
   return std::regex_search(mangled, *kernel_regex_) || std::regex_search(demangled, *kernel_regex_);
+}
+
+bool Settings::cubin_defines_selected(const char* cubin, std::size_t size) const {
+  if (size < sizeof(Elf64_Ehdr) || std::memcmp(cubin, ELFMAG, SELFMAG) != 0 || cubin[EI_CLASS] != ELFCLASS64) return true;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, cubin, sizeof eh);
+  if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > size || eh.e_shnum > (size - eh.e_shoff) / sizeof(Elf64_Shdr))
+    return true;
+  auto section = [&](std::size_t i) {
+    Elf64_Shdr sh;
+    std::memcpy(&sh, cubin + eh.e_shoff + i * sizeof(Elf64_Shdr), sizeof sh);
+    return sh;
+  };
+  for (std::size_t i = 0; i < eh.e_shnum; ++i) {
+    Elf64_Shdr symtab = section(i);
+    if (symtab.sh_type != SHT_SYMTAB || symtab.sh_link >= eh.e_shnum) continue;
+    Elf64_Shdr strtab = section(symtab.sh_link);
+    if (symtab.sh_offset > size || symtab.sh_size > size - symtab.sh_offset || strtab.sh_offset > size ||
+        strtab.sh_size > size - strtab.sh_offset)
+      return true;
+    for (std::size_t at = 0; at + sizeof(Elf64_Sym) <= symtab.sh_size; at += sizeof(Elf64_Sym)) {
+      Elf64_Sym sym;
+      std::memcpy(&sym, cubin + symtab.sh_offset + at, sizeof sym);
+      if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_name >= strtab.sh_size) continue;
+      const char* name = cubin + strtab.sh_offset + sym.st_name;
+      std::string mangled(name, strnlen(name, strtab.sh_size - sym.st_name));
+      if (name_matches(mangled, demangle(mangled.c_str()))) return true;
+    }
+    return false;
+  }
+  return true;
 }
 
 bool LaunchSelector::select(const std::string& mangled, const std::string& demangled) {

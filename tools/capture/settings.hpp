@@ -44,6 +44,9 @@ struct Settings {
   static Settings from_environment();    // throws CaptureError naming the variable
 
   bool name_matches(const std::string& mangled, const std::string& demangled) const;
+  // Whether a cubin (an ELF file) defines a function that name_matches; true
+  // where its symbol table cannot be read, so that nothing selected is missed.
+  bool cubin_defines_selected(const char* cubin, std::size_t size) const;
 
  private:
   std::optional<std::regex> kernel_regex_;

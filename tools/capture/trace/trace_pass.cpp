@@ -150,6 +150,12 @@ std::uint32_t resource(const std::string& usage, const std::string& function, co
 
 void on_module_loaded(TracePass& p, const Sanitizer_ResourceModuleData* m) {
   auto& api = p.api;
+  // Patching is what makes captures of large programs slow (PyTorch loads
+  // modules of thousands of kernels): only modules of selected kernels are patched.
+  if (!p.settings.cubin_defines_selected(m->pCubin, m->cubinSize)) {
+    progress(p, fmt::format("module loaded ({} bytes); no selected kernel in it, not patched", m->cubinSize));
+    return;
+  }
   progress(p, fmt::format("module loaded ({} bytes); patching", m->cubinSize));
   p.modules[m->module].cubin.assign(m->pCubin, m->cubinSize);
   if (!p.patches_loaded[m->context]) {
@@ -211,7 +217,7 @@ void on_launch_begin(TracePass& p, const Sanitizer_LaunchData* ld) {
   progress(p, fmt::format("launch {} ({}){}", r.ordinal, r.name, r.selected ? " selected" : ""));
   p.device_handle = ld->device;
   if (!r.selected) {
-    ATOMSIM_SAN(sanitizerSetCallbackData(ld->function, nullptr));
+    if (p.modules.count(ld->module)) ATOMSIM_SAN(sanitizerSetCallbackData(ld->function, nullptr));
     return;
   }
   r.module = ld->module;

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The capture bundle needs nothing outside itself but the C library, the C++
+# runtime, the CUDA driver and the toolkit: every library its files name is
+# either in the bundle (and found there through $ORIGIN) or one of those.
+# Usage: capture_bundle.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+src=$1 build=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$src/tools/capture/bundle.sh" "$build" "$work/bundle.tar.gz" >/dev/null
+mkdir "$work/unpacked"
+tar xzf "$work/bundle.tar.gz" -C "$work/unpacked"
+dir=$work/unpacked/atomsim-capture
+provided='^(libc|libm|libdl|libpthread|librt|libutil|libresolv|libgcc_s|libstdc\+\+|libcuda|libcupti|ld-linux-x86-64)\.so'
+status=0
+for f in "$dir"/*; do
+  [ "$(head -c 4 "$f" | tail -c 3)" = ELF ] || continue
+  for lib in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+    if [ -f "$dir/$lib" ]; then
+      # Found in the bundle, not where the build found it.
+      resolved=$(env -u LD_LIBRARY_PATH ldd "$f" | awk -v l="$lib" '$1 == l {print $3}')
+      [ "$resolved" = "$dir/$lib" ] || { echo "FAIL: $(basename "$f") resolves $lib to $resolved, not the bundle's copy"; status=1; }
+    elif ! [[ $lib =~ $provided ]]; then
+      echo "FAIL: $(basename "$f") needs $lib, which is neither in the bundle nor provided by the GPU machine"
+      status=1
+    fi
+  done
+done
+[ -x "$dir/atomsim-capture" ] || { echo "FAIL: no atomsim-capture in the bundle"; exit 1; }
+env -u LD_LIBRARY_PATH "$dir/atomsim-capture" --help >/dev/null || { echo "FAIL: the bundled atomsim-capture does not run"; status=1; }
+[ $status -eq 0 ] && echo "capture bundle: $(ls "$dir" | wc -l) files, self-contained"
+exit $status
