@@ -85,6 +85,7 @@ void trace_rejoin(const std::string& path, std::optional<std::uint64_t> show_war
   std::uint64_t warp = 0, records = 0;
   try {
     capture::WarpJoiner joiner(program, input.text, input.observed());
+    if (!input.counts.empty()) joiner.use_counts(input.counts);
     for (; warp < input.warps.size(); ++warp) joiner.survey(input.warps[warp]);
     for (warp = 0; warp < input.warps.size(); ++warp) {
       joiner.join(input.warps[warp], [&](const trace::WarpInst& inst) {

@@ -266,3 +266,40 @@ TEST_CASE("warp join orders lanes whose next observation is in a later loop iter
   }
   REQUIRE(joiner.retried_guesses() > 0);  // the first guess in such warps leads nowhere
 }
+
+// A loop none of whose iterations reports anything (an index calculation over
+// a tensor's dimensions, as PyTorch's kernels do): the observations cannot
+// tell how often it ran, the count pass of the same launch can.
+TEST_CASE("warp join runs a loop no observation sees as often as the count pass counted", "[capture][join]") {
+  JoinInput input;
+  input.kernel = "invisible_loop";
+  input.text = {"S2R R0, SR_TID.X", "MOV R1, RZ", "IADD3 R1, R1, 0x1, RZ", "ISETP.LT.AND P0, PT, R1, c[0x0][0x210], PT",
+                "@P0 BRA 0x20", "STG.E desc[UR4][R2.64], R0", "EXIT"};
+  for (std::size_t i = 0; i < input.text.size(); ++i) input.pcs.push_back(16 * i);
+  const std::size_t warps = 4;
+  for (std::size_t w = 0; w < warps; ++w) {
+    WarpObservation obs;
+    obs.events.push_back({5, 0xFFFFFFFFu, ObservedKind::Memory, 0, 0});
+    obs.operands.emplace_back();
+    obs.events.push_back({6, 0xFFFFFFFFu, ObservedKind::Exit, 0, -1});
+    input.warps.push_back(obs);
+  }
+  auto back_edges = [&](const std::vector<std::uint64_t>& counts) {
+    const std::vector<trace::StaticInst> program = input.program();
+    WarpJoiner joiner(program, input.text, input.observed());
+    if (!counts.empty()) joiner.use_counts(counts);
+    for (const auto& w : input.warps) joiner.survey(w);
+    std::size_t taken = 0;
+    for (const auto& w : input.warps)
+      joiner.join(w, [&](const trace::WarpInst& i) { taken += i.index == 4 && i.active_mask; });
+    return taken;
+  };
+  REQUIRE(back_edges({}) == 0);  // nothing says the loop went round: once through
+  // The GPU ran the loop 3 times in each of the 4 warps: the branch 12 times, the instruction before the loop 4.
+  REQUIRE(back_edges({4, 4, 12, 12, 12, 4, 4}) == warps * 2);
+  input.counts = {4, 4, 12, 12, 12, 4, 4};
+  JoinInput again = load_join_input(save_join_input(input));
+  REQUIRE(again.counts == input.counts);
+  REQUIRE_THROWS_WITH(load_join_input(R"({"schema":"atomsim-join-input-1","kernel":"k","sass":[[0,"EXIT"]],"warps":[],"counts":[1,2]})"),
+                      Catch::Contains("key 'counts'"));
+}

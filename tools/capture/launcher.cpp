@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -32,6 +33,7 @@ struct Options {
   double timeout_s = 0;
   std::uint64_t trace_buffer_mib = Settings{}.trace_buffer_mib;
   fs::path sanitizer_library;
+  fs::path counts;  // trace pass: the count pass this invocation ran just before
   std::vector<std::string> program;
 };
 
@@ -95,6 +97,7 @@ int run_program(const Options& o, Pass pass, const fs::path& lib) {
     if (o.launch) setenv(kEnvLaunch, std::to_string(*o.launch).c_str(), 1); else unsetenv(kEnvLaunch);
     setenv(kEnvSamplingPeriod, std::to_string(o.sampling_period).c_str(), 1);
     if (pass == Pass::Trace) {
+      if (o.counts.empty()) unsetenv(kEnvCounts); else setenv(kEnvCounts, fs::absolute(o.counts).c_str(), 1);
       setenv(kEnvSanitizerLibrary, o.sanitizer_library.c_str(), 1);
       setenv(kEnvPatches, (library_dir() / "atomsim_trace_patches.fatbin").c_str(), 1);
       setenv(kEnvTraceBufferMiB, std::to_string(o.trace_buffer_mib).c_str(), 1);
@@ -212,7 +215,18 @@ int main(int argc, char** argv) {
   }
   try {
     if (o.program.empty()) throw CaptureError("no program given: atomsim-capture [options] -- ./app args...");
-    for (const auto& p : o.passes) capture(o, pass_from_name(p));
+    // The count pass runs before the trace pass of the same invocation: the
+    // trace's warp join uses its counts where observations leave a loop's
+    // trip count open.
+    std::vector<Pass> passes;
+    for (const auto& p : o.passes) passes.push_back(pass_from_name(p));
+    std::stable_partition(passes.begin(), passes.end(), [](Pass p) { return p != Pass::Trace; });
+    for (Pass p : passes) {
+      Options run = o;
+      if (p == Pass::Trace && std::find(passes.begin(), passes.end(), Pass::Count) != passes.end())
+        run.counts = result_path(o.out, pass_name(Pass::Count));
+      capture(run, p);
+    }
   } catch (const std::exception& e) {
     std::cerr << "atomsim-capture: " << e.what() << "\n";
     return 1;

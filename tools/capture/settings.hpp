@@ -31,6 +31,8 @@ inline constexpr const char* kEnvSanitizerLibrary = "ATOMSIM_CAPTURE_SANITIZER_L
 inline constexpr const char* kEnvPatches = "ATOMSIM_CAPTURE_PATCHES";
 inline constexpr const char* kEnvTraceBufferMiB = "ATOMSIM_CAPTURE_TRACE_BUFFER_MIB";
 inline constexpr const char* kEnvVerbose = "ATOMSIM_CAPTURE_VERBOSE";
+// Trace pass: the count pass of the same launch, run just before (the join uses its counts).
+inline constexpr const char* kEnvCounts = "ATOMSIM_CAPTURE_COUNTS";
 
 struct Settings {
   Pass pass = Pass::Timing;
@@ -40,6 +42,7 @@ struct Settings {
   std::uint32_t sampling_period = 12;    // PC sampling: one sample per 2^N cycles per SM
   std::uint64_t trace_buffer_mib = 4096; // trace pass: device memory for records
   bool verbose = false;                  // progress lines on stderr
+  std::filesystem::path counts;          // trace pass: count.json of the same launch, or empty
 
   static Settings from_environment();    // throws CaptureError naming the variable
 

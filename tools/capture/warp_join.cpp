@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <cmath>
 #include <deque>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "traces/sass.hpp"
@@ -100,6 +102,24 @@ WarpJoiner::WarpJoiner(const std::vector<trace::StaticInst>& program, const std:
 
 void WarpJoiner::fail(const std::string& what) const { throw JoinError("warp join: " + what); }
 
+// A loop's back edge b jumps to its header h; the instruction before h, when
+// it always runs on into h, runs once per entry into the loop, and b once per
+// iteration: b's count over that instruction's is the loop's mean trip count.
+void WarpJoiner::use_counts(const std::vector<std::uint64_t>& warp_executions) {
+  if (warp_executions.size() != nodes_.size()) fail("the count pass's instructions do not match the program");
+  trips_per_entry_.assign(arrivals_.size(), 0.0);
+  loops_entered_at_.clear();
+  for (std::uint32_t b = 0; b < nodes_.size(); ++b) {
+    const Node& n = nodes_[b];
+    if (n.branch_slot < 0 || n.target > b || n.target == 0) continue;
+    const std::uint32_t before = n.target - 1;
+    const Node& pre = nodes_[before];
+    if (pre.flow != Flow::Next || pre.bsync || warp_executions[before] == 0) continue;
+    trips_per_entry_[n.branch_slot] = static_cast<double>(warp_executions[b]) / static_cast<double>(warp_executions[before]);
+    loops_entered_at_[before].push_back(n.branch_slot);
+  }
+}
+
 const std::vector<std::uint32_t>& WarpJoiner::distances_to(std::uint32_t goal) {
   if (auto it = distances_.find(goal); it != distances_.end()) return it->second;
   if (predecessors_.empty()) {
@@ -179,6 +199,7 @@ class WarpJoiner::Walk {
     std::uint64_t steps_since_event = 0;
     std::uint64_t emitted = 0;
     std::vector<std::uint32_t> visits;  // arrivals at each conditional branch
+    std::vector<std::uint32_t> iterations;  // arrivals at each loop's back edge since the loop was entered
   };
   struct Guess {
     State before;
@@ -246,6 +267,7 @@ WarpJoiner::Walk::Walk(WarpJoiner& joiner, const WarpObservation& warp, bool lea
     s_.live |= 1u << lane;
   }
   s_.visits.assign(j_.arrivals_.size(), 0);
+  s_.iterations.assign(j_.arrivals_.size(), 0);
   // A walk that goes this long without an observation firing has lost its way.
   step_limit_ = 64 * j_.nodes_.size() + 4096;
 }
@@ -305,6 +327,8 @@ void WarpJoiner::Walk::emit_final() {
 
 void WarpJoiner::Walk::record(std::uint32_t index, std::uint32_t mask, std::int32_t operands) {
   ++s_.emitted;
+  if (auto it = j_.loops_entered_at_.find(index); it != j_.loops_entered_at_.end())
+    for (std::int32_t slot : it->second) s_.iterations[slot] = 0;
   if (!emit_) return;
   trace::WarpInst& out = pending_.emplace_back();
   out.index = index;
@@ -477,13 +501,18 @@ void WarpJoiner::Walk::branch(std::uint32_t at, std::uint32_t group) {
   // A loop's back edge that the observations forced taken at this arrival in
   // at least half of the warps that came here this often, and never forced
   // out: the loop runs again. The survey learns from the observations alone.
-  bool loop_again = false;
+  // Else, where the count pass ran first, a loop goes round as many times per
+  // entry as the GPU's counts say it did on average.
+  std::optional<bool> loop_again;
   if (!learning_ && node.target <= at && !j_.divergent_[at] && visit < arrivals.size()) {
     const Arrivals& a = arrivals[visit];
-    loop_again = a.through == 0 && 2 * a.taken >= a.warps;
+    if (a.through == 0 && 2 * a.taken >= a.warps) loop_again = true;
   }
+  if (!loop_again && node.target <= at && !j_.divergent_[at] && !j_.trips_per_entry_.empty() &&
+      j_.trips_per_entry_[node.branch_slot] > 0)
+    loop_again = s_.iterations[node.branch_slot] + 1 < std::llround(j_.trips_per_entry_[node.branch_slot]);
   if (!(forced_taken | forced_through) && loop_again) {
-    taken |= open;
+    if (*loop_again) taken |= open;
   } else {
     // Lanes due next go the shorter way to their observation; then, at a
     // branch known to split warps, so does every other lane.
@@ -521,7 +550,10 @@ void WarpJoiner::Walk::go(std::uint32_t at, std::uint32_t group, std::uint32_t t
   // or not they branch; the guard is not observable, so their masks hold the
   // executing lanes.
   record(at, node.reports ? 0 : node.guard_counted ? group : taken, -1);
-  if (node.branch_slot >= 0) ++s_.visits[node.branch_slot];
+  if (node.branch_slot >= 0) {
+    ++s_.visits[node.branch_slot];
+    ++s_.iterations[node.branch_slot];
+  }
   if (taken && taken != group) {
     ++s_.clock;
     for (std::uint32_t m = taken; m; m &= m - 1) s_.priority[std::countr_zero(m)] = s_.clock;
@@ -567,6 +599,7 @@ std::string save_join_input(const JoinInput& input) {
   }
   nlohmann::json doc = {{"schema", kJoinInputSchema}, {"kernel", input.kernel}, {"sass", std::move(sass)},
                         {"warps", std::move(warps)}};
+  if (!input.counts.empty()) doc["counts"] = input.counts;
   return doc.dump() + "\n";
 }
 
@@ -602,6 +635,11 @@ JoinInput load_join_input(const std::string& document) {
         obs.events.push_back(inst);
       }
       input.warps.push_back(std::move(obs));
+    }
+    if (doc.contains("counts")) {
+      input.counts = doc["counts"].get<std::vector<std::uint64_t>>();
+      if (input.counts.size() != input.pcs.size())
+        throw JoinError(fmt::format("key 'counts': {} counts for {} instructions", input.counts.size(), input.pcs.size()));
     }
   } catch (const nlohmann::json::exception& e) {
     throw JoinError(std::string("malformed join input: ") + e.what());

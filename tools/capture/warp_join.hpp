@@ -60,6 +60,7 @@ struct JoinInput {
   std::vector<std::uint64_t> pcs;
   std::vector<std::string> text;
   std::vector<WarpObservation> warps;
+  std::vector<std::uint64_t> counts;  // the count pass's warp instructions per instruction, where it ran first
 
   // The SASS as instructions, and which of them reported themselves in the launch.
   std::vector<trace::StaticInst> program() const;
@@ -81,6 +82,11 @@ class WarpJoiner {
   // it (BRA.DIV and "BRA P, target" excepted); any other instruction's mask
   // holds the lanes that executed it, since whether its guard held is not observable.
   void join(const WarpObservation& warp, const std::function<void(const trace::WarpInst&)>& emit);
+  // The count pass's executed warp instructions of the same launch, per
+  // instruction of the program: loops whose iterations report nothing run,
+  // per entry, as many times as the GPU counted on average (see join). Call
+  // before surveying.
+  void use_counts(const std::vector<std::uint64_t>& warp_executions);
   // Learns from a warp which branches split warps and which way uniform
   // branches went; survey every warp of a launch before joining any.
   void survey(const WarpObservation& warp);
@@ -120,6 +126,10 @@ class WarpJoiner {
   std::vector<bool> observed_;
   std::vector<bool> divergent_;  // branches seen sending a group's lanes both ways
   std::vector<std::vector<Arrivals>> arrivals_;  // per conditional branch, per arrival
+  // Loops' back edges, from the count pass: iterations per entry, and the
+  // instruction before the loop, whose execution marks an entry.
+  std::vector<double> trips_per_entry_;                               // per conditional branch, 0: unknown
+  std::unordered_map<std::uint32_t, std::vector<std::int32_t>> loops_entered_at_;  // instruction -> branch slots
   std::vector<std::vector<std::uint32_t>> predecessors_;
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> distances_;
   std::uint64_t guessed_ = 0, retried_ = 0;

@@ -16,6 +16,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -231,6 +233,29 @@ void on_launch_begin(TracePass& p, const Sanitizer_LaunchData* ld) {
   ATOMSIM_SAN(sanitizerSetCallbackData(ld->function, b.control));
 }
 
+// The count pass's executed warp instructions of the kernel, per instruction
+// of its program; empty where no count pass ran first.
+std::vector<std::uint64_t> launch_counts(const std::filesystem::path& count_json, const std::string& mangled,
+                                         const std::vector<trace::StaticInst>& program) {
+  if (count_json.empty()) return {};
+  std::ifstream in(count_json);
+  nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  if (doc.is_discarded()) throw CaptureError(count_json.string() + ": not the count pass's JSON");
+  std::unordered_map<std::uint64_t, std::size_t> index;
+  for (std::size_t i = 0; i < program.size(); ++i) index[program[i].pc] = i;
+  for (const auto& k : doc.value("kernels", nlohmann::json::array())) {
+    if (k.value("mangled", "") != mangled) continue;
+    std::vector<std::uint64_t> counts(program.size(), 0);
+    for (const auto& pc : k.at("pcs")) {
+      if (pc.value("function", "") != mangled) continue;
+      auto it = index.find(pc.at("pc_offset").get<std::uint64_t>());
+      if (it != index.end()) counts[it->second] += pc.at("warp_instructions").get<std::uint64_t>();
+    }
+    return counts;
+  }
+  return {};
+}
+
 bool is_real(trace::DataType t) { return t == trace::DataType::F32 || t == trace::DataType::F64; }
 
 // A word's raw bits as a number of the atomic's type, and back. A float sum or
@@ -422,9 +447,10 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
     obs.events.push_back(inst);
   }
 
+  const std::vector<std::uint64_t> counts = launch_counts(p.settings.counts, r.mangled, k.program);
   // On failure, keep what the join was given so that it can be rerun without the GPU.
   auto join_failed = [&](std::uint64_t w, const JoinError& e) {
-    JoinInput input{r.name, {}, text, observed};
+    JoinInput input{r.name, {}, text, observed, counts};
     for (const auto& s : k.program) input.pcs.push_back(s.pc);
     const auto saved = p.settings.out_dir / "join-input.json";
     write_file_atomically(saved, save_join_input(input));
@@ -432,6 +458,7 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
                                     e.what(), saved.string()));
   };
   WarpJoiner joiner(k.program, text, seen);
+  if (!counts.empty()) joiner.use_counts(counts);
   for (std::uint64_t w = 0; w < warps; ++w) {
     try {
       joiner.survey(observed[w]);
