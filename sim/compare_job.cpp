@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 #include <regex>
 
@@ -25,7 +26,11 @@ compare::SimulatedKernel summarize(const KernelRun& run, const GpuParams& params
 
 int compare_job(const CompareOptions& options, std::ostream& out) {
   GpuParams params = load_gpu_params(options.simulate.config, options.simulate.overrides);
-  auto dataset = compare::load_dataset(options.dataset);
+  const bool captured = !options.captures.empty() || !options.manifest.empty();
+  if (captured == !options.dataset.empty())
+    throw std::invalid_argument("give either --dataset or capture folders (with --manifest, or as arguments)");
+  std::vector<std::filesystem::path> folders(options.captures.begin(), options.captures.end());
+  auto dataset = captured ? compare::load_captures(folders, options.manifest) : compare::load_dataset(options.dataset);
   std::vector<compare::MeasuredKernel> measured;
   std::regex only;
   try {
@@ -35,7 +40,7 @@ int compare_job(const CompareOptions& options, std::ostream& out) {
   }
   for (const auto& k : dataset.kernels)
     if (std::regex_search(k.id, only)) measured.push_back(k);
-  if (measured.empty()) throw std::invalid_argument("--only '" + options.only + "' matches no configuration of " + options.dataset);
+  if (measured.empty()) throw std::invalid_argument("--only '" + options.only + "' matches no kernel given");
 
   std::vector<compare::SimulatedKernel> simulated;
   for (std::size_t i = 0; i < measured.size(); ++i) {
@@ -44,7 +49,8 @@ int compare_job(const CompareOptions& options, std::ostream& out) {
       std::cerr << fmt::format("atomsim compare: [{}/{}] {}\n", i + 1, measured.size(), k.id);
     SimulateOptions quiet = options.simulate;
     quiet.progress = false;
-    auto runs = simulate_microbench(params, {k.params}, quiet);
+    auto runs = k.trace.empty() ? simulate_microbench(params, {k.params}, quiet)
+                                : simulate_trace(params, k.trace.string(), quiet);
     if (runs.at(0).checked && !runs[0].check.passed())
       throw std::runtime_error(k.id + ": the simulated atomic memory image does not match the trace");
     simulated.push_back(summarize(runs[0], params));

@@ -1,16 +1,20 @@
-// `atomsim compare`: simulates every kernel of a dataset captured on a GPU and
-// sets the results beside the measurements.
+// `atomsim compare`: simulates every kernel of a dataset captured on a GPU (the
+// microbenchmark grid, or captures of any program's kernels) and sets the
+// results beside the measurements.
 #pragma once
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "sim/run.hpp"
 
 namespace atomsim {
 
 struct CompareOptions {
-  std::string dataset;     // folder with manifest.json (tools/capture/capture_microbench.sh)
+  std::string dataset;     // folder with manifest.json (tools/capture/capture_microbench.sh), or
+  std::vector<std::string> captures;  // capture folders of any kernels (compare::load_capture)
+  std::string manifest;    // groups captures with their baselines; empty: the folders given
   std::string only;        // regular expression on configuration ids; empty: all
   std::string json_out;    // empty: none
   std::string plot_out;    // SVG of stacked stall bars; empty: none

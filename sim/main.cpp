@@ -36,8 +36,11 @@ int sc_main(int argc, char** argv) {
   run->add_flag("--quiet,-q", quiet, "no progress lines");
 
   CompareOptions cmp;
-  auto* compare = app.add_subcommand("compare", "simulate a dataset captured on a GPU and compare with its measurements");
-  compare->add_option("--dataset,-d", cmp.dataset, "folder with manifest.json, e.g. traces/h100/microbench/grid")->required();
+  auto* compare = app.add_subcommand("compare", "simulate kernels captured on a GPU and compare with their measurements");
+  compare->add_option("--dataset,-d", cmp.dataset, "microbenchmark dataset: folder with manifest.json, e.g. traces/h100/microbench/grid");
+  compare->add_option("captures", cmp.captures, "capture folders of any kernels (timing.json, stall.json, trace/)")
+      ->check(CLI::ExistingDirectory);
+  compare->add_option("--manifest,-m", cmp.manifest, "JSON grouping captures with their baselines")->check(CLI::ExistingFile);
   compare->add_option("--config,-c", cmp.simulate.config, "configuration file or bundled name");
   compare->add_option("--set", cmp.simulate.overrides, "override a parameter");
   compare->add_option("--only", cmp.only, "regular expression on configuration ids");

@@ -135,7 +135,45 @@ TEST_CASE("CLI: compare simulates dataset kernels and writes the table, JSON and
   CliResult bad = cli(std::string("compare -d ") + ATOMSIM_SOURCE_DIR + "/traces/h100/microbench/grid --only nothing-like-this");
   REQUIRE(bad.code == 1);
   REQUIRE(bad.err_lines() == 1);
-  REQUIRE(bad.err.find("matches no configuration") != std::string::npos);
+  REQUIRE(bad.err.find("matches no kernel given") != std::string::npos);
+}
+
+// A library kernel of a PyTorch program (workloads/pytorch/scatter_add.py),
+// captured on the H100 with three index patterns, grouped by a manifest.
+TEST_CASE("CLI: compare simulates kernels captured from any program, with speedups over a named baseline", "[cli][compare]") {
+  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/regressions/pytorch";
+  std::string json = testing::temp_trace("compare-captures.json");
+  CliResult r = cli("compare -q --manifest " + dir + "/manifest.json --only 'random|sorted' --json " + json);
+  REQUIRE(r.code == 0);
+  auto doc = nlohmann::json::parse(slurp(json));
+  REQUIRE(doc["kernels"].size() == 2);
+  const auto& sorted = doc["kernels"][1];
+  REQUIRE(sorted["id"] == "scatter-add-sorted");
+  // Its speedup is over the random pattern, measured and simulated each from their own cycles.
+  const double measured = doc["kernels"][0]["measured"]["cycles"].get<double>() / sorted["measured"]["cycles"].get<double>();
+  REQUIRE(sorted["measured"]["speedup"].get<double>() == Approx(measured));
+  REQUIRE(sorted["simulated"]["speedup"].get<double>() > 0);
+  REQUIRE_FALSE(doc["kernels"][0]["measured"].contains("speedup"));  // the baseline itself
+  REQUIRE(doc["kernels"][0]["measured"]["cycles"].get<double>() > 1000);
+  std::remove(json.c_str());
+  // One capture folder alone, named by its path.
+  r = cli("compare -q " + dir + "/scatter-add-sorted");
+  REQUIRE(r.code == 0);
+  REQUIRE(r.out.find("scatter-add-sorted") != std::string::npos);
+
+  CliResult both = cli("compare -q -d " + std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/grid " + dir + "/scatter-add-few");
+  REQUIRE(both.code == 1);
+  REQUIRE(both.err.find("either --dataset or capture folders") != std::string::npos);
+  CliResult no_trace = cli("compare -q " + dir);
+  REQUIRE(no_trace.code == 1);
+  REQUIRE(no_trace.err_lines() == 1);
+  REQUIRE(no_trace.err.find("trace/trace.atr: no trace") != std::string::npos);
+  std::string manifest = testing::temp_trace("bad-manifest.json");
+  std::ofstream(manifest) << R"({"kernels":[{"id":"a","capture":")" << dir << R"(/scatter-add-few","baseline":"b"}]})";
+  CliResult bad_baseline = cli("compare -q --manifest " + manifest);
+  REQUIRE(bad_baseline.code == 1);
+  REQUIRE(bad_baseline.err.find("baseline 'b' is not a kernel of the manifest") != std::string::npos);
+  std::remove(manifest.c_str());
 }
 
 TEST_CASE("CLI: trace rejoin reruns a saved join and names bad inputs in one line", "[cli][join]") {

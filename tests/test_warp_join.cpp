@@ -302,4 +302,26 @@ TEST_CASE("warp join runs a loop no observation sees as often as the count pass 
   REQUIRE(again.counts == input.counts);
   REQUIRE_THROWS_WITH(load_join_input(R"({"schema":"atomsim-join-input-1","kernel":"k","sass":[[0,"EXIT"]],"warps":[],"counts":[1,2]})"),
                       Catch::Contains("key 'counts'"));
+
+  // A uniform forward branch over a block that reports nothing (PyTorch's
+  // general index calculation, skipped for contiguous tensors): the shorter
+  // way skips it; the counts say the GPU ran it.
+  JoinInput skip;
+  skip.kernel = "invisible_block";
+  skip.text = {"S2R R0, SR_TID.X", "ISETP.NE.AND P0, PT, R0, c[0x0][0x210], PT", "@P0 BRA 0x50", "IADD3 R1, R1, 0x1, RZ",
+               "IADD3 R1, R1, 0x2, RZ", "STG.E desc[UR4][R2.64], R0", "EXIT"};
+  for (std::size_t i = 0; i < skip.text.size(); ++i) skip.pcs.push_back(16 * i);
+  skip.warps = input.warps;
+  auto block_runs = [&](const std::vector<std::uint64_t>& counts) {
+    const std::vector<trace::StaticInst> program = skip.program();
+    WarpJoiner joiner(program, skip.text, skip.observed());
+    if (!counts.empty()) joiner.use_counts(counts);
+    for (const auto& w : skip.warps) joiner.survey(w);
+    std::size_t ran = 0;
+    for (const auto& w : skip.warps) joiner.join(w, [&](const trace::WarpInst& i) { ran += i.index == 3; });
+    return ran;
+  };
+  REQUIRE(block_runs({}) == 0);
+  REQUIRE(block_runs({4, 4, 4, 4, 4, 4, 4}) == warps);
+  REQUIRE(block_runs({4, 4, 4, 0, 0, 4, 4}) == 0);
 }

@@ -5,7 +5,7 @@
 #    faithfulness check (tools/capture/check_traces.sh DEST/divergence);
 #  - pytorch/scatter-add-PATTERN: all four passes of the library kernel of a
 #    PyTorch program (workloads/pytorch/scatter_add.py, 2^20 elements), the 6th launch, with
-#    each pass's wall time in DEST/pytorch/times.txt.
+#    each pass's wall time in DEST/pytorch/times.txt; the kernel's SASS (cubin-*.sass) is kept.
 # CAPTURE_DIR holds atomsim-capture and its libraries (a build folder or an
 # unpacked `make capture-bundle`).
 #
@@ -23,7 +23,7 @@ for k in "${kernels[@]}"; do
   out=$dest/divergence/$k
   if "$capture" --pass trace,count --kernel "::$k\\(" --launch 1 --timeout 300 --out "$out" -- \
        "$bin" --kernel "$k" --repeat 2 > /dev/null; then
-    rm -f "$out"/cubin-*
+    rm -f "$out"/cubin-*.cubin
   else
     echo "capture_regressions: divergence/$k failed" >&2; failures=$((failures + 1))
   fi
@@ -37,22 +37,20 @@ mkdir -p "$dest/pytorch"
 for pattern in random sorted few; do
   out=$dest/pytorch/scatter-add-$pattern
   program=(python3 "$root/workloads/pytorch/scatter_add.py" --pattern "$pattern" --elements 1048576)
-  mkdir -p "$out/trace"
-  for passes in "timing stall" "count trace"; do
-    for pass in $passes; do
-      where=$out
-      [ "$pass" = timing ] || [ "$pass" = stall ] || where=$out/trace
-      start=$(date +%s%N)
-      if "$capture" --pass "$pass" --kernel scatter_gather --launch 5 --timeout 300 --out "$where" -- "${program[@]}" \
-           > "$where.$pass.log" 2>&1; then
-        echo "$pattern $pass $(( ($(date +%s%N) - start) / 1000000 )) ms" >> "$dest/pytorch/times.txt"
-      else
-        echo "capture_regressions: pytorch/$pattern $pass failed: $(tail -1 "$where.$pass.log")" >&2
-        failures=$((failures + 1))
-      fi
-    done
+  # timing and stall of the launch configuration; count then trace of the same launch (the join uses the counts)
+  for run in "timing,stall $out" "count,trace $out/trace"; do
+    read -r passes where <<<"$run"
+    mkdir -p "$where"
+    if "$capture" --pass "$passes" --kernel scatter_gather --launch 5 --timeout 300 --out "$where" -- "${program[@]}" \
+         > /dev/null 2> "$where/capture.log"; then
+      sed -n "s|^atomsim-capture: \([a-z]*\) pass -> .* (\(.*\))$|$pattern \1 \2|p" "$where/capture.log" >> "$dest/pytorch/times.txt"
+      rm -f "$where/capture.log"
+    else
+      echo "capture_regressions: pytorch/$pattern $passes failed: $(tail -1 "$where/capture.log")" >&2
+      failures=$((failures + 1))
+    fi
   done
-  rm -f "$out"/cubin-* "$out"/trace/cubin-*
+  rm -f "$out"/cubin-*.cubin "$out"/trace/cubin-*.cubin
 done
 cat "$dest/pytorch/times.txt"
 echo "capture_regressions: done, $failures failed; results in $dest"

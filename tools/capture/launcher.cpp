@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -150,6 +151,7 @@ void capture(const Options& o, Pass pass) {
   fs::create_directories(o.out);
   for (const auto& p : {result_path(o.out, name), error_path(o.out, name), loaded_marker_path(o.out, name)})
     fs::remove(p);
+  const auto start = std::chrono::steady_clock::now();
   int status = run_program(run_options, pass, lib);
   auto discard = [&] { fs::remove(result_path(o.out, name)); };
   if (WIFSIGNALED(status)) {
@@ -181,7 +183,9 @@ void capture(const Options& o, Pass pass) {
     std::ifstream in(result_path(o.out, name));
     disassemble_cubins(o.out, nlohmann::json::parse(in));
   }
-  std::cerr << "atomsim-capture: " << name << " pass -> " << result_path(o.out, name).string() << "\n";
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cerr << "atomsim-capture: " << name << " pass -> " << result_path(o.out, name).string() << " ("
+            << std::fixed << std::setprecision(1) << seconds << " s)\n";
 }
 
 }  // namespace

@@ -105,13 +105,25 @@ void WarpJoiner::fail(const std::string& what) const { throw JoinError("warp joi
 // A loop's back edge b jumps to its header h; the instruction before h, when
 // it always runs on into h, runs once per entry into the loop, and b once per
 // iteration: b's count over that instruction's is the loop's mean trip count.
+// A forward branch's next instruction, when nothing else leads there, runs
+// once for each time the branch was not taken.
 void WarpJoiner::use_counts(const std::vector<std::uint64_t>& warp_executions) {
   if (warp_executions.size() != nodes_.size()) fail("the count pass's instructions do not match the program");
   trips_per_entry_.assign(arrivals_.size(), 0.0);
+  through_share_.assign(arrivals_.size(), -1.0);
   loops_entered_at_.clear();
+  std::vector<std::uint32_t> jumped_to(nodes_.size(), 0);
+  for (const Node& n : nodes_)
+    if (n.flow == Flow::Jump || n.flow == Flow::Branch) ++jumped_to[n.target];
   for (std::uint32_t b = 0; b < nodes_.size(); ++b) {
     const Node& n = nodes_[b];
-    if (n.branch_slot < 0 || n.target > b || n.target == 0) continue;
+    if (n.branch_slot < 0) continue;
+    if (n.target > b) {
+      if (b + 1 < nodes_.size() && jumped_to[b + 1] == 0 && warp_executions[b] > 0)
+        through_share_[n.branch_slot] = static_cast<double>(warp_executions[b + 1]) / static_cast<double>(warp_executions[b]);
+      continue;
+    }
+    if (n.target == 0) continue;
     const std::uint32_t before = n.target - 1;
     const Node& pre = nodes_[before];
     if (pre.flow != Flow::Next || pre.bsync || warp_executions[before] == 0) continue;
@@ -502,17 +514,21 @@ void WarpJoiner::Walk::branch(std::uint32_t at, std::uint32_t group) {
   // at least half of the warps that came here this often, and never forced
   // out: the loop runs again. The survey learns from the observations alone.
   // Else, where the count pass ran first, a loop goes round as many times per
-  // entry as the GPU's counts say it did on average.
-  std::optional<bool> loop_again;
+  // entry as the GPU's counts say it did on average ...
+  std::optional<bool> uniform_taken;  // the branch is taken
   if (!learning_ && node.target <= at && !j_.divergent_[at] && visit < arrivals.size()) {
     const Arrivals& a = arrivals[visit];
-    if (a.through == 0 && 2 * a.taken >= a.warps) loop_again = true;
+    if (a.through == 0 && 2 * a.taken >= a.warps) uniform_taken = true;
   }
-  if (!loop_again && node.target <= at && !j_.divergent_[at] && !j_.trips_per_entry_.empty() &&
-      j_.trips_per_entry_[node.branch_slot] > 0)
-    loop_again = s_.iterations[node.branch_slot] + 1 < std::llround(j_.trips_per_entry_[node.branch_slot]);
-  if (!(forced_taken | forced_through) && loop_again) {
-    if (*loop_again) taken |= open;
+  if (!uniform_taken && !j_.divergent_[at] && !j_.trips_per_entry_.empty()) {
+    const std::int32_t slot = node.branch_slot;
+    if (node.target <= at && j_.trips_per_entry_[slot] > 0)
+      uniform_taken = s_.iterations[slot] + 1 < std::llround(j_.trips_per_entry_[slot]);
+    // ... and a forward branch goes the way the GPU's counts say most of its executions went.
+    if (node.target > at && j_.through_share_[slot] >= 0) uniform_taken = j_.through_share_[slot] < 0.5;
+  }
+  if (!(forced_taken | forced_through) && uniform_taken) {
+    if (*uniform_taken) taken |= open;
   } else {
     // Lanes due next go the shorter way to their observation; then, at a
     // branch known to split warps, so does every other lane.

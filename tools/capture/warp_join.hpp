@@ -84,8 +84,9 @@ class WarpJoiner {
   void join(const WarpObservation& warp, const std::function<void(const trace::WarpInst&)>& emit);
   // The count pass's executed warp instructions of the same launch, per
   // instruction of the program: loops whose iterations report nothing run,
-  // per entry, as many times as the GPU counted on average (see join). Call
-  // before surveying.
+  // per entry, as many times as the GPU counted on average, and a uniform
+  // forward branch that no observation decides goes the way most of its
+  // executions went (see join). Call before surveying.
   void use_counts(const std::vector<std::uint64_t>& warp_executions);
   // Learns from a warp which branches split warps and which way uniform
   // branches went; survey every warp of a launch before joining any.
@@ -129,6 +130,7 @@ class WarpJoiner {
   // Loops' back edges, from the count pass: iterations per entry, and the
   // instruction before the loop, whose execution marks an entry.
   std::vector<double> trips_per_entry_;                               // per conditional branch, 0: unknown
+  std::vector<double> through_share_;  // forward branches: share of executions not taken, -1: unknown
   std::unordered_map<std::uint32_t, std::vector<std::int32_t>> loops_entered_at_;  // instruction -> branch slots
   std::vector<std::vector<std::uint32_t>> predecessors_;
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> distances_;

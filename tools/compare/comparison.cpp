@@ -15,8 +15,14 @@ bool same_shape_except_variant(const workloads::MicrobenchParams& a, const workl
          a.active_fraction == b.active_fraction;
 }
 
-// Threshold only matters to SW-S, so any baseline of the same shape serves.
+// A captured kernel names its baseline. Among microbenchmark kernels the
+// threshold only matters to SW-S, so any baseline of the same shape serves.
 const ComparisonRow* baseline_for(const std::vector<ComparisonRow>& rows, const ComparisonRow& r) {
+  if (!r.measured.trace.empty()) {
+    for (const auto& b : rows)
+      if (!r.measured.baseline.empty() && b.measured.id == r.measured.baseline) return &b;
+    return nullptr;
+  }
   for (const auto& b : rows)
     if (b.measured.params.variant == workloads::MicrobenchVariant::Baseline &&
         same_shape_except_variant(b.measured.params, r.measured.params))
@@ -49,7 +55,7 @@ Comparison build_comparison(const std::vector<MeasuredKernel>& measured, const s
   Summary& s = c.summary;
   std::size_t speedups = 0;
   for (auto& r : c.rows) {
-    if (r.measured.params.variant != workloads::MicrobenchVariant::Baseline) {
+    if (!r.measured.trace.empty() || r.measured.params.variant != workloads::MicrobenchVariant::Baseline) {
       if (const ComparisonRow* b = baseline_for(c.rows, r)) {
         r.measured_speedup = b->measured.cycles / r.measured.cycles;
         r.simulated_speedup = b->simulated.cycles / r.simulated.cycles;

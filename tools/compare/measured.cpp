@@ -114,6 +114,68 @@ MeasuredDataset load_dataset(const std::filesystem::path& dir) {
   return d;
 }
 
+MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string& id) {
+  MeasuredKernel k;
+  k.id = id;
+  k.trace = dir / "trace" / "trace.atr";
+  if (!std::filesystem::exists(k.trace)) throw DatasetError(k.trace.string() + ": no trace (capture --pass count,trace into DIR/trace)");
+  const auto capture_path = dir / "trace" / "trace.json";
+  const auto capture_doc = read_json(capture_path);
+  const auto& traced = only_kernel(capture_doc, capture_path);
+  const auto mangled = field<std::string>(traced, "mangled", capture_path);
+  const auto grid = field<nlohmann::json>(traced, "grid", capture_path);
+  const auto block = field<nlohmann::json>(traced, "block", capture_path);
+
+  const auto timing_path = dir / "timing.json";
+  auto timing = read_json(timing_path);
+  std::vector<double> durations;
+  for (const auto& launch : field<nlohmann::json>(timing, "kernels", timing_path))
+    if (field<std::string>(launch, "mangled", timing_path) == mangled && launch.value("grid", nlohmann::json()) == grid &&
+        launch.value("block", nlohmann::json()) == block)
+      durations.push_back(static_cast<double>(field<std::uint64_t>(launch, "duration_ns", timing_path)));
+  if (durations.size() < 2)
+    throw DatasetError(timing_path.string() + ": " + std::to_string(durations.size()) +
+                       " launches of the traced kernel with its grid and block; at least 2 are needed (one warms up)");
+  durations.erase(durations.begin());
+  std::sort(durations.begin(), durations.end());
+  k.time_ns = durations[durations.size() / 2];
+  k.timed_launches = static_cast<std::uint32_t>(durations.size());
+  auto clocks = field<nlohmann::json>(timing, "clocks", timing_path);
+  k.sm_clock_mhz = field<double>(clocks, "sm_mhz_at_exit", timing_path);
+  if (k.sm_clock_mhz <= 0) throw DatasetError(timing_path.string() + ": no SM clock recorded (NVML unavailable when captured)");
+  k.cycles = k.time_ns * k.sm_clock_mhz / 1000.0;
+  k.device = field<std::string>(field<nlohmann::json>(timing, "device", timing_path), "name", timing_path);
+
+  read_stalls(k, dir / "stall.json");
+  const auto count_path = dir / "trace" / "count.json";
+  k.warp_instructions = field<std::uint64_t>(only_kernel(read_json(count_path), count_path), "warp_instructions", count_path);
+  return k;
+}
+
+MeasuredDataset load_captures(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& manifest) {
+  MeasuredDataset d;
+  d.workload = "captured";
+  if (manifest.empty()) {
+    for (const auto& dir : dirs) d.kernels.push_back(load_capture(dir, dir.lexically_normal().string()));
+  } else {
+    auto doc = read_json(manifest);
+    d.dir = manifest.parent_path();
+    std::set<std::string> ids;
+    for (const auto& entry : field<nlohmann::json>(doc, "kernels", manifest)) {
+      auto id = field<std::string>(entry, "id", manifest);
+      if (!ids.insert(id).second) throw DatasetError(manifest.string() + ": kernel id '" + id + "' appears twice");
+      MeasuredKernel k = load_capture(d.dir / field<std::string>(entry, "capture", manifest), id);
+      if (entry.contains("baseline")) k.baseline = field<std::string>(entry, "baseline", manifest);
+      d.kernels.push_back(std::move(k));
+    }
+    for (const auto& k : d.kernels)
+      if (!k.baseline.empty() && !ids.count(k.baseline))
+        throw DatasetError(manifest.string() + ": kernel '" + k.id + "': baseline '" + k.baseline + "' is not a kernel of the manifest");
+  }
+  if (d.kernels.empty()) throw DatasetError("no captures given");
+  return d;
+}
+
 double stall_distance(const std::map<std::string, double>& a, const std::map<std::string, double>& b) {
   std::set<std::string> names;
   for (const auto& [n, v] : a) names.insert(n);

@@ -21,6 +21,8 @@ struct DatasetError : std::runtime_error {
 struct MeasuredKernel {
   std::string id;
   workloads::MicrobenchParams params;   // what the generator needs to build the same kernel
+  std::filesystem::path trace;          // captured kernels: the trace to simulate (its kernel 0)
+  std::string baseline;                 // captured kernels: id of the kernel its speedup is over, if any
   double time_ns = 0;                   // median GPU duration of the timed launches
   std::uint32_t timed_launches = 0;
   double sm_clock_mhz = 0;              // read during the timing pass
@@ -39,6 +41,19 @@ struct MeasuredDataset {
 
 // Throws DatasetError naming the file and what is wrong with it.
 MeasuredDataset load_dataset(const std::filesystem::path& dir);
+
+// One kernel captured by atomsim-capture from any program: DIR holds the
+// timing and stall passes of its launch configuration (timing.json,
+// stall.json) and DIR/trace the count and trace passes of one launch of it
+// (count.json, trace.json, trace.atr). Measured cycles are the median
+// duration of the program's launches of the kernel with the trace's grid and
+// block, the first of them left out as warm-up.
+MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string& id);
+
+// Captures grouped by a manifest: {"kernels": [{"id", "capture" (a folder,
+// relative to the manifest), "baseline" (another kernel's id, optional)}]};
+// or, without a manifest, each folder on its own, named by its path.
+MeasuredDataset load_captures(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& manifest);
 
 // Half the L1 distance between two distributions over reason names (a reason
 // missing from one side counts as 0 there): 0 identical, 1 disjoint.

@@ -690,6 +690,65 @@ std::vector<float> initial_gaussians(const Scene& s, int n, std::uint32_t seed) 
   return params;
 }
 
+// Gaussians at random points of the mesh's bounding box, as 3DGS starts from
+// sparse points: each sized to the mean distance to its 3 nearest
+// neighbours, grey, at opacity 0.1. With few points the Gaussians are large
+// on screen, many overlap each pixel and a warp's lanes blend the same ones:
+// the regime in which DISTWAR's reductions pay (its Fig. 9).
+std::vector<float> volume_gaussians(const Scene& s, int n, std::uint32_t seed) {
+  float3 lo = s.surface[0], hi = s.surface[0];
+  for (const float3& v : s.surface) {
+    lo = {std::min(lo.x, v.x), std::min(lo.y, v.y), std::min(lo.z, v.z)};
+    hi = {std::max(hi.x, v.x), std::max(hi.y, v.y), std::max(hi.z, v.z)};
+  }
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> unit(0.f, 1.f);
+  std::vector<float3> points(n);
+  for (float3& p : points) p = {lo.x + unit(rng) * (hi.x - lo.x), lo.y + unit(rng) * (hi.y - lo.y), lo.z + unit(rng) * (hi.z - lo.z)};
+  // Nearest neighbours through a uniform grid of about one point per cell.
+  const float3 extent = sub(hi, lo);
+  const float cell = std::cbrt(extent.x * extent.y * extent.z / n);
+  const int cx = std::max(1, int(extent.x / cell)), cy = std::max(1, int(extent.y / cell)), cz = std::max(1, int(extent.z / cell));
+  auto cell_of = [&](const float3& p, int& x, int& y, int& z) {
+    x = std::min(cx - 1, int((p.x - lo.x) / extent.x * cx));
+    y = std::min(cy - 1, int((p.y - lo.y) / extent.y * cy));
+    z = std::min(cz - 1, int((p.z - lo.z) / extent.z * cz));
+  };
+  std::vector<std::vector<int>> grid(std::size_t(cx) * cy * cz);
+  for (int i = 0; i < n; ++i) {
+    int x, y, z;
+    cell_of(points[i], x, y, z);
+    grid[(std::size_t(z) * cy + y) * cx + x].push_back(i);
+  }
+  std::vector<float> params(std::size_t(n) * kParams, 0.f);
+  for (int i = 0; i < n; ++i) {
+    int x, y, z;
+    cell_of(points[i], x, y, z);
+    float nearest[3] = {INFINITY, INFINITY, INFINITY};
+    for (int r = 1; nearest[2] == INFINITY && r < std::max({cx, cy, cz}); ++r)  // widen until 3 are found
+      for (int dz = -r; dz <= r; ++dz)
+        for (int dy = -r; dy <= r; ++dy)
+          for (int dx = -r; dx <= r; ++dx) {
+            const int gx = x + dx, gy = y + dy, gz = z + dz;
+            if (gx < 0 || gy < 0 || gz < 0 || gx >= cx || gy >= cy || gz >= cz) continue;
+            for (int j : grid[(std::size_t(gz) * cy + gy) * cx + gx]) {
+              if (j == i) continue;
+              const float3 d = sub(points[j], points[i]);
+              float dist = std::sqrt(dot(d, d));
+              for (float& m : nearest)
+                if (dist < m) std::swap(dist, m);
+            }
+          }
+    const float mean = nearest[2] == INFINITY ? cell : (nearest[0] + nearest[1] + nearest[2]) / 3;
+    float* q = params.data() + std::size_t(i) * kParams;
+    q[kMean] = points[i].x, q[kMean + 1] = points[i].y, q[kMean + 2] = points[i].z;
+    for (int k = 0; k < 3; ++k) q[kScale + k] = std::log(mean);
+    q[kRot] = 1.f;
+    q[kOpacity] = std::log(0.1f / 0.9f);
+  }
+  return params;
+}
+
 struct Settings {
   Variant variant = Variant::Baseline;
   bool autotune = false;
@@ -964,9 +1023,9 @@ int main(int argc, char** argv) {
             {{"gaussians", "100000"}, {"iterations", "300"}, {"views", "24"}, {"width", "800"}, {"height", "800"},
              {"variant", "baseline"}, {"threshold", "8"}, {"tune-every", "100"}, {"max-gaussians", "1000000"},
              {"densify-until", "0"}, {"opacity-reset-every", "3000"}, {"ssim-weight", "0.2"}, {"seed", "1"},
-             {"warmup", "20"}, {"check", "1"},
+             {"warmup", "20"}, {"check", "1"}, {"init", "surface"},
              {"mesh", ATOMSIM_SPLAT3D_MESH}},
-            "[--gaussians N] [--iterations I] [--views V] [--variant baseline|sws|swb|warp|auto] [--threshold T] [--ssim-weight L] ...");
+            "[--gaussians N] [--init surface|volume] [--iterations I] [--views V] [--variant baseline|sws|swb|warp|auto] [--threshold T] [--ssim-weight L] ...");
   Settings s;
   const std::string variant = o.choice("variant", {"baseline", "sws", "swb", "warp", "auto"});
   s.variant = variant == "baseline" ? Variant::Baseline : variant == "swb" ? Variant::SwB : variant == "warp" ? Variant::Warp : Variant::SwS;
@@ -994,7 +1053,8 @@ int main(int argc, char** argv) {
   }
   require_gpu();
   const Scene scene = make_scene(mesh, views, s.width, s.height);
-  Trainer trainer(scene, initial_gaussians(scene, n, seed), s);
+  const bool volume = o.choice("init", {"surface", "volume"}) == "volume";
+  Trainer trainer(scene, volume ? volume_gaussians(scene, n, seed) : initial_gaussians(scene, n, seed), s);
 
   // Every variant's backward pass gives the baseline's gradients (up to the order of float additions).
   std::string check_json = "null";
@@ -1054,10 +1114,10 @@ int main(int argc, char** argv) {
   const int batches = (s.iterations + s.report_every - 1) / s.report_every;
   const bool learned = batches < 2 || last_psnr > first_psnr;
   const bool correct = variants_agree && learned;
-  std::printf("{\"workload\":\"splat3d\",\"variant\":\"%s\",\"threshold\":%d,\"tuned_thresholds\":%s,\"width\":%d,\"height\":%d,"
+  std::printf("{\"workload\":\"splat3d\",\"init\":\"%s\",\"variant\":\"%s\",\"threshold\":%d,\"tuned_thresholds\":%s,\"width\":%d,\"height\":%d,"
               "\"ssim_weight\":%.2f,\"views\":%d,\"iterations\":%d,\"warmup\":%d,\"gaussians_initial\":%d,\"gaussians_final\":%d,\"seed\":%u,%s,"
               "\"kernels\":%s,\"psnr\":%s,\"psnr_rose\":%s,\"variant_gradient_difference\":%s,\"correct\":%s}\n",
-              variant.c_str(), s.threshold, thresholds.c_str(), s.width, s.height, s.ssim_weight, views, s.iterations, std::min(warmup, s.iterations),
+              volume ? "volume" : "surface", variant.c_str(), s.threshold, thresholds.c_str(), s.width, s.height, s.ssim_weight, views, s.iterations, std::min(warmup, s.iterations),
               n, trainer.gaussians(), seed, device_json().c_str(), times.json().c_str(), psnr_json.c_str(),
               batches < 2 ? "null" : learned ? "true" : "false", check_json.c_str(),
               correct ? "true" : "false");
