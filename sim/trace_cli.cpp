@@ -15,6 +15,43 @@
 namespace atomsim {
 
 namespace {
+// Per atomic instruction, the spread of active lanes and of distinct addresses
+// per warp instruction (shares of its executions, in power-of-two bins), and
+// over the kernel how many of the atomics' lane operations a warp-level
+// reduction of same-address lanes would remove: the regime the trace is in.
+void print_atomic_shapes(const trace::KernelSummary& k, std::ostream& out) {
+  if (k.atomics.empty()) return;
+  constexpr int kBins[][2] = {{1, 1}, {2, 3}, {4, 7}, {8, 15}, {16, 31}, {32, 32}};
+  auto spread = [&](const std::array<double, 33>& counts, double total) {
+    std::string text;
+    double mean = 0;
+    for (int v = 1; v <= 32; ++v) mean += v * counts[v] / total;
+    for (const auto& [lo, hi] : kBins) {
+      double share = 0;
+      for (int v = lo; v <= hi; ++v) share += counts[v] / total;
+      text += fmt::format(" {:>3.0f}%", 100 * share);
+    }
+    return fmt::format("mean {:4.1f} |{}", mean, text);
+  };
+  out << "  atomics per warp instruction, shares in bins 1 | 2-3 | 4-7 | 8-15 | 16-31 | 32:\n";
+  double lanes_total = 0, distinct_total = 0;
+  for (const auto& [pc, atomic] : k.atomics) {
+    std::array<double, 33> lanes{}, distinct{};
+    double executions = 0;
+    for (auto&& cell : boost::histogram::indexed(atomic.shape)) {
+      lanes[cell.index(0) + 1] += *cell;
+      distinct[cell.index(1) + 1] += *cell;
+      executions += *cell;
+      lanes_total += (cell.index(0) + 1) * *cell;
+      distinct_total += (cell.index(1) + 1) * *cell;
+    }
+    out << fmt::format("    pc 0x{:04x} {} ({:.0f} executions)\n      active lanes       {}\n      distinct addresses {}\n",
+                       pc, atomic.mnemonic, executions, spread(lanes, executions), spread(distinct, executions));
+  }
+  out << fmt::format("  a reduction of same-address lanes would leave {:.1f}% of the {:.0f} atomic lane operations\n",
+                     100 * distinct_total / lanes_total, lanes_total);
+}
+
 void print_summary(const trace::TraceSummary& s, std::ostream& out) {
   out << fmt::format("format v{}.{}, {} bytes, {} chunks, {} bytes of records uncompressed ({:.1f}x)\n",
                      trace::format::kVersionMajor, trace::format::kVersionMinor, s.file_bytes, s.chunks, s.raw_bytes,
@@ -30,6 +67,7 @@ void print_summary(const trace::TraceSummary& s, std::ostream& out) {
     for (int c = 0; c < trace::kOpClassCount; ++c)
       if (k.by_class[c]) classes += fmt::format(" {}={}", trace::op_class_name(static_cast<trace::OpClass>(c)), k.by_class[c]);
     out << "  by class:" << classes << "\n";
+    print_atomic_shapes(k, out);
   }
 }
 }  // namespace

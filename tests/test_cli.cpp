@@ -94,6 +94,24 @@ TEST_CASE("CLI: damaged or missing traces fail with the offset, and leave no out
   std::remove(trace.c_str());
 }
 
+// The regime a trace is in: same-address lanes (32 lanes per primitive) that a
+// warp reduction would fold into one, against distinct addresses it cannot help.
+TEST_CASE("CLI: trace info shows each atomic's active lanes and distinct addresses per warp instruction", "[cli]") {
+  std::string trace = testing::temp_trace("cli-shapes.trace");
+  for (auto [lanes, expect_distinct, expect_left] : {std::tuple{32, "distinct addresses mean  1.0 | 100%   0%   0%   0%   0%   0%", "leave 3.1% of"},
+                                                     std::tuple{1, "distinct addresses mean 32.0 |   0%   0%   0%   0%   0% 100%", "leave 100.0% of"}}) {
+    INFO("lanes per primitive " << lanes);
+    REQUIRE(cli("gen microbench --out " + trace + " --blocks 4 --warps-per-block 2 --iterations 2 --variant baseline " +
+                "--active-fraction 1 --lanes-per-primitive " + std::to_string(lanes)).code == 0);
+    CliResult r = cli("trace info " + trace);
+    REQUIRE(r.code == 0);
+    REQUIRE(r.out.find("active lanes       mean 32.0 |   0%   0%   0%   0%   0% 100%") != std::string::npos);
+    REQUIRE(r.out.find(expect_distinct) != std::string::npos);
+    REQUIRE(r.out.find(expect_left) != std::string::npos);
+  }
+  std::remove(trace.c_str());
+}
+
 TEST_CASE("CLI: run writes the JSON document and trace tools read what gen wrote", "[cli]") {
   std::string trace = testing::temp_trace("cli-gen.trace");
   CliResult g = cli("gen microbench --out " + trace + " --blocks 4 --warps-per-block 2 --iterations 2 --variant swb");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <fstream>
 #include <map>
@@ -72,7 +73,20 @@ TraceSummary validate_trace(const std::string& path) {
         ++ks.warp_instructions;
         ks.thread_instructions += static_cast<std::uint64_t>(std::popcount(inst.active_mask));
         ++ks.by_class[static_cast<int>(s.op)];
-        if (is_atomic(s.op)) ks.atomic_lane_ops += static_cast<std::uint64_t>(std::popcount(inst.active_mask));
+        if (is_atomic(s.op) && inst.active_mask) {
+          const int lanes = std::popcount(inst.active_mask);
+          ks.atomic_lane_ops += static_cast<std::uint64_t>(lanes);
+          std::array<std::uint64_t, 32> addresses;
+          int n = 0;
+          for (std::uint32_t m = inst.active_mask; m; m &= m - 1) addresses[n++] = inst.address[std::countr_zero(m)];
+          std::sort(addresses.begin(), addresses.begin() + n);
+          const auto distinct = std::unique(addresses.begin(), addresses.begin() + n) - addresses.begin();
+          auto atomic = ks.atomics.find(s.pc);
+          if (atomic == ks.atomics.end())
+            atomic = ks.atomics.emplace(s.pc, KernelSummary::AtomicInstruction{s.mnemonic, boost::histogram::make_histogram(
+                boost::histogram::axis::integer<>(1, 33, "active lanes"), boost::histogram::axis::integer<>(1, 33, "distinct addresses"))}).first;
+          atomic->second.shape(lanes, static_cast<int>(distinct));
+        }
       }
       if (!records.done()) fail(offset, "segment holds more bytes than its records");
       records_seen[key] += header.record_count;

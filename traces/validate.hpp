@@ -3,14 +3,24 @@
 // index. Used by `atomsim trace validate` and `atomsim trace info`.
 #pragma once
 
+#include <boost/histogram.hpp>
+
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "traces/trace.hpp"
 
 namespace atomsim::trace {
+
+// How one atomic instruction was executed: per warp instruction, its active
+// lanes (1-32) against the distinct addresses they updated (1-32). Few
+// addresses among many lanes is the regime warp-level reduction (DISTWAR)
+// serves; as many addresses as lanes, the one it cannot help.
+using AtomicShape = decltype(boost::histogram::make_histogram(boost::histogram::axis::integer<>(1, 33, "active lanes"),
+                                                              boost::histogram::axis::integer<>(1, 33, "distinct addresses")));
 
 struct KernelSummary {
   std::string name;
@@ -21,6 +31,11 @@ struct KernelSummary {
   std::uint64_t thread_instructions = 0;
   std::array<std::uint64_t, kOpClassCount> by_class{};
   std::uint64_t atomic_lane_ops = 0;
+  struct AtomicInstruction {
+    std::string mnemonic;
+    AtomicShape shape;
+  };
+  std::map<std::uint64_t, AtomicInstruction> atomics;  // per atomic instruction, by pc
 };
 
 struct TraceSummary {
