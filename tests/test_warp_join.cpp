@@ -284,16 +284,17 @@ TEST_CASE("warp join runs a loop no observation sees as often as the count pass 
     obs.events.push_back({6, 0xFFFFFFFFu, ObservedKind::Exit, 0, -1});
     input.warps.push_back(obs);
   }
-  auto back_edges = [&](const std::vector<std::uint64_t>& counts) {
-    const std::vector<trace::StaticInst> program = input.program();
-    WarpJoiner joiner(program, input.text, input.observed());
+  // Joined records of instruction `index` with lanes in them, over every warp.
+  auto runs_of = [](const JoinInput& in, std::uint32_t index, const std::vector<std::uint64_t>& counts) {
+    const std::vector<trace::StaticInst> program = in.program();
+    WarpJoiner joiner(program, in.text, in.observed());
     if (!counts.empty()) joiner.use_counts(counts);
-    for (const auto& w : input.warps) joiner.survey(w);
-    std::size_t taken = 0;
-    for (const auto& w : input.warps)
-      joiner.join(w, [&](const trace::WarpInst& i) { taken += i.index == 4 && i.active_mask; });
-    return taken;
+    for (const auto& w : in.warps) joiner.survey(w);
+    std::size_t n = 0;
+    for (const auto& w : in.warps) joiner.join(w, [&](const trace::WarpInst& i) { n += i.index == index && i.active_mask; });
+    return n;
   };
+  auto back_edges = [&](const std::vector<std::uint64_t>& counts) { return runs_of(input, 4, counts); };
   REQUIRE(back_edges({}) == 0);  // nothing says the loop went round: once through
   // The GPU ran the loop 3 times in each of the 4 warps: the branch 12 times, the instruction before the loop 4.
   REQUIRE(back_edges({4, 4, 12, 12, 12, 4, 4}) == warps * 2);
@@ -312,15 +313,7 @@ TEST_CASE("warp join runs a loop no observation sees as often as the count pass 
                "IADD3 R1, R1, 0x2, RZ", "STG.E desc[UR4][R2.64], R0", "EXIT"};
   for (std::size_t i = 0; i < skip.text.size(); ++i) skip.pcs.push_back(16 * i);
   skip.warps = input.warps;
-  auto block_runs = [&](const std::vector<std::uint64_t>& counts) {
-    const std::vector<trace::StaticInst> program = skip.program();
-    WarpJoiner joiner(program, skip.text, skip.observed());
-    if (!counts.empty()) joiner.use_counts(counts);
-    for (const auto& w : skip.warps) joiner.survey(w);
-    std::size_t ran = 0;
-    for (const auto& w : skip.warps) joiner.join(w, [&](const trace::WarpInst& i) { ran += i.index == 3; });
-    return ran;
-  };
+  auto block_runs = [&](const std::vector<std::uint64_t>& counts) { return runs_of(skip, 3, counts); };
   REQUIRE(block_runs({}) == 0);
   REQUIRE(block_runs({4, 4, 4, 4, 4, 4, 4}) == warps);
   REQUIRE(block_runs({4, 4, 4, 0, 0, 4, 4}) == 0);

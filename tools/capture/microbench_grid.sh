@@ -13,7 +13,7 @@ build_microbench() {
   [ -x "$capture" ] || { echo "$1: $capture not found (build the project first)" >&2; exit 1; }
   mkdir -p "$2"
   bin=$2/.microbench
-  nvcc -O3 -arch=sm_90 -lineinfo -o "$bin" "$root/workloads/microbench/microbench.cu"
+  nvcc -O3 -arch=sm_90 -lineinfo -I"$root" -o "$bin" "$root/workloads/microbench/microbench.cu"
 }
 
 microbench_grid() {

@@ -39,6 +39,19 @@ const nlohmann::json& only_kernel(const nlohmann::json& doc, const std::filesyst
   return kernels[0];
 }
 
+// The median of the timed launches' durations, in cycles at the SM clock the timing pass read.
+void set_time(MeasuredKernel& k, std::vector<double> durations, const nlohmann::json& timing,
+              const std::filesystem::path& file) {
+  std::sort(durations.begin(), durations.end());
+  k.time_ns = durations[durations.size() / 2];
+  k.timed_launches = static_cast<std::uint32_t>(durations.size());
+  auto clocks = field<nlohmann::json>(timing, "clocks", file);
+  k.sm_clock_mhz = field<double>(clocks, "sm_mhz_at_exit", file);
+  if (k.sm_clock_mhz <= 0) throw DatasetError(file.string() + ": no SM clock recorded (NVML unavailable when captured)");
+  k.cycles = k.time_ns * k.sm_clock_mhz / 1000.0;
+  k.device = field<std::string>(field<nlohmann::json>(timing, "device", file), "name", file);
+}
+
 void read_timing(MeasuredKernel& k, const std::filesystem::path& file, std::uint32_t warmup) {
   auto doc = read_json(file);
   std::vector<double> durations;
@@ -47,14 +60,7 @@ void read_timing(MeasuredKernel& k, const std::filesystem::path& file, std::uint
     if (field<std::uint64_t>(launch, "launch", file) >= warmup)
       durations.push_back(static_cast<double>(field<std::uint64_t>(launch, "duration_ns", file)));
   if (durations.empty()) throw DatasetError(file.string() + ": no launches after the " + std::to_string(warmup) + " warm-up launches");
-  std::sort(durations.begin(), durations.end());
-  k.time_ns = durations[durations.size() / 2];
-  k.timed_launches = static_cast<std::uint32_t>(durations.size());
-  auto clocks = field<nlohmann::json>(doc, "clocks", file);
-  k.sm_clock_mhz = field<double>(clocks, "sm_mhz_at_exit", file);
-  if (k.sm_clock_mhz <= 0) throw DatasetError(file.string() + ": no SM clock recorded (NVML unavailable when captured)");
-  k.cycles = k.time_ns * k.sm_clock_mhz / 1000.0;
-  k.device = field<std::string>(field<nlohmann::json>(doc, "device", file), "name", file);
+  set_time(k, std::move(durations), doc, file);
 }
 
 void read_stalls(MeasuredKernel& k, const std::filesystem::path& file) {
@@ -137,14 +143,7 @@ MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string&
     throw DatasetError(timing_path.string() + ": " + std::to_string(durations.size()) +
                        " launches of the traced kernel with its grid and block; at least 2 are needed (one warms up)");
   durations.erase(durations.begin());
-  std::sort(durations.begin(), durations.end());
-  k.time_ns = durations[durations.size() / 2];
-  k.timed_launches = static_cast<std::uint32_t>(durations.size());
-  auto clocks = field<nlohmann::json>(timing, "clocks", timing_path);
-  k.sm_clock_mhz = field<double>(clocks, "sm_mhz_at_exit", timing_path);
-  if (k.sm_clock_mhz <= 0) throw DatasetError(timing_path.string() + ": no SM clock recorded (NVML unavailable when captured)");
-  k.cycles = k.time_ns * k.sm_clock_mhz / 1000.0;
-  k.device = field<std::string>(field<nlohmann::json>(timing, "device", timing_path), "name", timing_path);
+  set_time(k, std::move(durations), timing, timing_path);
 
   read_stalls(k, dir / "stall.json");
   const auto count_path = dir / "trace" / "count.json";

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "workloads/common/hash.cuh"
 #include "workloads/common/runner.cuh"
 
 namespace {
@@ -33,15 +34,6 @@ namespace {
 using namespace atomsim::workload;
 
 constexpr int kLoopIterations = 6;
-
-__host__ __device__ inline std::uint32_t mix(std::uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
-}
 
 __global__ void early_exit(const std::uint32_t* data, std::uint32_t n, std::uint32_t* out) {
   std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -102,7 +94,7 @@ __global__ void sparse_loop(const std::uint32_t* data, std::uint32_t n, std::uin
   if (i >= n) return;
   std::uint32_t v = data[i];
   for (int it = 0; it < kLoopIterations; ++it)
-    if (mix(v + it) % 16u == 0) atomicAdd(&out[(v + it) % 16u], 1u);
+    if (mix32(v + it) % 16u == 0) atomicAdd(&out[(v + it) % 16u], 1u);
 }
 
 // The CPU's result for each kernel (the device's must equal it exactly: integer adds).
@@ -135,7 +127,7 @@ std::vector<std::uint32_t> expected(const std::string& kernel, const std::vector
       }
     } else if (kernel == "sparse_loop") {
       for (int it = 0; it < kLoopIterations; ++it)
-        if (mix(v + it) % 16u == 0) out[(v + it) % 16u]++;
+        if (mix32(v + it) % 16u == 0) out[(v + it) % 16u]++;
     }
   }
   return out;

@@ -8,7 +8,7 @@ out=${1:?usage: h100_probe.sh OUTDIR}
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$out/microbench
-nvcc -O3 -arch=sm_90 -lineinfo -o "$bin" "$here/microbench.cu"
+nvcc -O3 -arch=sm_90 -lineinfo -I"$here/../.." -o "$bin" "$here/microbench.cu"
 cuobjdump --dump-sass "$bin" > "$out/microbench.sass"
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv; } > "$out/device.txt" 2>&1 || true
 

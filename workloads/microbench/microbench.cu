@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "workloads/common/hash.cuh"
+
 #define CHECK(call)                                                                     \
   do {                                                                                  \
     cudaError_t err_ = (call);                                                          \
@@ -32,15 +34,6 @@ struct KernelArgs {
   uint32_t balance_threshold; // DISTWAR: reduce in the warp when at least this many lanes agree
   uint32_t seed;
 };
-
-__host__ __device__ inline uint32_t mix32(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
-}
 
 struct LaneWork {
   uint32_t primitive;
