@@ -132,6 +132,24 @@ FunctionalCheck Gpu::check_atomics() const {
   return c;
 }
 
+// The L2 as a GPU has it after earlier launches over the same data: every
+// line the kernel's global memory instructions touch, warp by warp.
+void Gpu::warm_l2(trace::TraceReader& reader, std::size_t kernel) {
+  Units& u = *units_;
+  const trace::KernelInfo& info = reader.kernel(kernel);
+  trace::WarpInst inst;
+  for (std::uint64_t w = 0; w < info.total_warps(); ++w) {
+    trace::WarpStream stream = reader.open_warp(kernel, w);
+    while (stream.next(inst)) {
+      if (!trace::is_global_memory(info.program[inst.index].op)) continue;
+      for (std::uint32_t m = inst.active_mask; m; m &= m - 1) {
+        const std::uint64_t address = inst.address[std::countr_zero(m)];
+        u.slices[u.map.slice_of(address)]->preload(u.map.line_of(address));
+      }
+    }
+  }
+}
+
 KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const RunOptions& options) {
   Units& u = *units_;
   const trace::KernelInfo& info = reader.kernel(kernel);
@@ -172,6 +190,7 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
       }
     };
   }
+  if (params_.l2.start == "footprint") warm_l2(reader, kernel);
   for (auto& sm : u.sms) {
     sm->begin_kernel(ctx);
     sm->set_hooks(hooks);

@@ -63,6 +63,7 @@ class Gpu {
     bool summable = true;  // only additions of plain numbers have an order-independent result to compare
   };
   FunctionalCheck check_atomics() const;
+  void warm_l2(trace::TraceReader& reader, std::size_t kernel);
 
   GpuParams params_;
   StatRegistry stats_;

@@ -107,3 +107,20 @@ TEST_CASE("latencies longer than the wake calendar's window finish and add their
   REQUIRE(slow.cycles > near.cycles + 10000);
   std::remove(path.c_str());
 }
+
+// A kernel whose data earlier launches left in the L2 (l2.start = footprint)
+// loads it from there: no DRAM read, and it finishes sooner than from cold.
+TEST_CASE("an L2 warmed with the kernel's footprint serves its loads without DRAM", "[sim][l2]") {
+  std::string path = testing::write_kernel("loads", {"LDG.E R4, desc[UR4][R2.64]", "EXIT"}, 64, 4, [](std::uint64_t warp) {
+    trace::WarpInst load = testing::record(0);
+    for (int lane = 0; lane < 32; ++lane) load.address[lane] = 0x100000 + warp * 128 + lane * 4;
+    return std::vector<trace::WarpInst>{load, testing::record(1)};
+  });
+  KernelRun cold = testing::run_one(testing::h100_with({}), path);
+  KernelRun warm = testing::run_one(testing::h100_with({"l2.start=footprint"}), path);
+  REQUIRE(testing::total(cold, "dram", "reads") == 256);  // one line per warp
+  REQUIRE(testing::total(warm, "dram", "reads") == 0);
+  REQUIRE(testing::total(warm, "l2_slice", "hits") == testing::total(cold, "l2_slice", "misses"));
+  REQUIRE(warm.cycles < cold.cycles);
+  std::remove(path.c_str());
+}

@@ -69,6 +69,8 @@ void L2Slice::apply(const LaneOp& op, AtomicOp kind, DataType type) {
   }
 }
 
+void L2Slice::preload(std::uint64_t line) { tags_.insert(line, false); }
+
 Cycle L2Slice::run_atomic(MemPacket& packet, Cycle start) {
   auto& ops = pool_.ops(packet.ops);
   // The unit owning this line serializes updates of one address: a packet

@@ -34,6 +34,7 @@ struct L2Params {
   double rop_ops_per_cycle = 1;
   Cycle rop_latency = 1;
   double rop_same_address_interval = 1;
+  std::string start = "cold";
 
   void declare(ParamBinder b) {
     b.integer("slices", slices, 1, 4096, "L2 slices (LTS units) in the GPU");
@@ -52,6 +53,9 @@ struct L2Params {
     b.real("rop_ops_per_cycle", rop_ops_per_cycle, 0.001, 64, "lane operations one ROP unit applies per SM cycle");
     b.integer("rop_latency", rop_latency, 1, 10000, "cycles from an atomic's start in the ROP to its reply");
     b.real("rop_same_address_interval", rop_same_address_interval, 0, 1000, "cycles between two updates of one address (read-modify-write dependency)");
+    b.choice("start", start, {"cold", "footprint"},
+             "the slices' contents when a kernel starts: as the previous kernel left them, or also holding every line the "
+             "kernel's global memory instructions touch, put in in trace order (as after earlier launches over the same data)");
   }
   AddressMapParams address_map() const { return {slices, partitions, line_bytes, hash}; }
 };
@@ -65,6 +69,8 @@ class L2Slice : public Unit {
   OutPort<DramRequest>& to_dram() { return to_dram_; }
   InPort<DramRequest>& from_dram() { return from_dram_; }
   const AtomicMemory& atomic_memory() const { return memory_; }
+  // Puts a line in the cache before a kernel starts, clean (the set's least recently used line makes room).
+  void preload(std::uint64_t line);
 
  protected:
   void evaluate() override;
