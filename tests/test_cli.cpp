@@ -186,6 +186,9 @@ TEST_CASE("CLI: compare simulates kernels captured from any program, with speedu
   REQUIRE(no_trace.code == 1);
   REQUIRE(no_trace.err_lines() == 1);
   REQUIRE(no_trace.err.find("trace/trace.atr: no trace") != std::string::npos);
+  CliResult manifest_and_folder = cli("compare -q --manifest " + dir + "/manifest.json " + dir + "/scatter-add-few");
+  REQUIRE(manifest_and_folder.code == 1);
+  REQUIRE(manifest_and_folder.err.find("not both") != std::string::npos);
   std::string manifest = testing::temp_trace("bad-manifest.json");
   std::ofstream(manifest) << R"({"kernels":[{"id":"a","capture":")" << dir << R"(/scatter-add-few","baseline":"b"}]})";
   CliResult bad_baseline = cli("compare -q --manifest " + manifest);

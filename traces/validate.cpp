@@ -83,8 +83,7 @@ TraceSummary validate_trace(const std::string& path) {
           const auto distinct = std::unique(addresses.begin(), addresses.begin() + n) - addresses.begin();
           auto atomic = ks.atomics.find(s.pc);
           if (atomic == ks.atomics.end())
-            atomic = ks.atomics.emplace(s.pc, KernelSummary::AtomicInstruction{s.mnemonic, boost::histogram::make_histogram(
-                boost::histogram::axis::integer<>(1, 33, "active lanes"), boost::histogram::axis::integer<>(1, 33, "distinct addresses"))}).first;
+            atomic = ks.atomics.emplace(s.pc, KernelSummary::AtomicInstruction{s.mnemonic, make_atomic_shape()}).first;
           atomic->second.shape(lanes, static_cast<int>(distinct));
         }
       }

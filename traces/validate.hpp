@@ -19,8 +19,11 @@ namespace atomsim::trace {
 // lanes (1-32) against the distinct addresses they updated (1-32). Few
 // addresses among many lanes is the regime warp-level reduction (DISTWAR)
 // serves; as many addresses as lanes, the one it cannot help.
-using AtomicShape = decltype(boost::histogram::make_histogram(boost::histogram::axis::integer<>(1, 33, "active lanes"),
-                                                              boost::histogram::axis::integer<>(1, 33, "distinct addresses")));
+inline auto make_atomic_shape() {
+  return boost::histogram::make_histogram(boost::histogram::axis::integer<>(1, 33, "active lanes"),
+                                          boost::histogram::axis::integer<>(1, 33, "distinct addresses"));
+}
+using AtomicShape = decltype(make_atomic_shape());
 
 struct KernelSummary {
   std::string name;

@@ -54,8 +54,9 @@ struct L2Params {
     b.integer("rop_latency", rop_latency, 1, 10000, "cycles from an atomic's start in the ROP to its reply");
     b.real("rop_same_address_interval", rop_same_address_interval, 0, 1000, "cycles between two updates of one address (read-modify-write dependency)");
     b.choice("start", start, {"cold", "footprint"},
-             "the slices' contents when a kernel starts: as the previous kernel left them, or also holding every line the "
-             "kernel's global memory instructions touch, put in in trace order (as after earlier launches over the same data)");
+             "the slices' contents when a kernel starts: cold, what earlier kernels of the run left (nothing for the first); "
+             "footprint, also every line the kernel's global memory instructions touch, put in in trace order (as after "
+             "earlier launches over the same data)");
   }
   AddressMapParams address_map() const { return {slices, partitions, line_bytes, hash}; }
 };

@@ -111,7 +111,7 @@ void WarpJoiner::use_counts(const std::vector<std::uint64_t>& warp_executions) {
   if (warp_executions.size() != nodes_.size()) fail("the count pass's instructions do not match the program");
   trips_per_entry_.assign(arrivals_.size(), 0.0);
   through_share_.assign(arrivals_.size(), -1.0);
-  loops_entered_at_.clear();
+  loops_entered_at_.assign(nodes_.size(), {});
   std::vector<std::uint32_t> jumped_to(nodes_.size(), 0);
   for (const Node& n : nodes_)
     if (n.flow == Flow::Jump || n.flow == Flow::Branch) ++jumped_to[n.target];
@@ -170,9 +170,8 @@ const std::vector<std::uint32_t>& WarpJoiner::distances_to(std::uint32_t goal) {
 // only way from which its goal is reachable. When both ways reach it:
 //  - if an earlier observation of the same instruction, without this lane, has
 //    not happened yet, the lane must not arrive before it: it takes the longer way;
-//  - at a loop's back edge no warp was seen splitting, where the observations
-//    of at least half of the warps arriving there this often forced the loop
-//    to go on, and never out, it goes on: trip counts are mostly kernel
+//  - a branch no warp was seen splitting goes the way the launch's other warps
+//    or the count pass say (uniform_way): trip counts are mostly kernel
 //    arguments, and an iteration in which no lane reports anything is
 //    otherwise invisible;
 //  - the lanes whose observation is the group's next one go the shorter way;
@@ -228,6 +227,7 @@ class WarpJoiner::Walk {
   void step();
   void fire(std::uint32_t at, std::int32_t event, std::uint32_t group, std::uint32_t reporting);
   void branch(std::uint32_t at, std::uint32_t group);
+  std::optional<bool> uniform_way(std::uint32_t at) const;
   void go(std::uint32_t at, std::uint32_t group, std::uint32_t taken);
   void record(std::uint32_t index, std::uint32_t mask, std::int32_t operands);
   void back_off(const JoinError& failure);
@@ -339,8 +339,8 @@ void WarpJoiner::Walk::emit_final() {
 
 void WarpJoiner::Walk::record(std::uint32_t index, std::uint32_t mask, std::int32_t operands) {
   ++s_.emitted;
-  if (auto it = j_.loops_entered_at_.find(index); it != j_.loops_entered_at_.end())
-    for (std::int32_t slot : it->second) s_.iterations[slot] = 0;
+  if (!j_.loops_entered_at_.empty())
+    for (std::int32_t slot : j_.loops_entered_at_[index]) s_.iterations[slot] = 0;
   if (!emit_) return;
   trace::WarpInst& out = pending_.emplace_back();
   out.index = index;
@@ -495,9 +495,9 @@ void WarpJoiner::Walk::branch(std::uint32_t at, std::uint32_t group) {
     }
     open |= 1u << lane;
   }
-  std::vector<Arrivals>& arrivals = j_.arrivals_[node.branch_slot];
-  const std::uint32_t visit = s_.visits[node.branch_slot];
-  if (learning_ && visit < kRememberedVisits) {
+  if (learning_ && s_.visits[node.branch_slot] < kRememberedVisits) {
+    std::vector<Arrivals>& arrivals = j_.arrivals_[node.branch_slot];
+    const std::uint32_t visit = s_.visits[node.branch_slot];
     if (arrivals.size() <= visit) arrivals.resize(visit + 1);
     ++arrivals[visit].warps;
     if (forced_taken && !forced_through) ++arrivals[visit].taken;
@@ -510,24 +510,8 @@ void WarpJoiner::Walk::branch(std::uint32_t at, std::uint32_t group) {
   if (!learning_ && !(forced_taken | forced_through)) ++j_.guessed_;
 
   std::uint32_t taken = forced_taken;
-  // A loop's back edge that the observations forced taken at this arrival in
-  // at least half of the warps that came here this often, and never forced
-  // out: the loop runs again. The survey learns from the observations alone.
-  // Else, where the count pass ran first, a loop goes round as many times per
-  // entry as the GPU's counts say it did on average ...
-  std::optional<bool> uniform_taken;  // the branch is taken
-  if (!learning_ && node.target <= at && !j_.divergent_[at] && visit < arrivals.size()) {
-    const Arrivals& a = arrivals[visit];
-    if (a.through == 0 && 2 * a.taken >= a.warps) uniform_taken = true;
-  }
-  if (!uniform_taken && !j_.divergent_[at] && !j_.trips_per_entry_.empty()) {
-    const std::int32_t slot = node.branch_slot;
-    if (node.target <= at && j_.trips_per_entry_[slot] > 0)
-      uniform_taken = s_.iterations[slot] + 1 < std::llround(j_.trips_per_entry_[slot]);
-    // ... and a forward branch goes the way the GPU's counts say most of its executions went.
-    if (node.target > at && j_.through_share_[slot] >= 0) uniform_taken = j_.through_share_[slot] < 0.5;
-  }
-  if (!(forced_taken | forced_through) && uniform_taken) {
+  const std::optional<bool> uniform_taken = forced_taken | forced_through ? std::nullopt : uniform_way(at);
+  if (uniform_taken) {
     if (*uniform_taken) taken |= open;
   } else {
     // Lanes due next go the shorter way to their observation; then, at a
@@ -557,6 +541,29 @@ void WarpJoiner::Walk::branch(std::uint32_t at, std::uint32_t group) {
     emit_final();
   }
   go(at, group, taken);
+}
+
+// Whether a branch that is the same for every lane of the launch is taken at
+// this arrival, where nothing observed decides it; empty when nothing says.
+//  - A loop's back edge that the observations forced taken at this arrival in
+//    at least half of the warps that came here this often, and never forced
+//    out, runs again. The survey learns from the observations alone.
+//  - Else, where the count pass ran first, a loop goes round as many times per
+//    entry as the GPU counted on average, and a forward branch goes the way
+//    most of its executions went.
+std::optional<bool> WarpJoiner::Walk::uniform_way(std::uint32_t at) const {
+  const Node& node = j_.nodes_[at];
+  if (learning_ || j_.divergent_[at]) return std::nullopt;
+  const std::int32_t slot = node.branch_slot;
+  const bool back_edge = node.target <= at;
+  const std::vector<Arrivals>& arrivals = j_.arrivals_[slot];
+  const std::uint32_t visit = s_.visits[slot];
+  if (back_edge && visit < arrivals.size() && arrivals[visit].through == 0 && 2 * arrivals[visit].taken >= arrivals[visit].warps)
+    return true;
+  if (j_.trips_per_entry_.empty()) return std::nullopt;
+  if (back_edge && j_.trips_per_entry_[slot] > 0) return s_.iterations[slot] + 1 < std::llround(j_.trips_per_entry_[slot]);
+  if (!back_edge && j_.through_share_[slot] >= 0) return j_.through_share_[slot] < 0.5;
+  return std::nullopt;
 }
 
 // The group leaves a jump or branch: `taken` lanes to its target, the others to the next instruction.

@@ -131,7 +131,7 @@ class WarpJoiner {
   // instruction before the loop, whose execution marks an entry.
   std::vector<double> trips_per_entry_;                               // per conditional branch, 0: unknown
   std::vector<double> through_share_;  // forward branches: share of executions not taken, -1: unknown
-  std::unordered_map<std::uint32_t, std::vector<std::int32_t>> loops_entered_at_;  // instruction -> branch slots
+  std::vector<std::vector<std::int32_t>> loops_entered_at_;  // per instruction: the loops it enters (branch slots)
   std::vector<std::vector<std::uint32_t>> predecessors_;
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> distances_;
   std::uint64_t guessed_ = 0, retried_ = 0;

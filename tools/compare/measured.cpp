@@ -154,6 +154,8 @@ MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string&
 MeasuredDataset load_captures(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& manifest) {
   MeasuredDataset d;
   d.workload = "captured";
+  if (!manifest.empty() && !dirs.empty())
+    throw DatasetError("give capture folders or a manifest that lists them, not both");
   if (manifest.empty()) {
     for (const auto& dir : dirs) d.kernels.push_back(load_capture(dir, dir.lexically_normal().string()));
   } else {

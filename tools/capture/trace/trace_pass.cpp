@@ -243,15 +243,19 @@ std::vector<std::uint64_t> launch_counts(const std::filesystem::path& count_json
   if (doc.is_discarded()) throw CaptureError(count_json.string() + ": not the count pass's JSON");
   std::unordered_map<std::uint64_t, std::size_t> index;
   for (std::size_t i = 0; i < program.size(); ++i) index[program[i].pc] = i;
-  for (const auto& k : doc.value("kernels", nlohmann::json::array())) {
-    if (k.value("mangled", "") != mangled) continue;
-    std::vector<std::uint64_t> counts(program.size(), 0);
-    for (const auto& pc : k.at("pcs")) {
-      if (pc.value("function", "") != mangled) continue;
-      auto it = index.find(pc.at("pc_offset").get<std::uint64_t>());
-      if (it != index.end()) counts[it->second] += pc.at("warp_instructions").get<std::uint64_t>();
+  try {
+    for (const auto& k : doc.value("kernels", nlohmann::json::array())) {
+      if (k.value("mangled", "") != mangled) continue;
+      std::vector<std::uint64_t> counts(program.size(), 0);
+      for (const auto& pc : k.at("pcs")) {
+        if (pc.value("function", "") != mangled) continue;
+        auto it = index.find(pc.at("pc_offset").get<std::uint64_t>());
+        if (it != index.end()) counts[it->second] += pc.at("warp_instructions").get<std::uint64_t>();
+      }
+      return counts;
     }
-    return counts;
+  } catch (const nlohmann::json::exception& e) {
+    throw CaptureError(count_json.string() + ": not the count pass's JSON (" + e.what() + ")");
   }
   return {};
 }
