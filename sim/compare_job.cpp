@@ -2,9 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <boost/process.hpp>
+
+#include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <mutex>
+#include <unistd.h>
 #include <regex>
+#include <thread>
 
 #include "sim/report.hpp"
 #include "tools/compare/comparison.hpp"
@@ -13,13 +20,94 @@ namespace atomsim {
 
 namespace {
 
-compare::SimulatedKernel summarize(const KernelRun& run, const GpuParams& params) {
-  auto j = kernel_json(run, params);
+namespace bp = boost::process;
+
+compare::SimulatedKernel summarize(const nlohmann::json& kernel) {
   compare::SimulatedKernel s;
-  s.cycles = static_cast<double>(run.cycles);
-  s.warp_instructions = j["warp_instructions"].get<std::uint64_t>();
-  for (const auto& [state, v] : j["warp_states"]["reasons"].items()) s.stall_fractions[state] = v["fraction"].get<double>();
+  s.cycles = kernel["cycles"].get<double>();
+  s.warp_instructions = kernel["warp_instructions"].get<std::uint64_t>();
+  for (const auto& [state, v] : kernel["warp_states"]["reasons"].items()) s.stall_fractions[state] = v["fraction"].get<double>();
   return s;
+}
+
+// One kernel in this process (SystemC allows one simulation per process at a time).
+compare::SimulatedKernel simulate_here(const compare::MeasuredKernel& k, const GpuParams& params,
+                                       const SimulateOptions& options) {
+  SimulateOptions quiet = options;
+  quiet.progress = false;
+  auto runs = k.trace.empty() ? simulate_microbench(params, {k.params}, quiet)
+                              : simulate_trace(params, k.trace.string(), quiet);
+  if (runs.at(0).checked && !runs[0].check.passed())
+    throw std::runtime_error(k.id + ": the simulated atomic memory image does not match the trace");
+  return summarize(kernel_json(runs[0], params));
+}
+
+// One captured kernel as a child `atomsim run`, so that several run at once.
+compare::SimulatedKernel simulate_child(const compare::MeasuredKernel& k, const CompareOptions& options,
+                                        const std::filesystem::path& scratch, std::size_t index) {
+  const auto json = scratch / fmt::format("kernel-{}.json", index);
+  const auto log = scratch / fmt::format("kernel-{}.log", index);
+  std::vector<std::string> args = {"run", "-q", "--trace", k.trace.string(), "--config", options.simulate.config,
+                                   "--json", json.string()};
+  for (const auto& o : options.simulate.overrides) args.insert(args.end(), {"--set", o});
+  const int status = bp::system(bp::exe = options.executable, bp::args = args, bp::std_in < bp::null,
+                                bp::std_out > bp::null, bp::std_err > boost::filesystem::path(log.string()));
+  if (status != 0) {
+    std::ifstream in(log);
+    std::string line, last;
+    while (std::getline(in, line))
+      if (!line.empty()) last = line;
+    if (status == 3) last = "the simulated atomic memory image does not match the trace";
+    throw std::runtime_error(fmt::format("{}: simulation failed (exit {}): {}", k.id, status, last));
+  }
+  std::ifstream in(json);
+  return summarize(nlohmann::json::parse(in).at("kernels").at(0));
+}
+
+std::vector<compare::SimulatedKernel> simulate_all(const std::vector<compare::MeasuredKernel>& measured,
+                                                   const GpuParams& params, const CompareOptions& options) {
+  std::vector<compare::SimulatedKernel> simulated(measured.size());
+  std::mutex mutex;
+  std::size_t started = 0;
+  auto announce = [&](const compare::MeasuredKernel& k) {
+    if (!options.simulate.progress) return;
+    std::lock_guard lock(mutex);
+    std::cerr << fmt::format("atomsim compare: [{}/{}] {}\n", ++started, measured.size(), k.id);
+  };
+  // Captured kernels go to child processes when several jobs are asked for;
+  // generated microbenchmarks (no trace file) always run here, one at a time.
+  std::vector<std::size_t> here, children;
+  for (std::size_t i = 0; i < measured.size(); ++i)
+    (options.jobs > 1 && !measured[i].trace.empty() ? children : here).push_back(i);
+  if (!children.empty()) {
+    const auto scratch = std::filesystem::temp_directory_path() / fmt::format("atomsim-compare-{}", ::getpid());
+    std::filesystem::create_directories(scratch);
+    std::atomic<std::size_t> next{0};
+    std::string first_error;
+    auto work = [&] {
+      for (std::size_t n; (n = next++) < children.size();) {
+        const auto& k = measured[children[n]];
+        announce(k);
+        try {
+          simulated[children[n]] = simulate_child(k, options, scratch, children[n]);
+        } catch (const std::exception& e) {
+          std::lock_guard lock(mutex);
+          if (first_error.empty()) first_error = e.what();
+          next = children.size();
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < std::min<std::size_t>(options.jobs, children.size()); ++t) pool.emplace_back(work);
+    for (auto& t : pool) t.join();
+    std::filesystem::remove_all(scratch);
+    if (!first_error.empty()) throw std::runtime_error(first_error);
+  }
+  for (std::size_t i : here) {
+    announce(measured[i]);
+    simulated[i] = simulate_here(measured[i], params, options.simulate);
+  }
+  return simulated;
 }
 
 }  // namespace
@@ -42,22 +130,11 @@ int compare_job(const CompareOptions& options, std::ostream& out) {
     if (std::regex_search(k.id, only)) measured.push_back(k);
   if (measured.empty()) throw std::invalid_argument("--only '" + options.only + "' matches no kernel given");
 
-  std::vector<compare::SimulatedKernel> simulated;
-  for (std::size_t i = 0; i < measured.size(); ++i) {
-    const auto& k = measured[i];
-    if (options.simulate.progress)
-      std::cerr << fmt::format("atomsim compare: [{}/{}] {}\n", i + 1, measured.size(), k.id);
-    SimulateOptions quiet = options.simulate;
-    quiet.progress = false;
-    auto runs = k.trace.empty() ? simulate_microbench(params, {k.params}, quiet)
-                                : simulate_trace(params, k.trace.string(), quiet);
-    if (runs.at(0).checked && !runs[0].check.passed())
-      throw std::runtime_error(k.id + ": the simulated atomic memory image does not match the trace");
-    simulated.push_back(summarize(runs[0], params));
-    if (simulated.back().warp_instructions != k.warp_instructions)
-      out << fmt::format("note: {}: simulated {} warp instructions, the GPU executed {}\n", k.id,
-                         simulated.back().warp_instructions, k.warp_instructions);
-  }
+  std::vector<compare::SimulatedKernel> simulated = simulate_all(measured, params, options);
+  for (std::size_t i = 0; i < measured.size(); ++i)
+    if (simulated[i].warp_instructions != measured[i].warp_instructions)
+      out << fmt::format("note: {}: simulated {} warp instructions, the GPU executed {}\n", measured[i].id,
+                         simulated[i].warp_instructions, measured[i].warp_instructions);
   auto comparison = compare::build_comparison(measured, simulated, params.name);
   compare::print_comparison(out, comparison);
   if (!options.json_out.empty()) write_file_atomically(options.json_out, compare::comparison_json(comparison).dump(1) + "\n");

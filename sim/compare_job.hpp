@@ -19,6 +19,8 @@ struct CompareOptions {
   std::string json_out;    // empty: none
   std::string plot_out;    // SVG of stacked stall bars; empty: none
   SimulateOptions simulate;
+  unsigned jobs = 1;       // captured kernels simulated at once, each as a child `atomsim run`
+  std::string executable;  // the atomsim those children run (this one)
 };
 
 int compare_job(const CompareOptions& options, std::ostream& out);

@@ -46,6 +46,8 @@ int sc_main(int argc, char** argv) {
   compare->add_option("--only", cmp.only, "regular expression on configuration ids");
   compare->add_option("--json", cmp.json_out, "write the comparison as JSON");
   compare->add_option("--plot", cmp.plot_out, "write stacked stall bars, measured vs simulated (SVG)");
+  compare->add_option("--jobs,-j", cmp.jobs, "captured kernels simulated at once, each in its own process")
+      ->check(CLI::Range(1u, 1024u));
   bool compare_quiet = false;
   compare->add_flag("--quiet,-q", compare_quiet, "no progress lines");
 
@@ -126,6 +128,7 @@ int sc_main(int argc, char** argv) {
     }
     if (*compare) {
       cmp.simulate.progress = !compare_quiet;
+      cmp.executable = this_executable();
       return compare_job(cmp, std::cout);
     }
     if (*micro) {

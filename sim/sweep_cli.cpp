@@ -15,11 +15,7 @@
 
 namespace atomsim {
 
-namespace {
-
 std::string this_executable() { return std::filesystem::read_symlink("/proc/self/exe").string(); }
-
-}  // namespace
 
 struct SweepCommands::Options {
   CLI::App* sweep = nullptr;

@@ -5,8 +5,12 @@
 #include <CLI/CLI.hpp>
 
 #include <memory>
+#include <string>
 
 namespace atomsim {
+
+// The running atomsim, for the processes it starts (sweep points, compare jobs).
+std::string this_executable();
 
 class SweepCommands {
  public:

@@ -14,6 +14,7 @@ dir=$work/unpacked/atomsim-capture
 provided='^(libc|libm|libdl|libpthread|librt|libutil|libresolv|libgcc_s|libstdc\+\+|libcuda|libcupti|ld-linux-x86-64)\.so'
 status=0
 for f in "$dir"/*; do
+  [ -f "$f" ] || continue
   [ "$(head -c 4 "$f" | tail -c 3)" = ELF ] || continue
   for lib in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
     if [ -f "$dir/$lib" ]; then
@@ -28,5 +29,8 @@ for f in "$dir"/*; do
 done
 [ -x "$dir/atomsim-capture" ] || { echo "FAIL: no atomsim-capture in the bundle"; exit 1; }
 env -u LD_LIBRARY_PATH "$dir/atomsim-capture" --help >/dev/null || { echo "FAIL: the bundled atomsim-capture does not run"; status=1; }
+[ -x "$dir/atomsim" ] || { echo "FAIL: no atomsim in the bundle"; exit 1; }
+env -u LD_LIBRARY_PATH "$dir/atomsim" config describe --config "$dir/configs/h100.toml" >/dev/null ||
+  { echo "FAIL: the bundled atomsim does not run"; status=1; }
 [ $status -eq 0 ] && echo "capture bundle: $(ls "$dir" | wc -l) files, self-contained"
 exit $status

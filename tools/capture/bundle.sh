@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Packs the capture tool so that it runs where it is unpacked on a GPU machine
 # that has only a driver and a CUDA toolkit: atomsim-capture, its injection
-# libraries, the trace pass's patches, and every shared library they need
-# that is not the C library, libstdc++, the CUDA driver or part of the toolkit.
-# The libraries find each other through RUNPATH $ORIGIN.
+# libraries, the trace pass's patches, the simulator (atomsim, with configs/,
+# so that captures too large to carry away are compared where they were made),
+# and every shared library they need that is not the C library, libstdc++, the
+# CUDA driver or part of the toolkit. They find each other through RUNPATH $ORIGIN.
 #
 # Usage: tools/capture/bundle.sh BUILD_DIR OUT.tar.gz
 set -euo pipefail
@@ -23,8 +24,10 @@ if [ -f "$build/libatomsim_capture_sanitizer.so" ]; then
 else
   echo "bundle: the trace pass was not built (no Compute Sanitizer headers); the bundle has the timing, stall and count passes"
 fi
+files+=(atomsim)
 for f in "${files[@]}"; do cp "$build/$f" "$stage/$name/"; done
 cp "$root/docs/capture.md" "$stage/$name/README.md"
+cp -r "$root/configs" "$stage/$name/configs"
 
 # What the target machine provides: the C library, the C++ runtime, the driver, the toolkit.
 provided='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libutil|libresolv|libgcc_s|libstdc\+\+|libcuda|libnvidia-|libcupti|libcudart|libnvrtc|libsanitizer-public)\.'
@@ -39,6 +42,7 @@ copy_needs() {  # every library an ELF file needs that is not provided, copied b
   done
 }
 for f in "$stage/$name"/*; do
+  [ -f "$f" ] || continue
   if [ "$(head -c 4 "$f" | tail -c 3)" = ELF ]; then copy_needs "$f"; fi
 done
 tmp="$out.partial"

@@ -1,79 +1,175 @@
 #!/usr/bin/env bash
-# The workload dataset in one command on a GPU machine: builds the native
-# runners (sort, sparse, mpm, splat3d) for sm_90 and, for every workload and variant,
-# records the runner's own timed and checked result (native.json: CUDA
-# events, warm-up, medians), the stall and count passes of its atomic-heavy
-# kernels on a launch after warm-up (full size), and a captured trace with
-# the count pass of the same launch at a reduced size (trace/), which
-# check_traces.sh sets beside each other.
+# The full-size workload dataset in one command on a GPU machine. For every
+# atomic-heavy kernel of every workload variant, at one launch configuration
+# that fills the GPU (at least two full waves of CTAs on an H100; the sizes
+# below say which arguments give that, docs/workloads.md the waves):
+#   measure  the runner's own timed and checked result (LABEL/native.json: CUDA
+#            events, warm-up, medians) and the timing and stall passes
+#            (LABEL/timing.json, LABEL/stall.json) of the same arguments;
+#   trace    the count and trace passes of the second launch of the kernel
+#            (LABEL/trace/: count.json, trace.atr, trace.json), two more count
+#            passes where the kernel depends on timing (count-again-N.json),
+#            and the faithfulness check (trace/faithfulness.json);
+#   compare  `atomsim compare` of each kernel as soon as it is traced, while the
+#            next one is captured (LABEL/compare.{txt,json}: a result survives a
+#            run cut short), then of all of them, variants against their
+#            baselines (DEST/manifest.json, DEST/compare.{txt,json,svg}), all cores at once.
+# Each pass's wall time goes to DEST/times.txt. Traces of full-size kernels
+# run to hundreds of MB: compare where they were captured and keep the rest.
 #
-# Usage: tools/capture/capture_h100_workloads.sh [BUILD_DIR] [DEST] [FILTER]
-#   DEST defaults to traces/h100 of this checkout; FILTER, a regular
-#   expression over names such as sparse/warp.
+# Usage: tools/capture/capture_h100_workloads.sh CAPTURE_DIR DEST [FILTER] [PHASES]
+#   CAPTURE_DIR: a build folder or an unpacked `make capture-bundle` (atomsim-capture,
+#   and atomsim for the trace check and compare); FILTER: a regular expression over
+#   names such as splat3d/sws/backward; PHASES: comma-separated, default measure,trace,compare.
+#   WORKLOADS_BIN, if set, is a folder with the runners already built for sm_90
+#   (build/workloads); otherwise they are built here with nvcc.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=${1:-build}
-dest=${2:-$root/traces/h100}
+usage="usage: capture_h100_workloads.sh CAPTURE_DIR DEST [FILTER] [PHASES]"
+tools=$(cd "${1:?$usage}" && pwd)
+dest=${2:?$usage}
 filter=${3:-.}
-capture=$build/atomsim-capture
-[ -x "$capture" ] || { echo "capture_h100_workloads: $capture not found (build the project first)" >&2; exit 1; }
-bin=$(mktemp -d)
-trap 'rm -rf "$bin"' EXIT
+phases=,${4:-measure,trace,compare},
+capture=$tools/atomsim-capture atomsim=$tools/atomsim
+[ -x "$capture" ] || { echo "capture_h100_workloads: $capture not found" >&2; exit 1; }
+if [[ $phases =~ ,(trace|compare), ]]; then
+  [ -x "$atomsim" ] || { echo "capture_h100_workloads: $atomsim not found (needed to check and compare traces)" >&2; exit 1; }
+fi
 mesh=$root/workloads/splat3d/data/node_modules/bunny/index.js
 [ -f "$mesh" ] || { echo "capture_h100_workloads: $mesh not found (run tools/install-deps.sh)" >&2; exit 1; }
-for w in sort/onesweep sparse/sparse_grid mpm/mpm splat3d/splat3d; do
-  nvcc -O3 -std=c++17 -arch=sm_90 -lineinfo -I"$root" -DATOMSIM_SPLAT3D_MESH="\"$mesh\"" -o "$bin/$(basename $w)" "$root/workloads/$w.cu"
-done
+mkdir -p "$dest"
+dest=$(cd "$dest" && pwd)
+if [ -n "${WORKLOADS_BIN:-}" ]; then
+  bin=$(cd "$WORKLOADS_BIN" && pwd)
+else
+  bin=$(mktemp -d)
+  trap 'rm -rf "$bin"' EXIT
+  if [[ $phases =~ ,(measure|trace), ]]; then
+    for w in sort/onesweep sparse/sparse_grid mpm/mpm splat3d/splat3d; do
+      nvcc -O3 -std=c++17 -arch=sm_90 -lineinfo -I"$root" -DATOMSIM_SPLAT3D_MESH="\"$mesh\"" -o "$bin/$(basename $w)" "$root/workloads/$w.cu"
+    done
+  fi
+fi
 
-# name | runner | kernels as label=regex (over demangled names) | full-size arguments | reduced-size arguments for the trace
-runs=(
-  "sort/keys|onesweep|histogram=onesweep_histogram scatter=onesweep_scatter|--keys 16777216|--keys 262144"
-  "sort/pairs-narrow|onesweep|histogram=onesweep_histogram scatter=onesweep_scatter|--keys 16777216 --pairs 1 --distribution narrow|--keys 262144 --pairs 1 --distribution narrow"
-  "sparse/baseline|sparse_grid|write=sparse_write restrict=sparse_restrict|--variant baseline|--variant baseline --points 65536 --side 1024"
-  "sparse/warp|sparse_grid|write=sparse_write restrict=sparse_restrict|--variant warp|--variant warp --points 65536 --side 1024"
-  "mpm/3d-baseline|mpm|p2g=mpm_p2g<3,.false>|--dimensions 3 --grid 256 --variant baseline|--dimensions 3 --grid 32 --variant baseline"
-  "mpm/3d-warp|mpm|p2g=mpm_p2g<3,.true>|--dimensions 3 --grid 256 --variant warp|--dimensions 3 --grid 32 --variant warp"
-  "mpm/2d-baseline|mpm|p2g=mpm_p2g<2,.false>|--dimensions 2 --grid 2048 --variant baseline|--dimensions 2 --grid 128 --variant baseline"
-  "mpm/2d-warp|mpm|p2g=mpm_p2g<2,.true>|--dimensions 2 --grid 2048 --variant warp|--dimensions 2 --grid 128 --variant warp"
-  "splat3d/baseline|splat3d|backward=splat_render_backward|--gaussians 100000 --variant baseline|--gaussians 5000 --width 128 --height 128 --views 4 --variant baseline"
-  "splat3d/sws|splat3d|backward=splat_render_backward|--gaussians 100000 --variant sws|--gaussians 5000 --width 128 --height 128 --views 4 --variant sws"
-  "splat3d/swb|splat3d|backward=splat_render_backward|--gaussians 100000 --variant swb|--gaussians 5000 --width 128 --height 128 --views 4 --variant swb"
-  "splat3d/warp|splat3d|backward=splat_render_backward|--gaussians 100000 --variant warp|--gaussians 5000 --width 128 --height 128 --views 4 --variant warp"
+# name | runner | kernel (regex over demangled names) | arguments | baseline (another name), if a variant.
+# H100 occupancy (registers, threads, shared memory per CTA) gives the CTAs per SM in the comment;
+# 132 SMs times that is a wave.
+kernels=(
+  # 128 threads, 18 registers: 16 CTAs/SM; 2^24+2^20 keys: 4352 CTAs, 2.06 waves
+  "sort/keys/histogram|onesweep|onesweep_histogram|--keys 17825792|"
+  # 256 threads, 48 registers: 5 CTAs/SM; 5 Mi keys: 1366 CTAs, 2.07 waves
+  "sort/keys/scatter|onesweep|onesweep_scatter|--keys 5242880|"
+  "sort/pairs-narrow/histogram|onesweep|onesweep_histogram|--keys 17825792 --pairs 1 --distribution narrow|"
+  "sort/pairs-narrow/scatter|onesweep|onesweep_scatter|--keys 5242880 --pairs 1 --distribution narrow|"
+  # 256 threads: 8 CTAs/SM; 2^20 points: 4096 CTAs, 3.9 waves
+  "sparse/baseline/write|sparse_grid|sparse_write|--variant baseline --points 1048576|"
+  "sparse/warp/write|sparse_grid|sparse_write|--variant warp --points 1048576|sparse/baseline/write"
+  # 8 CTAs/SM; the default 4 Mi points activate 3085 blocks: 2.9 waves
+  "sparse/baseline/restrict|sparse_grid|sparse_restrict|--variant baseline|"
+  "sparse/warp/restrict|sparse_grid|sparse_restrict|--variant warp|sparse/baseline/restrict"
+  # 128 threads, 71 / 46 registers: 7 / 10 CTAs/SM; grid 128: 438,976 particles, 3430 CTAs, 3.7 / 2.6 waves
+  "mpm/3d-baseline/p2g|mpm|mpm_p2g<3,.false>|--dimensions 3 --grid 128 --variant baseline|"
+  "mpm/3d-warp/p2g|mpm|mpm_p2g<3,.true>|--dimensions 3 --grid 128 --variant warp|mpm/3d-baseline/p2g"
+  # 128 threads, 32 / 38 registers: 16 / 12 CTAs/SM; grid 1280: 589,824 particles, 4608 CTAs, 2.2 / 2.9 waves
+  "mpm/2d-baseline/p2g|mpm|mpm_p2g<2,.false>|--dimensions 2 --grid 1280 --variant baseline|"
+  "mpm/2d-warp/p2g|mpm|mpm_p2g<2,.true>|--dimensions 2 --grid 1280 --variant warp|mpm/2d-baseline/p2g"
+  # 256 threads, 40-48 registers: 5-6 CTAs/SM; 640x640 in 16x16 tiles: 1600 CTAs, 2.02-2.42 waves
+  "splat3d/baseline/backward|splat3d|splat_render_backward|--gaussians 100000 --width 640 --height 640 --variant baseline|"
+  "splat3d/sws/backward|splat3d|splat_render_backward|--gaussians 100000 --width 640 --height 640 --variant sws|splat3d/baseline/backward"
+  "splat3d/swb/backward|splat3d|splat_render_backward|--gaussians 100000 --width 640 --height 640 --variant swb|splat3d/baseline/backward"
+  "splat3d/warp/backward|splat3d|splat_render_backward|--gaussians 100000 --width 640 --height 640 --variant warp|splat3d/baseline/backward"
 )
 # Kernels whose instruction stream depends on timing by design (look-back
-# spin, activation race): two more count passes of the trace's launch show
-# which instructions the GPU itself counts differently from run to run
-# (count-again-N.json beside the trace; `atomsim trace check --count-again`).
+# spin, activation race): more count passes show which instructions the GPU
+# itself counts differently from run to run (`atomsim trace check --count-again`).
 timing_dependent='^(sort/.*/scatter|sparse/.*/write)$'
-short_run() {  # one warm-up launch, then the captured one (the trainer's variant check launches every variant: off)
-  case $1 in mpm) echo "--warmup 1 --steps 1" ;; splat3d) echo "--iterations 3 --warmup 0 --check 0" ;; *) echo "--warmup 1 --repeat 1" ;; esac
+# Launches under the capture tool: several after a warm-up for timing and
+# stalls; the traced launch (the second) for count and trace. The trainer's
+# variant check, which launches every variant, is off.
+launches() {  # runner, measure|trace
+  case $1/$2 in
+    mpm/measure) echo "--warmup 1 --steps 10" ;;            mpm/trace) echo "--warmup 1 --steps 1" ;;
+    splat3d/measure) echo "--iterations 11 --warmup 0 --check 0" ;; splat3d/trace) echo "--iterations 2 --warmup 0 --check 0" ;;
+    */measure) echo "--warmup 1 --repeat 10" ;;             *) echo "--warmup 1 --repeat 1" ;;
+  esac
 }
+
 failures=0
-for r in "${runs[@]}"; do
-  IFS='|' read -r name runner kernels full reduced <<<"$r"
+times=$dest/times.txt
+touch "$times"
+run_capture() {  # name, folder, passes, runner, arguments...: one capture of $kernel; wall times to times.txt
+  local name=$1 out=$2 passes=$3 runner=$4
+  shift 4
+  mkdir -p "$out"
+  if "$capture" --pass "$passes" --kernel "$kernel" --launch 1 --timeout 600 --trace-buffer-mib 16384 --out "$out" -- \
+       "$bin/$runner" "$@" > /dev/null 2> "$out/capture.log"; then
+    sed -n "s|^atomsim-capture: \([a-z]*\) pass -> .* (\(.*\))$|$name \1 \2|p" "$out/capture.log" >> "$times"
+    rm -f "$out/capture.log" "$out"/cubin-*.cubin "$out"/cubin-*.sass
+  else
+    echo "capture_h100_workloads: $name: $passes failed: $(tail -1 "$out/capture.log")" >&2
+    failures=$((failures + 1))
+    return 1
+  fi
+}
+
+manifest=()
+for entry in "${kernels[@]}"; do
+  IFS='|' read -r name runner kernel args baseline <<<"$entry"
   [[ $name =~ $filter ]] || continue
+  [ "$runner" = splat3d ] && args="$args --mesh $mesh"
   out=$dest/$name
   mkdir -p "$out"
   echo "capture_h100_workloads: $name"
-  if ! "$bin/$runner" $full > "$out/native.json"; then
-    echo "capture_h100_workloads: $name: the runner failed" >&2; failures=$((failures + 1)); continue
+  if [[ $phases == *,measure,* ]]; then
+    if ! "$bin/$runner" $args > "$out/native.json"; then
+      echo "capture_h100_workloads: $name: the runner failed" >&2; failures=$((failures + 1)); continue
+    fi
+    run_capture "$name" "$out" timing,stall "$runner" $args $(launches $runner measure) || continue
   fi
-  for k in $kernels; do
-    label=${k%%=*} kernel=${k#*=}
-    "$capture" --pass stall,count --kernel "$kernel" --launch 1 --timeout 300 --out "$out/$label" -- \
-      "$bin/$runner" $full $(short_run $runner) > /dev/null || { failures=$((failures + 1)); continue; }
-    rm -f "$out/$label"/cubin-*
-    "$capture" --pass trace,count --kernel "$kernel" --launch 1 --timeout 300 --out "$out/$label/trace" -- \
-      "$bin/$runner" $reduced $(short_run $runner) > /dev/null || { failures=$((failures + 1)); continue; }
-    rm -f "$out/$label/trace"/cubin-*
-    [[ $name/$label =~ $timing_dependent ]] || continue
-    for again in 1 2; do
-      "$capture" --pass count --kernel "$kernel" --launch 1 --timeout 300 --out "$out/$label/trace/again" -- \
-        "$bin/$runner" $reduced $(short_run $runner) > /dev/null || { failures=$((failures + 1)); continue; }
-      mv "$out/$label/trace/again/count.json" "$out/$label/trace/count-again-$again.json"
-      rm -rf "$out/$label/trace/again"
-    done
-  done
+  if [[ $phases == *,trace,* ]]; then
+    run_capture "$name" "$out/trace" count,trace "$runner" $args $(launches $runner trace) || continue
+    again=()
+    if [[ $name =~ $timing_dependent ]]; then
+      for n in 1 2; do
+        run_capture "$name" "$out/trace/again" count "$runner" $args $(launches $runner trace) || continue 2
+        mv "$out/trace/again/count.json" "$out/trace/count-again-$n.json"
+        rm -rf "$out/trace/again"
+        again+=(--count-again "$out/trace/count-again-$n.json")
+      done
+    fi
+    t=$out/trace
+    verdict=$("$atomsim" trace check "$t/trace.atr" --count "$t/count.json" "${again[@]}" --capture "$t/trace.json" \
+              --report "$t/faithfulness.json" 2>&1 | tail -1) || true
+    echo "capture_h100_workloads: $name: $verdict"
+    [[ $verdict == faithful* ]] || failures=$((failures + 1))
+    if [[ $phases == *,compare,* ]] && [ -f "$out/timing.json" ]; then
+      "$atomsim" compare -q "$out" --config "$root/configs/h100.toml" --json "$out/compare.json" > "$out/compare.txt" 2>&1 &
+    fi
+  fi
+  if [ -f "$out/timing.json" ] && [ -f "$out/trace/trace.atr" ]; then
+    manifest+=("{\"id\": \"$name\", \"capture\": \"$name\"${baseline:+, \"baseline\": \"$baseline\"}}")
+  fi
 done
+
+wait
+if [[ $phases == *,compare,* ]] && [ ${#manifest[@]} -gt 0 ]; then
+  # A variant whose baseline was filtered out is compared without a speedup.
+  python3 - "$dest/manifest.json" "${manifest[@]}" <<'EOF'
+import json, sys
+kernels = [json.loads(k) for k in sys.argv[2:]]
+ids = {k["id"] for k in kernels}
+for k in kernels:
+    if k.get("baseline") not in ids: k.pop("baseline", None)
+with open(sys.argv[1], "w") as f: json.dump({"kernels": kernels}, f, indent=1)
+EOF
+  start=$(date +%s)
+  if "$atomsim" compare -q --manifest "$dest/manifest.json" --config "$root/configs/h100.toml" --jobs "$(nproc)" \
+       --json "$dest/compare.json" --plot "$dest/compare.svg" > "$dest/compare.txt"; then
+    echo "compare $(( $(date +%s) - start )) s for ${#manifest[@]} kernels on $(nproc) cores" >> "$times"
+    cat "$dest/compare.txt"
+  else
+    failures=$((failures + 1))
+  fi
+fi
 echo "capture_h100_workloads: done, $failures failed; results in $dest"
 [ "$failures" -eq 0 ]

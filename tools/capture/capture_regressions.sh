@@ -5,7 +5,7 @@
 #    faithfulness check (tools/capture/check_traces.sh DEST/divergence);
 #  - pytorch/scatter-add-PATTERN: all four passes of the library kernel of a
 #    PyTorch program (workloads/pytorch/scatter_add.py, 2^20 elements), the 6th launch, with
-#    each pass's wall time in DEST/pytorch/times.txt; the kernel's SASS (cubin-*.sass) is kept.
+#    each pass's wall time in DEST/pytorch/times.txt (the modules' SASS listings, 60 MB for PyTorch's, are not kept).
 # CAPTURE_DIR holds atomsim-capture and its libraries (a build folder or an
 # unpacked `make capture-bundle`).
 #
@@ -23,7 +23,7 @@ for k in "${kernels[@]}"; do
   out=$dest/divergence/$k
   if "$capture" --pass trace,count --kernel "::$k\\(" --launch 1 --timeout 300 --out "$out" -- \
        "$bin" --kernel "$k" --repeat 2 > /dev/null; then
-    rm -f "$out"/cubin-*.cubin
+    rm -f "$out"/cubin-*.cubin "$out"/cubin-*.sass
   else
     echo "capture_regressions: divergence/$k failed" >&2; failures=$((failures + 1))
   fi
@@ -50,7 +50,7 @@ for pattern in random sorted few; do
       failures=$((failures + 1))
     fi
   done
-  rm -f "$out"/cubin-*.cubin "$out"/trace/cubin-*.cubin
+  rm -f "$out"/cubin-*.cubin "$out"/trace/cubin-*.cubin "$out"/cubin-*.sass "$out"/trace/cubin-*.sass
 done
 cat "$dest/pytorch/times.txt"
 echo "capture_regressions: done, $failures failed; results in $dest"
