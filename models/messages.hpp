@@ -85,16 +85,15 @@ struct MemPacket {
   std::uint16_t destination = 0;  // slice (requests) or SM (replies): the crossbar routes on it
   std::uint32_t request = 0;      // requester's tag, echoed in the reply
   std::uint64_t line = 0;         // line-aligned address
-  std::uint8_t sectors = 1;       // sectors carried (reads, writes, read replies)
+  std::uint8_t sectors = 1;       // sectors carried (reads, writes, read replies, atomics and their replies)
   trace::AtomicOp atomic_op = trace::AtomicOp::None;
   trace::DataType atomic_type = trace::DataType::None;
   std::uint32_t ops = 0;          // LaneOpPool handle (atomics)
-  std::uint16_t op_count = 0;     // lane operations in the packet
+  std::uint16_t op_count = 0;     // lane operations in the packet (at most one per word)
   std::uint32_t flits() const {
     switch (kind) {
-      case Kind::Write: case Kind::ReadReply: return sectors;
-      case Kind::Atomic: case Kind::Reduction: return op_count;
-      case Kind::AtomicReply: return op_count;
+      case Kind::Write: case Kind::ReadReply: case Kind::Atomic: case Kind::Reduction: case Kind::AtomicReply:
+        return sectors;
       default: return 1;
     }
   }

@@ -1,6 +1,9 @@
 #include <catch2/catch.hpp>
 
 #include <bit>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "harness.hpp"
 #include "models/dram/dram.hpp"
@@ -114,31 +117,44 @@ TEST_CASE("L2 slice: miss to DRAM, ROP throughput, same-address serialization, f
     r.op_count = 1;
     source.schedule(100, r);
   }
-  MemPacket same = packet(MemPacket::Kind::Reduction, line);
-  same.atomic_op = trace::AtomicOp::Add;
-  same.atomic_type = trace::DataType::F32;
-  same.ops = pool.acquire();
-  for (int i = 0; i < 32; ++i) pool.ops(same.ops).push_back(LaneOp{line, f32(0.5f), 1});
-  same.op_count = 32;
-  source.schedule(200, same);
+  for (int i = 0; i < 32; ++i) {  // one word, 32 requests (the L1 sends one per round)
+    MemPacket same = packet(MemPacket::Kind::Reduction, line);
+    same.atomic_op = trace::AtomicOp::Add;
+    same.atomic_type = trace::DataType::F32;
+    same.ops = pool.acquire();
+    pool.ops(same.ops).push_back(LaneOp{line, f32(0.5f), 1});
+    same.op_count = 1;
+    source.schedule(200, same);
+  }
+  // One request of eight words in one sector costs the ROP what one word does.
+  for (int words : {1, 8}) {
+    MemPacket r = packet(MemPacket::Kind::Reduction, line);
+    r.atomic_op = trace::AtomicOp::Add;
+    r.atomic_type = trace::DataType::F32;
+    r.ops = pool.acquire();
+    for (int w = 0; w < words; ++w) pool.ops(r.ops).push_back(LaneOp{line + 64 + 4u * w, f32(1.0f), 1});
+    r.op_count = static_cast<std::uint16_t>(words);
+    source.schedule(words == 1 ? 400 : 500, r);
+  }
   source.start();
   sc_core::sc_start();
 
   std::vector<Cycle> t = arrival_cycles(sink.received);
-  REQUIRE(t.size() == 10);
+  REQUIRE(t.size() == 43);
+  REQUIRE(t[42] - 500 == t[41] - 400);
   // Read miss: slice at 1, DRAM at 2 (1 cycle of transfer) + 20, back at 24, reply after the 10-cycle hit latency.
   REQUIRE(t[0] == 35);
   // Four lookups per cycle; one op per cycle in the ROP from cycle 102; 5-cycle ROP latency; 1-cycle link.
   REQUIRE(std::vector<Cycle>(t.begin() + 1, t.begin() + 9) == std::vector<Cycle>{109, 110, 111, 112, 113, 114, 115, 116});
   // 32 updates of one word: 31 intervals of 2 cycles plus one op, starting at 202.
-  REQUIRE(t[9] == 202 + 31 * 2 + 1 + 5 + 1);
+  REQUIRE(t[40] == 202 + 31 * 2 + 1 + 5 + 1);
   const auto& cell = slice.atomic_memory().at(line);
   REQUIRE(cell.updates == 33);
   REQUIRE(std::bit_cast<float>(static_cast<std::uint32_t>(cell.bits)) == 17.0f);
   REQUIRE(slice.atomic_memory().at(line + 28).updates == 1);
 }
 
-TEST_CASE("L1: every RED lane is an L1 access; lanes group into per-line packets", "[models][l1]") {
+TEST_CASE("L1: RED lanes leave in per-line requests by rounds of distinct words, one L1 access per sector", "[models][l1]") {
   reset_simulation_context();
   StatRegistry stats;
   L2Params l2;
@@ -174,22 +190,42 @@ TEST_CASE("L1: every RED lane is an L1 access; lanes group into per-line packets
   for (int lane = 0; lane < 32; ++lane) { same.address[lane] = 0x1000; same.value[lane] = f32(1.0f); }
   LsuOp spread = same;
   for (int lane = 0; lane < 32; ++lane) spread.address[lane] = 0x10000 + 128u * lane;
+  // Lane l updates word l (one line, four sectors), and word l / 4 (one sector, four lanes per word).
+  LsuOp coalesced = same, quad = same;
+  for (int lane = 0; lane < 32; ++lane) {
+    coalesced.address[lane] = 0x20000 + 4u * lane;
+    quad.address[lane] = 0x30000 + 4u * (lane / 4);
+  }
   warps.schedule(0, same);
   warps.schedule(0, spread);
+  if (!buffered) {
+    warps.schedule(0, coalesced);
+    warps.schedule(0, quad);
+  }
   end.schedule(500, KernelEnd{});
   warps.start();
   end.start();
   sc_core::sc_start();
 
   auto s = stats.summarize(std::vector<std::uint64_t>(stats.snapshot().size(), 0), stats.snapshot(), 1);
-  REQUIRE(s["l1"]["atomic_lane_ops_in"].total == 64);
+  REQUIRE(s["l1"]["atomic_lane_ops_in"].total == (buffered ? 64 : 128));
   if (!buffered) {
-    REQUIRE(to_l2.received.size() == 33);
-    REQUIRE(to_l2.received[0].second.op_count == 32);
-    // Requests leave the cycle their instruction is taken (1, then 9: 32 lanes at 4 per cycle).
+    // As the H100 sends them (workloads/microbench/red_requests.cu): per line one
+    // request per round, a round holding at most one lane of each word.
+    // One word: 32 rounds of one sector. 32 lines: one request each.
+    // One line of 32 words: one request of 32 lanes in 4 sectors. 8 words of 4 lanes: 4 rounds of 8 lanes in 1 sector.
+    REQUIRE(to_l2.received.size() == 32 + 32 + 1 + 4);
+    std::vector<std::pair<std::uint16_t, std::uint8_t>> shape;  // lanes, sectors
+    for (const auto& [t, pk] : to_l2.received) shape.emplace_back(pk.op_count, pk.sectors);
+    for (int i = 0; i < 64; ++i) REQUIRE(shape[i] == std::pair<std::uint16_t, std::uint8_t>{1, 1});
+    REQUIRE(shape[64] == std::pair<std::uint16_t, std::uint8_t>{32, 4});
+    for (int i = 65; i < 69; ++i) REQUIRE(shape[i] == std::pair<std::uint16_t, std::uint8_t>{8, 1});
+    // The L1 works once per sector sent, four per cycle: the one-word instruction's
+    // 32 sectors take 8 cycles, so the next instruction's requests leave from cycle 10.
     REQUIRE(to_l2.received[0].first == 2);
-    REQUIRE(to_l2.received[1].first == 10);
-    REQUIRE(s["l1"]["atomic_ops_to_l2"].total == 64);
+    REQUIRE(to_l2.received[32].first >= 10);
+    REQUIRE(s["l1"]["atomic_ops_to_l2"].total == 128);
+    REQUIRE(s["l1"]["atomic_packets_to_l2"].total == 69);
     REQUIRE(to_sm.received.empty());  // acknowledgements come from L2
   } else {
     // 31 updates combine into one entry; 32 distinct words take 32 more; all leave at kernel end.
@@ -200,6 +236,82 @@ TEST_CASE("L1: every RED lane is an L1 access; lanes group into per-line packets
     for (auto& [t, pk] : to_l2.received) updates += pool.ops(pk.ops)[0].updates;
     REQUIRE(updates == 64);
     REQUIRE(to_sm.received.size() == 2);  // buffered reductions retire at the L1
+  }
+}
+
+// Nsight Compute's counts on the H100 for ten lane patterns
+// (traces/h100/microbench/red_requests, workloads/microbench/red_requests.cu):
+// the L1 model sends, per RED instruction, the L2 requests and sectors the GPU did.
+TEST_CASE("L1: RED requests and sectors per instruction match the H100 on every probed lane pattern", "[models][l1]") {
+  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/red_requests/";
+  std::ifstream csv(dir + "ncu.csv"), listing(dir + "patterns.json");
+  REQUIRE(csv);
+  const auto patterns = nlohmann::json::parse(listing)["patterns"];
+  auto fields = [](const std::string& line) {  // quoted CSV, thousands separators inside quotes
+    std::vector<std::string> out;
+    std::string cur;
+    bool quoted = false;
+    for (char c : line) {
+      if (c == '"') quoted = !quoted;
+      else if (c == ',' && !quoted) { out.push_back(cur); cur.clear(); }
+      else if (c != ',') cur += c;
+    }
+    out.push_back(cur);
+    return out;
+  };
+  std::string line;
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> launches;
+  while (std::getline(csv, line)) {
+    auto f = fields(line);
+    if (f.size() < 10) continue;
+    if (f[0] == "ID") header = f;
+    else if (!f[0].empty() && std::isdigit(static_cast<unsigned char>(f[0][0]))) launches.push_back(f);
+  }
+  REQUIRE(launches.size() == patterns.size());
+  auto column = [&](const std::vector<std::string>& row, const std::string& name) {
+    auto it = std::find(header.begin(), header.end(), name);
+    REQUIRE(it != header.end());
+    return std::stod(row[it - header.begin()]);
+  };
+  for (std::size_t i = 0; i < patterns.size(); ++i) {
+    const int lanes_per_word = patterns[i]["lanes_per_word"], stride = patterns[i]["word_stride"];
+    INFO("lanes per word " << lanes_per_word << ", word stride " << stride);
+    const double instructions = column(launches[i], "smsp__inst_executed_op_global_red.sum");
+    const double requests = column(launches[i], "lts__t_requests_srcunit_tex_op_red.sum") / instructions;
+    const double sectors = column(launches[i], "lts__t_sectors_srcunit_tex_op_red.sum") / instructions;
+
+    reset_simulation_context();
+    StatRegistry stats;
+    L2Params l2;
+    AddressMap map(l2.address_map());
+    LaneOpPool pool;
+    L1Params p;
+    L1 l1("l1", p, 0, 1, map, pool, stats);
+    Source<LsuOp> warps("warps");
+    Sink<MemPacket> to_l2("to_l2", 1024);
+    Sink<Completion> to_sm("to_sm", 64);
+    Source<MemPacket> replies("replies");
+    Source<KernelEnd> end("end");
+    warps.out.bind(l1.lg_queue(0), 1);
+    end.out.bind(l1.kernel_end(), 1);
+    l1.to_l2().bind(to_l2.in, 1);
+    l1.to_sm().bind(to_sm.in, 1);
+    replies.out.bind(l1.from_l2(), 1);
+    LsuOp red;
+    red.op = trace::OpClass::Red;
+    red.atomic_op = trace::AtomicOp::Add;
+    red.atomic_type = trace::DataType::F32;
+    red.active_mask = 0xFFFFFFFF;
+    for (int lane = 0; lane < 32; ++lane) red.address[lane] = 0x40000 + 4u * (lane / lanes_per_word) * stride;
+    warps.schedule(0, red);
+    warps.start();
+    end.start();
+    sc_core::sc_start();
+    std::uint64_t sent_sectors = 0;
+    for (const auto& [t, pk] : to_l2.received) sent_sectors += pk.sectors;
+    REQUIRE(static_cast<double>(to_l2.received.size()) == Approx(requests));
+    REQUIRE(static_cast<double>(sent_sectors) == Approx(sectors));
   }
 }
 

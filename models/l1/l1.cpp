@@ -155,12 +155,11 @@ void L1::flush_atomic_buffer() {
 void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
   const std::uint32_t lanes = static_cast<std::uint32_t>(std::popcount(op.active_mask));
   atomic_lane_ops_in_ += lanes;
-  // Every lane is its own L1 access: the H100 counts one L1 sector and one L2
-  // request per active lane of a RED, even when all lanes share an address.
-  Cycle done = pipeline_.occupy(now, std::max<std::uint32_t>(1, lanes));
   Inflight& f = inflight_[slot];
   const bool buffered = atomic_buffer_ && op.op == OpClass::Red && AtomicBuffer::combinable(op.atomic_op, op.atomic_type);
   if (buffered) {
+    // Every lane is its own access to the buffer.
+    Cycle done = pipeline_.occupy(now, std::max<std::uint32_t>(1, lanes));
     for (std::uint32_t m = op.active_mask; m; m &= m - 1) {
       int lane = std::countr_zero(m);
       std::uint64_t before = atomic_buffer_->combined();
@@ -174,38 +173,62 @@ void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
     complete(slot, done + params_.hit_latency);
     return;
   }
-  // Group lanes by line, keeping lane order inside each packet.
+  // The H100 sends, per line, one request per round, a round taking at most
+  // one lane of each word in lane order, and carrying the sectors its lanes
+  // touch; the L1 works once per sector sent (workloads/microbench/red_requests.cu:
+  // requests per instruction = per line the most lanes sharing one word, L1 and
+  // L2 sectors = the sectors of every round, exact on all ten patterns probed).
+  std::array<std::uint8_t, 32> round{};
+  std::uint32_t rounds = 0;
+  for (std::uint32_t m = op.active_mask; m; m &= m - 1) {
+    int lane = std::countr_zero(m);
+    for (std::uint32_t earlier = op.active_mask & ((1u << lane) - 1); earlier; earlier &= earlier - 1)
+      if (op.address[std::countr_zero(earlier)] == op.address[lane]) ++round[lane];
+    rounds = std::max<std::uint32_t>(rounds, round[lane] + 1u);
+  }
   scratch_.clear();
   for (std::uint32_t m = op.active_mask; m; m &= m - 1) scratch_.push_back(map_.line_of(op.address[std::countr_zero(m)]));
   std::sort(scratch_.begin(), scratch_.end());
   scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
+  std::uint64_t sectors_sent = 0;
   for (std::uint64_t line : scratch_) {
-    MemPacket p;
-    p.kind = op.op == OpClass::Atom ? MemPacket::Kind::Atomic : MemPacket::Kind::Reduction;
-    p.source = sm_;
-    p.destination = static_cast<std::uint16_t>(map_.slice_of(line));
-    p.request = slot;
-    p.line = line;
-    p.atomic_op = op.atomic_op;
-    p.atomic_type = op.atomic_type;
-    p.ops = pool_.acquire();
-    auto& ops = pool_.ops(p.ops);
-    for (std::uint32_t m = op.active_mask; m; m &= m - 1) {
-      int lane = std::countr_zero(m);
-      if (map_.line_of(op.address[lane]) != line) continue;
-      if (atomic_buffer_) {
-        // An atomic that bypasses the buffer must follow any buffered update of its word.
-        if (auto pending = atomic_buffer_->take(op.address[lane])) send_evicted(*pending);
+    for (std::uint32_t r = 0; r < rounds; ++r) {
+      MemPacket p;
+      p.kind = op.op == OpClass::Atom ? MemPacket::Kind::Atomic : MemPacket::Kind::Reduction;
+      p.source = sm_;
+      p.destination = static_cast<std::uint16_t>(map_.slice_of(line));
+      p.request = slot;
+      p.line = line;
+      p.atomic_op = op.atomic_op;
+      p.atomic_type = op.atomic_type;
+      p.ops = pool_.acquire();
+      auto& ops = pool_.ops(p.ops);
+      std::uint64_t sector_mask = 0;
+      for (std::uint32_t m = op.active_mask; m; m &= m - 1) {
+        int lane = std::countr_zero(m);
+        if (round[lane] != r || map_.line_of(op.address[lane]) != line) continue;
+        if (atomic_buffer_) {
+          // An atomic that bypasses the buffer must follow any buffered update of its word.
+          if (auto pending = atomic_buffer_->take(op.address[lane])) send_evicted(*pending);
+        }
+        ops.push_back(LaneOp{op.address[lane], op.value[lane], 1});
+        sector_mask |= std::uint64_t(1) << (((op.address[lane] - line) / params_.sector_bytes) % 64);
       }
-      ops.push_back(LaneOp{op.address[lane], op.value[lane], 1});
+      if (ops.empty()) {
+        pool_.release(p.ops);
+        continue;
+      }
+      p.op_count = static_cast<std::uint16_t>(ops.size());
+      p.sectors = static_cast<std::uint8_t>(std::popcount(sector_mask));
+      sectors_sent += p.sectors;
+      atomic_ops_to_l2_ += ops.size();
+      ++atomic_packets_to_l2_;
+      outgoing_.push_back(p);
+      ++f.remaining;
+      ++outstanding_writes_;
     }
-    p.op_count = static_cast<std::uint16_t>(ops.size());
-    atomic_ops_to_l2_ += ops.size();
-    ++atomic_packets_to_l2_;
-    outgoing_.push_back(p);
-    ++f.remaining;
-    ++outstanding_writes_;
   }
+  Cycle done = pipeline_.occupy(now, std::max<std::uint64_t>(1, sectors_sent));
   if (f.remaining == 0) complete(slot, done + params_.hit_latency);
 }
 

@@ -15,6 +15,9 @@ struct AtomicCell {
   std::uint64_t bits = 0;
   std::uint64_t updates = 0;
   trace::DataType type = trace::DataType::None;
+  // Timing, kept here because every update looks its word up anyway: the first
+  // cycle the word's next read-modify-write may start.
+  std::uint64_t next_update = 0;
 };
 
 class AtomicMemory {

@@ -33,8 +33,7 @@ void L2Slice::schedule_reply(Cycle ready, const MemPacket& packet) {
   pending_replies_.push(Reply{ready, reply_sequence_++, packet});
 }
 
-void L2Slice::apply(const LaneOp& op, AtomicOp kind, DataType type) {
-  AtomicCell& cell = memory_[op.address];
+void L2Slice::apply(AtomicCell& cell, const LaneOp& op, AtomicOp kind, DataType type) {
   cell.type = type;
   cell.updates += op.updates;
   auto f32 = [](std::uint64_t bits) { float f; std::uint32_t b = static_cast<std::uint32_t>(bits); std::memcpy(&f, &b, 4); return f; };
@@ -73,30 +72,21 @@ void L2Slice::preload(std::uint64_t line) { tags_.insert(line, false); }
 
 Cycle L2Slice::run_atomic(MemPacket& packet, Cycle start) {
   auto& ops = pool_.ops(packet.ops);
-  // The unit owning this line serializes updates of one address: a packet
-  // whose lanes hit one word waits for each read-modify-write in turn.
-  same_address_scratch_.clear();
-  for (const LaneOp& op : ops) same_address_scratch_.push_back(op.address);
-  std::sort(same_address_scratch_.begin(), same_address_scratch_.end());
-  std::uint64_t longest_run = 0, run = 0;
-  for (std::size_t i = 0; i < same_address_scratch_.size(); ++i) {
-    run = (i > 0 && same_address_scratch_[i] == same_address_scratch_[i - 1]) ? run + 1 : 1;
-    longest_run = std::max(longest_run, run);
-  }
+  // A unit applies a request's lanes sector by sector. A request holds at most
+  // one lane per word (the L1 sends same-word lanes in separate rounds), so a
+  // word's updates are separate requests, and each waits until the
+  // read-modify-write of the word's previous update has had its interval.
+  for (const LaneOp& op : ops) start = std::max<Cycle>(start, memory_[op.address].next_update);
   RateServer& unit = rop_units_[(packet.line / params_.line_bytes) % rop_units_.size()];
+  start = std::max(start, unit.free_at());
   std::uint64_t before = *unit.busy_scaled();
-  Cycle done = unit.occupy(start, ops.size());
-  // The last update of the longest same-address chain starts (run - 1)
-  // intervals after the first and then takes one operation's time.
-  Cycle serialized = start + static_cast<Cycle>(static_cast<double>(longest_run - 1) * params_.rop_same_address_interval +
-                                                1.0 / params_.rop_ops_per_cycle + 0.5);
-  if (serialized > done) {
-    // Hold the unit until the dependent chain completes.
-    done = unit.occupy(done, static_cast<std::uint64_t>((serialized - done) * params_.rop_ops_per_cycle));
-  }
+  Cycle done = unit.occupy(start, packet.sectors);
   rop_busy_scaled_ += (*unit.busy_scaled() - before) / rop_units_.size();
+  const Cycle next_update = start + static_cast<Cycle>(params_.rop_same_address_interval + 0.5);
   for (const LaneOp& op : ops) {
-    apply(op, packet.atomic_op, packet.atomic_type);
+    AtomicCell& cell = memory_[op.address];  // made by the loop above: no table growth here
+    apply(cell, op, packet.atomic_op, packet.atomic_type);
+    cell.next_update = next_update;
     atomic_updates_ += op.updates;
   }
   atomic_ops_ += ops.size();

@@ -50,9 +50,9 @@ struct L2Params {
     b.real("far_partition_extra_lookups", far_partition_extra_lookups, 0, 8, "extra lookups a request from the other partition costs");
     b.integer("far_partition_latency", far_partition_latency, 0, 10000, "extra cycles for a request from the other partition");
     b.integer("rop_units_per_slice", rop_units_per_slice, 1, 64, "ROP atomic units per slice");
-    b.real("rop_ops_per_cycle", rop_ops_per_cycle, 0.001, 64, "lane operations one ROP unit applies per SM cycle");
+    b.real("rop_ops_per_cycle", rop_ops_per_cycle, 0.001, 64, "sectors of atomic requests one ROP unit applies per SM cycle (a request's lanes in one sector together)");
     b.integer("rop_latency", rop_latency, 1, 10000, "cycles from an atomic's start in the ROP to its reply");
-    b.real("rop_same_address_interval", rop_same_address_interval, 0, 1000, "cycles between two updates of one address (read-modify-write dependency)");
+    b.real("rop_same_address_interval", rop_same_address_interval, 0, 1000, "cycles between the starts of two requests updating one word (read-modify-write dependency)");
     b.choice("start", start, {"cold", "footprint"},
              "the slices' contents when a kernel starts: cold, what earlier kernels of the run left (nothing for the first); "
              "footprint, also every line the kernel's global memory instructions touch, put in in trace order (as after "
@@ -87,7 +87,7 @@ class L2Slice : public Unit {
   bool accept(MemPacket& packet, Cycle now, bool refill);
   void serve(MemPacket& packet, Cycle start);
   Cycle run_atomic(MemPacket& packet, Cycle start);
-  void apply(const LaneOp& op, trace::AtomicOp kind, trace::DataType type);
+  void apply(AtomicCell& cell, const LaneOp& op, trace::AtomicOp kind, trace::DataType type);
   void schedule_reply(Cycle ready, const MemPacket& packet);
 
   const L2Params params_;
@@ -106,7 +106,6 @@ class L2Slice : public Unit {
   std::priority_queue<Reply, std::vector<Reply>, std::greater<>> pending_replies_;
   std::uint64_t reply_sequence_ = 0;
   AtomicMemory memory_;
-  std::vector<std::uint64_t> same_address_scratch_;
 
   std::uint64_t hits_ = 0, misses_ = 0, reads_ = 0, writes_ = 0, atomic_packets_ = 0, atomic_ops_ = 0,
                 atomic_updates_ = 0, far_requests_ = 0, writebacks_ = 0, rop_busy_scaled_ = 0;
