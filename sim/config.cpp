@@ -46,12 +46,10 @@ GpuParams load_gpu_params(const std::string& config, const std::vector<std::stri
   if (p.l1.line_bytes != p.l2.line_bytes)
     throw ConfigError(fmt::format("{}: key 'l1.line_bytes' must equal 'l2.line_bytes'", p.origin));
   // A buffer that can never hold the largest packet sent to it stalls its
-  // link for ever: a warp's 32 atomic lane operations to one line, or a line
-  // of sectors.
-  const std::uint32_t sectors_per_line = p.l1.line_bytes / p.l1.sector_bytes;
-  const std::uint32_t largest_packet = std::max<std::uint32_t>(32, sectors_per_line);
-  const std::string packet = sectors_per_line > 32 ? fmt::format("a line of {} sectors", sectors_per_line)
-                                                   : std::string("a warp's 32 atomic lane operations to one line");
+  // link for ever: a line of sectors (written, read back, or updated by a
+  // round of atomics).
+  const std::uint32_t largest_packet = std::max<std::uint32_t>(1, p.l1.line_bytes / p.l1.sector_bytes);
+  const std::string packet = fmt::format("a line of {} sectors", largest_packet);
   for (const auto& [key, flits] : {std::pair<const char*, std::uint32_t>{"l2.input_buffer_flits", p.l2.input_buffer_flits},
                                    {"interconnect.request.input_buffer_flits", p.request_network.input_buffer_flits},
                                    {"interconnect.request.output_queue_flits", p.request_network.output_queue_flits},

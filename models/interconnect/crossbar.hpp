@@ -25,7 +25,7 @@ struct CrossbarParams {
   void declare(ParamBinder b) {
     b.integer("latency", latency, 1, 10000, "cycles from entering the crossbar to arriving at the destination buffer");
     b.integer("input_buffer_flits", input_buffer_flits, 1, 4096, "flits each input buffers");
-    b.integer("output_queue_flits", output_queue_flits, 32, 4096, "flits queued for each output (at least one 32-operation packet)");
+    b.integer("output_queue_flits", output_queue_flits, 1, 4096, "flits queued for each output (at least a line of sectors, the largest packet)");
     b.real("input_flits_per_cycle", input_flits_per_cycle, 0.001, 1024, "injection bandwidth of one input port");
     b.real("output_flits_per_cycle", output_flits_per_cycle, 0.001, 1024, "bandwidth of one output port");
   }

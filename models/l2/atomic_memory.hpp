@@ -22,6 +22,10 @@ struct AtomicCell {
 
 class AtomicMemory {
  public:
+  // Room for `more` new words without growing, so that cells taken meanwhile stay put.
+  void reserve(std::size_t more) {
+    while (2 * (used_ + more) > slots_.size()) grow();
+  }
   // The word's cell, created (zero) on first use.
   AtomicCell& operator[](std::uint64_t address) {
     if (2 * (used_ + 1) > slots_.size()) grow();

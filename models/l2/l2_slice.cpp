@@ -1,8 +1,10 @@
 #include "models/l2/l2_slice.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstring>
+#include <stdexcept>
 
 namespace atomsim::model {
 
@@ -76,18 +78,23 @@ Cycle L2Slice::run_atomic(MemPacket& packet, Cycle start) {
   // one lane per word (the L1 sends same-word lanes in separate rounds), so a
   // word's updates are separate requests, and each waits until the
   // read-modify-write of the word's previous update has had its interval.
-  for (const LaneOp& op : ops) start = std::max<Cycle>(start, memory_[op.address].next_update);
+  std::array<AtomicCell*, 32> cells{};  // a request carries at most one lane of a warp per word
+  if (ops.size() > cells.size()) throw std::logic_error("an atomic request carries more than 32 lanes");
+  memory_.reserve(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    cells[i] = &memory_[ops[i].address];
+    start = std::max<Cycle>(start, cells[i]->next_update);
+  }
   RateServer& unit = rop_units_[(packet.line / params_.line_bytes) % rop_units_.size()];
   start = std::max(start, unit.free_at());
   std::uint64_t before = *unit.busy_scaled();
   Cycle done = unit.occupy(start, packet.sectors);
   rop_busy_scaled_ += (*unit.busy_scaled() - before) / rop_units_.size();
   const Cycle next_update = start + static_cast<Cycle>(params_.rop_same_address_interval + 0.5);
-  for (const LaneOp& op : ops) {
-    AtomicCell& cell = memory_[op.address];  // made by the loop above: no table growth here
-    apply(cell, op, packet.atomic_op, packet.atomic_type);
-    cell.next_update = next_update;
-    atomic_updates_ += op.updates;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    apply(*cells[i], ops[i], packet.atomic_op, packet.atomic_type);
+    cells[i]->next_update = next_update;
+    atomic_updates_ += ops[i].updates;
   }
   atomic_ops_ += ops.size();
   ++atomic_packets_;
