@@ -5,6 +5,8 @@
 #include <fstream>
 #include <random>
 
+#include <csignal>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "traces/format.hpp"
@@ -190,6 +192,40 @@ TEST_CASE("a writer that is not finished leaves no trace behind", "[traces][erro
   }
   REQUIRE_FALSE(std::filesystem::exists(path));
   REQUIRE_FALSE(std::filesystem::exists(path + ".partial"));
+}
+
+TEST_CASE("a writer killed mid-write leaves nothing that validates as a trace", "[traces][errors]") {
+  // A capture or generator killed (SIGKILL: no destructor runs) part way through
+  // its records: the trace's name never appears, and what it was writing fails validation.
+  std::string path = temp_path("killed.trace");
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + ".partial");
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    TraceWriter w(path);
+    w.begin_kernel(small_kernel("k", 4096));
+    WarpInst inst;
+    inst.active_mask = 0xFFFFFFFF;
+    for (std::uint64_t warp = 0; warp < 4096; ++warp) {
+      for (int i = 0; i < 64; ++i) {
+        inst.index = static_cast<std::uint32_t>(i % 4);
+        for (int lane = 0; lane < 32; ++lane) inst.address[lane] = 0x1000 + 4096 * warp + 64 * i + 4 * lane;
+        w.append(warp, inst);
+      }
+      w.end_warp(warp);
+      if (warp == 2048) raise(SIGKILL);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFSIGNALED(status));
+  REQUIRE_FALSE(std::filesystem::exists(path));
+  REQUIRE(std::filesystem::exists(path + ".partial"));
+  REQUIRE(std::filesystem::file_size(path + ".partial") > 0);
+  REQUIRE_THROWS_AS(validate_trace(path + ".partial"), TraceError);
+  std::filesystem::remove(path + ".partial");
 }
 
 TEST_CASE("uniform and strided addresses cost a few bytes per record", "[traces]") {
