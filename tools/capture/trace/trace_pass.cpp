@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -377,7 +378,17 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
   LaunchRecord& r = p.current;
   if (!r.selected) return;
   progress(p, fmt::format("launch {} ({}) issued; waiting for it", r.ordinal, r.name));
+  // Where the pass's time goes, kept with the launch: the instrumented kernel,
+  // the copy of its records, the join (and writing), the atomic replay.
+  using Clock = std::chrono::steady_clock;
+  auto lap = [last = Clock::now()]() mutable {
+    const auto now = Clock::now();
+    const double seconds = std::chrono::duration<double>(now - last).count();
+    last = now;
+    return seconds;
+  };
   ATOMSIM_SAN(sanitizerStreamSynchronize(ld->hStream));
+  const double kernel_seconds = lap();
   Buffers& b = p.buffers[ld->context];
   dev::Control c{};
   ATOMSIM_SAN(sanitizerMemcpyDeviceToHost(&c, b.control, sizeof c, ld->hStream));
@@ -391,6 +402,7 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
   if (!lanes.empty())
     ATOMSIM_SAN(sanitizerMemcpyDeviceToHost(lanes.data(), b.lanes, lanes.size() * sizeof(dev::LaneData), ld->hStream));
 
+  const double copy_seconds = lap();
   progress(p, fmt::format("{} records, {} with lane data", events.size(), lanes.size()));
   Module& module = p.modules[r.module];
   if (module.listing.empty()) {
@@ -485,6 +497,7 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
     p.writer->end_warp(w);
   }
   p.writer->end_kernel();
+  const double join_seconds = lap();
   progress(p, fmt::format("joined {} warp instructions", records));
   nlohmann::json entry = {{"launch", r.ordinal}, {"name", r.name}, {"mangled", r.mangled},
                           {"grid", {k.grid.x, k.grid.y, k.grid.z}}, {"block", {k.block.x, k.block.y, k.block.z}},
@@ -492,6 +505,7 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
                           {"warp_instructions", records}, {"guessed_branches", joiner.guessed_branches()},
                           {"retried_guesses", joiner.retried_guesses()}};
   entry["atomic_replay"] = replay_atomics(p, ld, lanes, slot_use, k);
+  entry["seconds"] = {{"kernel", kernel_seconds}, {"copy", copy_seconds}, {"join", join_seconds}, {"replay", lap()}};
   p.launches.push_back(entry);
 }
 
