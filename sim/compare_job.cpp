@@ -27,6 +27,12 @@ compare::SimulatedKernel summarize(const nlohmann::json& kernel) {
   s.cycles = kernel["cycles"].get<double>();
   s.warp_instructions = kernel["warp_instructions"].get<std::uint64_t>();
   for (const auto& [state, v] : kernel["warp_states"]["reasons"].items()) s.stall_fractions[state] = v["fraction"].get<double>();
+  if (kernel.contains("instructions"))
+    for (const auto& inst : kernel["instructions"]) {
+      const auto pc = inst["pc"].get<std::uint64_t>();
+      s.sass[pc] = inst["sass"].get<std::string>();
+      for (const auto& [state, cycles] : inst["states"].items()) s.pc_warp_cycles[pc][state] = cycles.get<double>();
+    }
   return s;
 }
 
@@ -50,6 +56,7 @@ compare::SimulatedKernel simulate_child(const compare::MeasuredKernel& k, const 
   std::vector<std::string> args = {"run", "-q", "--trace", k.trace.string(), "--config", options.simulate.config,
                                    "--json", json.string()};
   for (const auto& o : options.simulate.overrides) args.insert(args.end(), {"--set", o});
+  if (options.simulate.profile_instructions) args.push_back("--instructions");
   const int status = bp::system(bp::exe = options.executable, bp::args = args, bp::std_in < bp::null,
                                 bp::std_out > bp::null, bp::std_err > boost::filesystem::path(log.string()));
   if (status != 0) {
@@ -112,7 +119,9 @@ std::vector<compare::SimulatedKernel> simulate_all(const std::vector<compare::Me
 
 }  // namespace
 
-int compare_job(const CompareOptions& options, std::ostream& out) {
+int compare_job(const CompareOptions& given, std::ostream& out) {
+  CompareOptions options = given;
+  options.simulate.profile_instructions = options.instructions > 0;
   GpuParams params = load_gpu_params(options.simulate.config, options.simulate.overrides);
   const bool captured = !options.captures.empty() || !options.manifest.empty();
   if (captured == !options.dataset.empty())
@@ -135,7 +144,7 @@ int compare_job(const CompareOptions& options, std::ostream& out) {
     if (simulated[i].warp_instructions != measured[i].warp_instructions)
       out << fmt::format("note: {}: simulated {} warp instructions, the GPU executed {}\n", measured[i].id,
                          simulated[i].warp_instructions, measured[i].warp_instructions);
-  auto comparison = compare::build_comparison(measured, simulated, params.name);
+  auto comparison = compare::build_comparison(measured, simulated, params.name, options.instructions);
   compare::print_comparison(out, comparison);
   if (!options.json_out.empty()) write_file_atomically(options.json_out, compare::comparison_json(comparison).dump(1) + "\n");
   if (!options.plot_out.empty()) write_file_atomically(options.plot_out, compare::stall_plot_svg(comparison));

@@ -20,6 +20,7 @@ struct CompareOptions {
   std::string plot_out;    // SVG of stacked stall bars; empty: none
   SimulateOptions simulate;
   unsigned jobs = 1;       // captured kernels simulated at once, each as a child `atomsim run`
+  std::size_t instructions = 0;  // per kernel, the hottest instructions set side by side; 0: none
   std::string executable;  // the atomsim those children run (this one)
 };
 

@@ -190,6 +190,16 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
       }
     };
   }
+  if (options.profile_instructions) {
+    run.instructions.resize(info.program.size());
+    for (std::size_t i = 0; i < info.program.size(); ++i) {
+      run.instructions[i].pc = info.program[i].pc;
+      run.instructions[i].sass = info.program[i].mnemonic;
+    }
+    hooks.on_warp_cycles = [&run](std::uint32_t instruction, model::WarpState state, Cycle cycles) {
+      run.instructions[instruction].warp_cycles[static_cast<int>(state)] += cycles;
+    };
+  }
   if (params_.l2.start == "footprint") warm_l2(reader, kernel);
   for (auto& sm : u.sms) {
     sm->begin_kernel(ctx);
@@ -220,6 +230,7 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
     throw trace::TraceError(fmt::format("{}: kernel {} stalled before finishing (simulator deadlock)", reader.path(), kernel));
   run.cycles = current_cycle() - run.start;
   run.stats = stats_.summarize(before, stats_.snapshot(), run.cycles);
+  for (auto& sm : u.sms) sm->set_hooks({});  // they hold references into this call
   if (options.check_atomics) {
     run.check = check_atomics();
     run.checked = true;

@@ -2,6 +2,7 @@
 // and runs a trace's kernels one after another.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "models/dispatch/cta_dispatcher.hpp"
+#include "models/sm/stall.hpp"
 #include "sim/config.hpp"
 #include "sim/engine/stats.hpp"
 #include "traces/reader.hpp"
@@ -37,10 +39,19 @@ struct KernelRun {
   std::map<std::string, std::map<std::string, StatSummary>> stats;
   FunctionalCheck check;
   bool checked = false;
+  // With RunOptions::profile_instructions: per instruction of the program,
+  // warp-cycles in each state (models/sm/stall.hpp), all SMs together.
+  struct InstructionProfile {
+    std::uint64_t pc = 0;
+    std::string sass;
+    std::array<std::uint64_t, model::kWarpStateCount> warp_cycles{};
+  };
+  std::vector<InstructionProfile> instructions;
 };
 
 struct RunOptions {
   bool check_atomics = true;
+  bool profile_instructions = false;
   bool progress = true;
   std::string label;  // shown in progress lines
 };

@@ -33,6 +33,8 @@ int sc_main(int argc, char** argv) {
   run->add_option("--json", sim.json_out, "write results as JSON (docs/output-schema.md)");
   bool no_check = false, quiet = false;
   run->add_flag("--no-check", no_check, "skip the functional check of atomics");
+  run->add_flag("--instructions", sim.profile_instructions,
+                "per instruction, warp-cycles by state in the JSON (docs/output-schema.md)");
   run->add_flag("--quiet,-q", quiet, "no progress lines");
 
   CompareOptions cmp;
@@ -48,6 +50,9 @@ int sc_main(int argc, char** argv) {
   compare->add_option("--plot", cmp.plot_out, "write stacked stall bars, measured vs simulated (SVG)");
   compare->add_option("--jobs,-j", cmp.jobs, "captured kernels simulated at once, each in its own process")
       ->check(CLI::Range(1u, 1024u));
+  compare->add_option("--instructions", cmp.instructions,
+                      "per kernel, this many of the hottest instructions: PC-sample share against simulated "
+                      "warp-cycles, and the top reason of each");
   bool compare_quiet = false;
   compare->add_flag("--quiet,-q", compare_quiet, "no progress lines");
 

@@ -73,6 +73,21 @@ nlohmann::json kernel_json(const KernelRun& run, const GpuParams& params) {
                      {"per_instruction", instructions > 0 ? cycles / instructions : 0.0}};
   }
   k["warp_states"] = {{"warp_cycles", static_cast<std::uint64_t>(warp_cycles)}, {"reasons", reasons}};
+  if (!run.instructions.empty()) {
+    // Per instruction that warps spent time at: warp-cycles by state.
+    json per_instruction = json::array();
+    for (const auto& inst : run.instructions) {
+      json states = json::object();
+      std::uint64_t total = 0;
+      for (int st = 0; st < model::kWarpStateCount; ++st)
+        if (inst.warp_cycles[st]) {
+          states[model::warp_state_name(static_cast<model::WarpState>(st))] = inst.warp_cycles[st];
+          total += inst.warp_cycles[st];
+        }
+      if (total) per_instruction.push_back({{"pc", inst.pc}, {"sass", inst.sass}, {"warp_cycles", total}, {"states", states}});
+    }
+    k["instructions"] = per_instruction;
+  }
 
   json atomics;
   atomics["warp_instructions"] = static_cast<std::uint64_t>(stat_total(run, "smsp", "atomic_warp_instructions"));

@@ -23,6 +23,7 @@ std::vector<KernelRun> simulate_trace(const GpuParams& params, const std::string
     RunOptions ro;
     ro.check_atomics = options.check_atomics;
     ro.progress = options.progress;
+    ro.profile_instructions = options.profile_instructions;
     ro.label = fmt::format("[{}]", params.name);
     runs.push_back(gpu.run_kernel(reader, k, ro));
   }

@@ -16,6 +16,7 @@ struct SimulateOptions {
   std::string json_out;  // empty: no JSON file
   bool check_atomics = true;
   bool progress = true;
+  bool profile_instructions = false;  // warp-cycles by state per instruction in the results
 };
 
 // Runs every kernel of a trace on one GPU configuration.

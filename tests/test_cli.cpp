@@ -174,10 +174,31 @@ TEST_CASE("CLI: compare simulates kernels captured from any program, with speedu
   REQUIRE_FALSE(doc["kernels"][0]["measured"].contains("speedup"));  // the baseline itself
   REQUIRE(doc["kernels"][0]["measured"]["cycles"].get<double>() > 1000);
   std::remove(json.c_str());
-  // One capture folder alone, named by its path.
-  r = cli("compare -q " + dir + "/scatter-add-sorted");
-  REQUIRE(r.code == 0);
-  REQUIRE(r.out.find("scatter-add-sorted") != std::string::npos);
+  // One capture folder alone, named by its path, with its hottest instructions
+  // (PC-sample shares against simulated warp-cycles), the same in a child process.
+  for (const char* jobs : {"1", "2"}) {
+    r = cli(std::string("compare -q --jobs ") + jobs + " --instructions 4 " + dir + "/scatter-add-sorted " + dir +
+            "/scatter-add-random --json " + json);
+    REQUIRE(r.code == 0);
+    REQUIRE(r.out.find("scatter-add-sorted") != std::string::npos);
+    REQUIRE(r.out.find("hottest instructions") != std::string::npos);
+    doc = nlohmann::json::parse(slurp(json));
+    const auto& hot = doc["kernels"][0]["hottest_instructions"];
+    REQUIRE(hot.size() >= 4);
+    double measured_share = 0;
+    bool red_or_load = false;
+    for (const auto& i : hot) {
+      REQUIRE(i["measured_share"].get<double>() >= 0);
+      REQUIRE(i["simulated_share"].get<double>() <= 1);
+      measured_share += i["measured_share"].get<double>();
+      const std::string sass = i["sass"];
+      red_or_load |= sass.starts_with("REDG") || sass.starts_with("LDG");
+    }
+    REQUIRE(measured_share <= 1.0 + 1e-9);
+    REQUIRE(measured_share > 0.3);  // four instructions hold much of a memory-bound kernel's samples
+    REQUIRE(red_or_load);
+  }
+  std::remove(json.c_str());
 
   CliResult both = cli("compare -q -d " + std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/grid " + dir + "/scatter-add-few");
   REQUIRE(both.code == 1);

@@ -51,6 +51,34 @@ TEST_CASE("every variant conserves atomic updates and accounts every warp-cycle"
   }
 }
 
+TEST_CASE("per-instruction warp-cycles add up to the kernel's warp states and leave timing unchanged", "[sim][profile]") {
+  std::string path = small_microbench("profile.trace", workloads::MicrobenchVariant::SwS);
+  auto params = h100_with(kSmall);
+  SimulateOptions plain;
+  plain.progress = false;
+  SimulateOptions profiled = plain;
+  profiled.profile_instructions = true;
+  KernelRun a = simulate_trace(params, path, plain).at(0), b = simulate_trace(params, path, profiled).at(0);
+  REQUIRE(a.instructions.empty());
+  REQUIRE(b.cycles == a.cycles);
+  REQUIRE_FALSE(b.instructions.empty());
+  for (int st = 0; st < model::kWarpStateCount; ++st) {
+    const auto state = static_cast<model::WarpState>(st);
+    INFO(model::warp_state_name(state));
+    std::uint64_t at_instructions = 0;
+    for (const auto& inst : b.instructions) at_instructions += inst.warp_cycles[st];
+    const auto whole = static_cast<std::uint64_t>(total(b, "smsp", std::string("stall.") + model::warp_state_name(state)));
+    // Only the wait for a warp's very first instruction has no instruction to be charged to.
+    if (state == model::WarpState::NoInstructions) REQUIRE(at_instructions <= whole);
+    else REQUIRE(at_instructions == whole);
+  }
+  // One selected cycle per issued instruction, at that instruction.
+  std::uint64_t selected = 0;
+  for (const auto& inst : b.instructions) selected += inst.warp_cycles[static_cast<int>(model::WarpState::Selected)];
+  REQUIRE(selected == static_cast<std::uint64_t>(total(b, "smsp", "warp_instructions")));
+  std::remove(path.c_str());
+}
+
 TEST_CASE("baseline reductions are LSU-bound; SW-B removes most atomics and is faster", "[sim]") {
   auto params = h100_with(kSmall);
   std::string base = small_microbench("base.trace", workloads::MicrobenchVariant::Baseline, 1.0);

@@ -40,6 +40,11 @@ struct WarpHot {
   WarpState state = WarpState::NoInstructions;
   Cycle unblock_at = kNever;
   std::uint64_t age = 0;
+  // Per-instruction accounting (SmHooks::on_warp_cycles): the instruction the
+  // warp is at and since when it has been in its state there.
+  std::uint32_t instruction = kNoInstruction;
+  Cycle since = 0;
+  static constexpr std::uint32_t kNoInstruction = UINT32_MAX;
 };
 
 struct ReadRelease {
@@ -84,7 +89,10 @@ class Sm::Subcore {
     const std::uint32_t i = slot / sm_.params_.subcores;
     WarpHot& h = hot_[i];
     const std::uint64_t bit = std::uint64_t(1) << i;
-    if (resident_bits_ & bit) change_count(h.state, -1, accounted_until_);
+    if (resident_bits_ & bit) {
+      change_count(h.state, -1, accounted_until_);
+      if (profiling()) end_stretch(h, h.state, accounted_until_);
+    }
     clear_bits(bit);
     dirty_bits_ &= ~bit;
     resident_bits_ &= ~bit;
@@ -92,6 +100,7 @@ class Sm::Subcore {
     if (resident) {
       h.resident = true;
       h.age = age;
+      h.since = accounted_until_;
       resident_bits_ |= bit;
       dirty_bits_ |= bit;
       change_count(h.state, +1, accounted_until_);
@@ -134,6 +143,11 @@ class Sm::Subcore {
         std::size_t chosen = scheduler_->pick(eligible_);
         issued_slot_ = eligible_[chosen].slot;
         mark_warp_dirty(issued_slot_);
+        WarpHot& issued = hot_[issued_slot_ / sm_.params_.subcores];
+        if (profiling()) {
+          end_stretch(issued, issued.state, now);
+          end_stretch(issued, WarpState::Selected, now + 1);
+        }
         // The issued warp is selected for this one cycle; the other eligible
         // warps stay counted as not selected.
         change_count(WarpState::NotSelected, -1, now);
@@ -142,6 +156,11 @@ class Sm::Subcore {
         change_count(WarpState::NotSelected, +1, now + 1);
         ++issue_cycles_;
         issue(sm_.warp(issued_slot_), now);
+        if (profiling()) {
+          follow_instruction(issued);
+          // A drained warp's PC is the one after its EXIT, where PC sampling finds it.
+          if (sm_.warp(issued.slot).exited && issued.instruction + 1 < timing_->size()) ++issued.instruction;
+        }
       }
     }
     // States from the next cycle on hold until something changes.
@@ -174,6 +193,20 @@ class Sm::Subcore {
     tally.warps += static_cast<std::uint64_t>(static_cast<std::int64_t>(delta));
   }
 
+  bool profiling() const { return static_cast<bool>(sm_.hooks_.on_warp_cycles); }
+  // The warp's instruction from now on; a warp without one (waiting for the
+  // next, or drained after EXIT) stays at the last it had, as PC samples do.
+  void follow_instruction(WarpHot& h) const {
+    const Warp& w = sm_.warp(h.slot);
+    if (w.has_inst) h.instruction = w.index();
+  }
+  // Ends the warp's stretch in `state` at its instruction (none before its
+  // first instruction arrives) at cycle t.
+  void end_stretch(WarpHot& h, WarpState state, Cycle t) {
+    if (h.instruction != WarpHot::kNoInstruction && t > h.since) sm_.hooks_.on_warp_cycles(h.instruction, state, t - h.since);
+    h.since = t;
+  }
+
   void mark_dirty() {
     dirty_ = true;
     sm_.subcore_due_[index_] = 0;
@@ -201,6 +234,10 @@ class Sm::Subcore {
       if (h.state == before) continue;
       change_count(before, -1, t);
       change_count(h.state, +1, t);
+      if (profiling()) {
+        end_stretch(h, before, t);
+        follow_instruction(h);
+      }
       const std::uint64_t bit = std::uint64_t(1) << i;
       clear_bits(bit);
       switch (h.state) {

@@ -81,6 +81,9 @@ struct SmHooks {
   using Lanes = std::array<std::uint64_t, 32>;
   // Every atomic a warp issues, with its active lanes' addresses and operands.
   std::function<void(const trace::StaticInst&, std::uint32_t active_mask, const Lanes& address, const Lanes& value)> on_atomic;
+  // Warp-cycles a warp spent in one state at one instruction (index into the
+  // kernel's program), reported as each stretch ends; unset, nothing is kept.
+  std::function<void(std::uint32_t instruction, WarpState state, Cycle cycles)> on_warp_cycles;
 };
 
 class Sm : public Unit {

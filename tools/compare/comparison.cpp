@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <tuple>
 
 namespace atomsim::compare {
 namespace {
@@ -39,8 +40,71 @@ void track_worst(double value, const std::string& id, double& worst, std::string
 
 }  // namespace
 
+namespace {
+
+// Share of each instruction in the total, and the entry that takes most of the instruction.
+struct Shares {
+  std::map<std::uint64_t, double> share;
+  std::map<std::uint64_t, std::pair<std::string, double>> top;
+};
+
+Shares shares(const std::map<std::uint64_t, std::map<std::string, double>>& per_pc) {
+  Shares s;
+  double total = 0;
+  for (const auto& [pc, reasons] : per_pc)
+    for (const auto& [reason, v] : reasons) total += v;
+  if (total <= 0) return s;
+  for (const auto& [pc, reasons] : per_pc) {
+    double here = 0;
+    std::pair<std::string, double> best{"", -1};
+    for (const auto& [reason, v] : reasons) {
+      here += v;
+      if (v > best.second) best = {reason, v};
+    }
+    if (here <= 0) continue;
+    s.share[pc] = here / total;
+    s.top[pc] = {best.first, best.second / here};
+  }
+  return s;
+}
+
+std::vector<std::uint64_t> by_share(const Shares& s) {
+  std::vector<std::uint64_t> pcs;
+  for (const auto& [pc, v] : s.share) pcs.push_back(pc);
+  std::stable_sort(pcs.begin(), pcs.end(), [&](auto a, auto b) { return s.share.at(a) > s.share.at(b); });
+  return pcs;
+}
+
+std::vector<InstructionRow> hottest(const MeasuredKernel& m, const SimulatedKernel& sim, std::size_t count) {
+  std::vector<InstructionRow> rows;
+  if (count == 0 || m.pc_samples.empty() || sim.pc_warp_cycles.empty()) return rows;
+  const Shares measured = shares(m.pc_samples), simulated = shares(sim.pc_warp_cycles);
+  std::vector<std::uint64_t> pcs = by_share(measured);
+  if (pcs.size() > count) pcs.resize(count);
+  std::vector<std::uint64_t> sim_pcs = by_share(simulated);
+  for (std::size_t i = 0; i < sim_pcs.size() && i < (count + 1) / 2; ++i)
+    if (std::find(pcs.begin(), pcs.end(), sim_pcs[i]) == pcs.end()) pcs.push_back(sim_pcs[i]);
+  for (std::uint64_t pc : pcs) {
+    InstructionRow r;
+    r.pc = pc;
+    if (auto it = sim.sass.find(pc); it != sim.sass.end()) r.sass = it->second;
+    if (auto it = measured.share.find(pc); it != measured.share.end()) {
+      r.measured_share = it->second;
+      std::tie(r.measured_reason, r.measured_reason_share) = measured.top.at(pc);
+    }
+    if (auto it = simulated.share.find(pc); it != simulated.share.end()) {
+      r.simulated_share = it->second;
+      std::tie(r.simulated_reason, r.simulated_reason_share) = simulated.top.at(pc);
+    }
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+}  // namespace
+
 Comparison build_comparison(const std::vector<MeasuredKernel>& measured, const std::vector<SimulatedKernel>& simulated,
-                            const std::string& config) {
+                            const std::string& config, std::size_t instructions) {
   Comparison c;
   c.config = config;
   if (!measured.empty()) c.device = measured.front().device;
@@ -50,6 +114,7 @@ Comparison build_comparison(const std::vector<MeasuredKernel>& measured, const s
     r.simulated = simulated.at(i);
     r.cycle_error = (r.simulated.cycles - r.measured.cycles) / r.measured.cycles;
     r.stall_distance = stall_distance(r.measured.stall_fractions, r.simulated.stall_fractions);
+    r.hottest = hottest(r.measured, r.simulated, instructions);
     c.rows.push_back(std::move(r));
   }
   Summary& s = c.summary;
@@ -94,6 +159,22 @@ void print_comparison(std::ostream& out, const Comparison& c) {
       "stall distance mean {:.3f}, worst {:.3f} ({})\n",
       100 * s.mean_abs_cycle_error, 100 * s.worst_cycle_error, s.worst_cycle_id, 100 * s.mean_abs_speedup_error,
       100 * s.worst_speedup_error, s.worst_speedup_id, s.mean_stall_distance, s.worst_stall_distance, s.worst_stall_id);
+  for (const auto& r : c.rows) {
+    if (r.hottest.empty()) continue;
+    out << fmt::format("\n{}: hottest instructions, share of PC samples (measured) and of warp-cycles (simulated), "
+                       "and the reason taking most of each\n",
+                       r.measured.id);
+    out << fmt::format("  {:<8}{:<36}{:>7}{:>7}  {:<26}{}\n", "pc", "sass", "meas", "sim", "measured", "simulated");
+    for (const auto& i : r.hottest) {
+      auto reason = [](const std::string& name, double share) {
+        return name.empty() ? std::string("-") : fmt::format("{} {:.2f}", name, share);
+      };
+      out << fmt::format("  {:<8}{:<36}{:>6.1f}%{:>6.1f}%  {:<26}{}\n", fmt::format("{:#06x}", i.pc),
+                         i.sass.substr(0, 35), 100 * i.measured_share, 100 * i.simulated_share,
+                         reason(i.measured_reason, i.measured_reason_share),
+                         reason(i.simulated_reason, i.simulated_reason_share));
+    }
+  }
 }
 
 nlohmann::json comparison_json(const Comparison& c) {
@@ -113,6 +194,15 @@ nlohmann::json comparison_json(const Comparison& c) {
     if (r.measured_speedup) {
       j["measured"]["speedup"] = *r.measured_speedup;
       j["simulated"]["speedup"] = *r.simulated_speedup;
+    }
+    if (!r.hottest.empty()) {
+      nlohmann::json hot = nlohmann::json::array();
+      for (const auto& i : r.hottest)
+        hot.push_back({{"pc", i.pc}, {"sass", i.sass}, {"measured_share", i.measured_share},
+                       {"simulated_share", i.simulated_share}, {"measured_reason", i.measured_reason},
+                       {"measured_reason_share", i.measured_reason_share}, {"simulated_reason", i.simulated_reason},
+                       {"simulated_reason_share", i.simulated_reason_share}});
+      j["hottest_instructions"] = hot;
     }
     rows.push_back(std::move(j));
   }

@@ -19,6 +19,19 @@ struct SimulatedKernel {
   double cycles = 0;
   std::uint64_t warp_instructions = 0;
   std::map<std::string, double> stall_fractions;
+  // With instruction profiling: per instruction offset, warp-cycles by state, and its SASS.
+  std::map<std::uint64_t, std::map<std::string, double>> pc_warp_cycles;
+  std::map<std::uint64_t, std::string> sass;
+};
+
+// One instruction: its share of the kernel's PC samples and of its simulated
+// warp-cycles, and the reason that takes most of each.
+struct InstructionRow {
+  std::uint64_t pc = 0;
+  std::string sass;
+  double measured_share = 0, simulated_share = 0;
+  std::string measured_reason, simulated_reason;
+  double measured_reason_share = 0, simulated_reason_share = 0;  // of the instruction's own samples / warp-cycles
 };
 
 struct ComparisonRow {
@@ -27,6 +40,7 @@ struct ComparisonRow {
   double cycle_error = 0;  // (simulated - measured) / measured
   std::optional<double> measured_speedup, simulated_speedup;  // over the baseline of the same shape
   double stall_distance = 0;
+  std::vector<InstructionRow> hottest;  // where measured and simulated both have per-instruction data
 };
 
 struct Summary {
@@ -44,9 +58,11 @@ struct Comparison {
   Summary summary;
 };
 
-// `simulated` is parallel to `measured`.
+// `simulated` is parallel to `measured`. Each row's `hottest` lists the
+// `instructions` instructions with the most PC samples, and any of the
+// simulation's hottest half as many that are not among them.
 Comparison build_comparison(const std::vector<MeasuredKernel>& measured, const std::vector<SimulatedKernel>& simulated,
-                            const std::string& config);
+                            const std::string& config, std::size_t instructions = 0);
 void print_comparison(std::ostream& out, const Comparison& c);
 nlohmann::json comparison_json(const Comparison& c);
 // Stacked stall-reason bars, measured beside simulated for every kernel (SVG).

@@ -73,6 +73,15 @@ void read_stalls(MeasuredKernel& k, const std::filesystem::path& file) {
     if (!fraction.is_number()) throw DatasetError(file.string() + ": fraction of '" + reason + "' is not a number");
     k.stall_fractions[reason] = fraction.get<double>();
   }
+  // Per instruction: each sample counts once under its reason (the
+  // "_not_issued" entries repeat samples already counted).
+  if (kernel.contains("pcs"))
+    for (const auto& pc : field<nlohmann::json>(kernel, "pcs", file)) {
+      auto& reasons = k.pc_samples[field<std::uint64_t>(pc, "pc_offset", file)];
+      const auto recorded = field<nlohmann::json>(pc, "reasons", file);
+      for (const auto& [reason, samples] : recorded.items())
+        if (!reason.ends_with("_not_issued") && samples.is_number()) reasons[reason] += samples.get<double>();
+    }
 }
 
 }  // namespace

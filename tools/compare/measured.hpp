@@ -30,6 +30,7 @@ struct MeasuredKernel {
   std::uint64_t warp_instructions = 0;  // count pass
   std::uint64_t stall_samples = 0;
   std::map<std::string, double> stall_fractions;  // PC sampling, Nsight's reason names
+  std::map<std::uint64_t, std::map<std::string, double>> pc_samples;  // per instruction offset, samples by reason
   std::string device;
 };
 
