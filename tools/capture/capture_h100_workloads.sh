@@ -143,7 +143,7 @@ for entry in "${kernels[@]}"; do
     echo "capture_h100_workloads: $name: $verdict"
     [[ $verdict == faithful* ]] || failures=$((failures + 1))
     if [[ $phases == *,compare,* ]] && [ -f "$out/timing.json" ]; then
-      "$atomsim" compare -q "$out" --config "$root/configs/h100.toml" --json "$out/compare.json" > "$out/compare.txt" 2>&1 &
+      "$atomsim" compare -q "$out" --instructions 8 --config "$root/configs/h100.toml" --json "$out/compare.json" > "$out/compare.txt" 2>&1 &
     fi
   fi
   if [ -f "$out/timing.json" ] && [ -f "$out/trace/trace.atr" ]; then
@@ -163,7 +163,7 @@ for k in kernels:
 with open(sys.argv[1], "w") as f: json.dump({"kernels": kernels}, f, indent=1)
 EOF
   start=$(date +%s)
-  if "$atomsim" compare -q --manifest "$dest/manifest.json" --config "$root/configs/h100.toml" --jobs "$(nproc)" \
+  if "$atomsim" compare -q --manifest "$dest/manifest.json" --instructions 8 --config "$root/configs/h100.toml" --jobs "$(nproc)" \
        --json "$dest/compare.json" --plot "$dest/compare.svg" > "$dest/compare.txt"; then
     echo "compare $(( $(date +%s) - start )) s for ${#manifest[@]} kernels on $(nproc) cores" >> "$times"
     cat "$dest/compare.txt"
