@@ -9,9 +9,10 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
-#include <unistd.h>
 #include <regex>
 #include <thread>
+
+#include <unistd.h>
 
 #include "sim/report.hpp"
 #include "tools/compare/comparison.hpp"

@@ -178,55 +178,54 @@ void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
   // touch; the L1 works once per sector sent (workloads/microbench/red_requests.cu:
   // requests per instruction = per line the most lanes sharing one word, L1 and
   // L2 sectors = the sectors of every round, exact on all ten patterns probed).
-  std::array<std::uint8_t, 32> round{};
-  std::uint32_t rounds = 0;
-  for (std::uint32_t m = op.active_mask; m; m &= m - 1) {
-    int lane = std::countr_zero(m);
-    for (std::uint32_t earlier = op.active_mask & ((1u << lane) - 1); earlier; earlier &= earlier - 1)
-      if (op.address[std::countr_zero(earlier)] == op.address[lane]) ++round[lane];
-    rounds = std::max<std::uint32_t>(rounds, round[lane] + 1u);
-  }
+  // A lane's request is its line and its round (how many earlier lanes share
+  // its word), one key: lines are at least 32 bytes, so a round (below 32)
+  // fits in a line address's low bits. Sorted keys send lines in address
+  // order and each line's rounds in turn.
+  std::array<std::uint64_t, 32> request{};
   scratch_.clear();
-  for (std::uint32_t m = op.active_mask; m; m &= m - 1) scratch_.push_back(map_.line_of(op.address[std::countr_zero(m)]));
+  for (std::uint32_t m = op.active_mask; m; m &= m - 1) {
+    const int lane = std::countr_zero(m);
+    std::uint64_t round = 0;
+    for (std::uint32_t earlier = op.active_mask & ((1u << lane) - 1); earlier; earlier &= earlier - 1)
+      round += op.address[std::countr_zero(earlier)] == op.address[lane];
+    request[lane] = map_.line_of(op.address[lane]) | round;
+    scratch_.push_back(request[lane]);
+  }
   std::sort(scratch_.begin(), scratch_.end());
   scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
   std::uint64_t sectors_sent = 0;
-  for (std::uint64_t line : scratch_) {
-    for (std::uint32_t r = 0; r < rounds; ++r) {
-      MemPacket p;
-      p.kind = op.op == OpClass::Atom ? MemPacket::Kind::Atomic : MemPacket::Kind::Reduction;
-      p.source = sm_;
-      p.destination = static_cast<std::uint16_t>(map_.slice_of(line));
-      p.request = slot;
-      p.line = line;
-      p.atomic_op = op.atomic_op;
-      p.atomic_type = op.atomic_type;
-      p.ops = pool_.acquire();
-      auto& ops = pool_.ops(p.ops);
-      std::uint64_t sector_mask = 0;
-      for (std::uint32_t m = op.active_mask; m; m &= m - 1) {
-        int lane = std::countr_zero(m);
-        if (round[lane] != r || map_.line_of(op.address[lane]) != line) continue;
-        if (atomic_buffer_) {
-          // An atomic that bypasses the buffer must follow any buffered update of its word.
-          if (auto pending = atomic_buffer_->take(op.address[lane])) send_evicted(*pending);
-        }
-        ops.push_back(LaneOp{op.address[lane], op.value[lane], 1});
-        sector_mask |= std::uint64_t(1) << (((op.address[lane] - line) / params_.sector_bytes) % 64);
+  for (std::uint64_t key : scratch_) {
+    const std::uint64_t line = map_.line_of(key);
+    MemPacket p;
+    p.kind = op.op == OpClass::Atom ? MemPacket::Kind::Atomic : MemPacket::Kind::Reduction;
+    p.source = sm_;
+    p.destination = static_cast<std::uint16_t>(map_.slice_of(line));
+    p.request = slot;
+    p.line = line;
+    p.atomic_op = op.atomic_op;
+    p.atomic_type = op.atomic_type;
+    p.ops = pool_.acquire();
+    auto& ops = pool_.ops(p.ops);
+    std::uint64_t sector_mask = 0;
+    for (std::uint32_t m = op.active_mask; m; m &= m - 1) {
+      const int lane = std::countr_zero(m);
+      if (request[lane] != key) continue;
+      if (atomic_buffer_) {
+        // An atomic that bypasses the buffer must follow any buffered update of its word.
+        if (auto pending = atomic_buffer_->take(op.address[lane])) send_evicted(*pending);
       }
-      if (ops.empty()) {
-        pool_.release(p.ops);
-        continue;
-      }
-      p.op_count = static_cast<std::uint16_t>(ops.size());
-      p.sectors = static_cast<std::uint8_t>(std::popcount(sector_mask));
-      sectors_sent += p.sectors;
-      atomic_ops_to_l2_ += ops.size();
-      ++atomic_packets_to_l2_;
-      outgoing_.push_back(p);
-      ++f.remaining;
-      ++outstanding_writes_;
+      ops.push_back(LaneOp{op.address[lane], op.value[lane], 1});
+      sector_mask |= std::uint64_t(1) << (((op.address[lane] - line) / params_.sector_bytes) % 64);
     }
+    p.op_count = static_cast<std::uint16_t>(ops.size());
+    p.sectors = static_cast<std::uint8_t>(std::popcount(sector_mask));
+    sectors_sent += p.sectors;
+    atomic_ops_to_l2_ += ops.size();
+    ++atomic_packets_to_l2_;
+    outgoing_.push_back(p);
+    ++f.remaining;
+    ++outstanding_writes_;
   }
   Cycle done = pipeline_.occupy(now, std::max<std::uint64_t>(1, sectors_sent));
   if (f.remaining == 0) complete(slot, done + params_.hit_latency);

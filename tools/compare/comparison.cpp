@@ -38,10 +38,6 @@ void track_worst(double value, const std::string& id, double& worst, std::string
   }
 }
 
-}  // namespace
-
-namespace {
-
 // Share of each instruction in the total, and the entry that takes most of the instruction.
 struct Shares {
   std::map<std::uint64_t, double> share;
