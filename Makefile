@@ -1,9 +1,13 @@
 # Entry points: `make run` and `make test` work on a fresh Debian 12 machine.
 BUILD ?= build
 SANITIZE_BUILD ?= build-sanitize
+FUZZ_BUILD ?= build-fuzz
+FUZZ_TARGETS := trace_file gpu_config join_input sweep_spec
+FUZZ_SECONDS ?= 1800
+FUZZ_RUNS ?= 2000
 JOBS ?= $(shell nproc)
 
-.PHONY: deps build run test test-sanitize bench capture-bundle clean
+.PHONY: deps build run test test-sanitize fuzz fuzz-smoke fuzz-long bench capture-bundle clean
 
 deps:
 	@tools/install-deps.sh
@@ -27,6 +31,21 @@ test-sanitize: deps
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers.supp:print_suppressions=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS) --timeout 1200
 
+# libFuzzer targets (clang) for traces, configurations, join inputs and sweep specs (docs/reliability.md).
+fuzz: deps
+	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATOMSIM_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+# Each target for a fixed number of executions from the committed corpus (CI).
+fuzz-smoke: fuzz
+	@for t in $(FUZZ_TARGETS); do log=$(FUZZ_BUILD)/fuzz-work/$$t-smoke.log; mkdir -p $(FUZZ_BUILD)/fuzz-work; \
+	  tests/fuzz/run.sh $(FUZZ_BUILD) $$t --runs $(FUZZ_RUNS) >$$log 2>&1 || { tail -40 $$log; exit 1; }; \
+	  echo "$$t: $$(grep -E '^Done' $$log)"; done
+
+# Each target for FUZZ_SECONDS; the grown corpus, minimised, replaces the committed one.
+fuzz-long: fuzz
+	@for t in $(FUZZ_TARGETS); do tests/fuzz/run.sh $(FUZZ_BUILD) $$t $(FUZZ_SECONDS); done
+
 bench: build
 	tools/bench/speed.sh $(BUILD)/atomsim
 
@@ -35,4 +54,4 @@ capture-bundle: build
 	tools/capture/bundle.sh $(BUILD) $(BUILD)/atomsim-capture.tar.gz
 
 clean:
-	rm -rf $(BUILD) $(SANITIZE_BUILD)
+	rm -rf $(BUILD) $(SANITIZE_BUILD) $(FUZZ_BUILD)

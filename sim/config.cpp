@@ -20,7 +20,10 @@ std::string resolve_config_path(const std::string& config) {
 }
 
 GpuParams load_gpu_params(const std::string& config, const std::vector<std::string>& overrides) {
-  ParamSource source = ParamSource::from_file(resolve_config_path(config));
+  return bind_gpu_params(ParamSource::from_file(resolve_config_path(config)), overrides);
+}
+
+GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& overrides) {
   for (const auto& o : overrides) source.apply_override(o);
   GpuParams p;
   p.origin = source.origin();

@@ -33,6 +33,8 @@ struct GpuParams {
 
 // `config` is a path or the name of a bundled configuration (h100, a100, rtx4090, rtx3060).
 GpuParams load_gpu_params(const std::string& config, const std::vector<std::string>& overrides);
+// The same from a configuration already read (errors name its origin).
+GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& overrides);
 std::string resolve_config_path(const std::string& config);
 std::vector<std::string> bundled_configs();
 

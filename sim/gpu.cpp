@@ -214,7 +214,10 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
   // Short slices let a long run report progress about once a second.
   const sc_core::sc_time slice = sc_core::sc_time::from_value(10000 * kPicosecondsPerCycle);
   do {
-    sc_core::sc_start(slice, sc_core::SC_EXIT_ON_STARVATION);
+    // SC_EXIT_ON_STARVATION leaves time where the last event was (the kernel's
+    // end), but returns at once when the next event lies beyond the slice: a
+    // slice always reaches the next pending event.
+    sc_core::sc_start(std::max(slice, sc_core::sc_time_to_pending_activity()), sc_core::SC_EXIT_ON_STARVATION);
     for (auto& sm : u.sms)
       if (!sm->error().empty()) throw trace::TraceError(sm->error());
     auto t = clock::now();
@@ -226,8 +229,12 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
                    static_cast<unsigned long long>(u.dispatcher->total()));
     }
   } while (sc_core::sc_pending_activity());
-  if (!u.dispatcher->kernel_done())
-    throw trace::TraceError(fmt::format("{}: kernel {} stalled before finishing (simulator deadlock)", reader.path(), kernel));
+  if (!u.dispatcher->kernel_done()) {
+    const std::string waiting = describe_waiting_messages();
+    throw trace::TraceError(fmt::format("{}: kernel {} stalled at cycle {} before finishing (simulator deadlock){}{}",
+                                        reader.path(), kernel, current_cycle(), waiting.empty() ? "" : ": ",
+                                        waiting));
+  }
   run.cycles = current_cycle() - run.start;
   run.stats = stats_.summarize(before, stats_.snapshot(), run.cycles);
   for (auto& sm : u.sms) sm->set_hooks({});  // they hold references into this call

@@ -111,31 +111,23 @@ void trace_rejoin(const std::string& path, std::optional<std::uint64_t> show_war
   std::stringstream text;
   text << in.rdbuf();
   capture::JoinInput input;
-  std::vector<trace::StaticInst> program;
   try {
     input = capture::load_join_input(text.str());
-    program = input.program();
-  } catch (const std::exception& e) {
+  } catch (const capture::JoinError& e) {
     throw trace::TraceError(path + ": " + e.what());
   }
   if (show_warp && *show_warp >= input.warps.size())
     throw trace::TraceError(fmt::format("{}: no warp {} (it has {})", path, *show_warp, input.warps.size()));
-  std::uint64_t warp = 0, records = 0;
   try {
-    capture::WarpJoiner joiner(program, input.text, input.observed());
-    if (!input.counts.empty()) joiner.use_counts(input.counts);
-    for (; warp < input.warps.size(); ++warp) joiner.survey(input.warps[warp]);
-    for (warp = 0; warp < input.warps.size(); ++warp) {
-      joiner.join(input.warps[warp], [&](const trace::WarpInst& inst) {
-        ++records;
-        if (show_warp == warp)
-          out << fmt::format("  pc 0x{:04x}  mask {:08x}  {}\n", input.pcs[inst.index], inst.active_mask, input.text[inst.index]);
-      });
-    }
+    const capture::RejoinResult joined = capture::rejoin(input, [&](std::uint64_t warp, const trace::WarpInst& inst) {
+      if (show_warp == warp)
+        out << fmt::format("  pc 0x{:04x}  mask {:08x}  {}\n", input.pcs[inst.index], inst.active_mask, input.text[inst.index]);
+    });
     out << fmt::format("{}: {}: joined {} warps into {} warp instructions ({} branches guessed, {} guesses taken back)\n",
-                       path, input.kernel, input.warps.size(), records, joiner.guessed_branches(), joiner.retried_guesses());
-  } catch (const capture::JoinError& e) {
-    throw trace::TraceError(fmt::format("{}: warp {}: {}", path, warp, e.what()));
+                       path, input.kernel, input.warps.size(), joined.warp_instructions, joined.guessed_branches,
+                       joined.retried_guesses);
+  } catch (const std::runtime_error& e) {  // JoinError, or trace::TraceError for SASS the decoder refuses
+    throw trace::TraceError(fmt::format("{}: {}", path, e.what()));
   }
 }
 

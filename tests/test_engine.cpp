@@ -40,6 +40,38 @@ TEST_CASE("a link counts capacity in flits", "[engine][port]") {
   REQUIRE(source.sent_at == std::vector<Cycle>{0, 2});
 }
 
+namespace {
+// A unit that takes messages in and never serves them: a deadlock in miniature.
+class Stuck : public Unit {
+ public:
+  Stuck(const sc_core::sc_module_name& name, std::uint32_t capacity) : Unit(name), in(*this, capacity) {}
+  InPort<Token> in;
+
+ protected:
+  void evaluate() override {}
+};
+}  // namespace
+
+TEST_CASE("A stalled simulation names the units holding the oldest waiting messages", "[engine][port]") {
+  reset_simulation_context();
+  REQUIRE(describe_waiting_messages().empty());
+  Source<Token> early("early"), late("late");
+  Stuck first("first_stuck", 4), second("second_stuck", 8);
+  early.out.bind(first.in, 3);
+  late.out.bind(second.in, 3);
+  for (int i = 0; i < 6; ++i) early.schedule(10, Token{i});  // two stay behind: the buffer holds 4
+  late.schedule(50, Token{9, 2});
+  early.start();
+  late.start();
+  sc_core::sc_start();
+  REQUIRE(describe_waiting_messages() ==
+          "oldest waiting messages: first_stuck input 0 since cycle 13 (4 messages, 4 of 4 flits); "
+          "second_stuck input 0 since cycle 53 (1 messages, 2 of 8 flits)");
+  REQUIRE(describe_waiting_messages(1) ==
+          "oldest waiting messages: first_stuck input 0 since cycle 13 (4 messages, 4 of 4 flits); "
+          "1 more units hold messages");
+}
+
 TEST_CASE("a rate server spaces work by its rate", "[engine][rate]") {
   RateServer half(0.5);
   REQUIRE(half.occupy(0, 1) == 2);

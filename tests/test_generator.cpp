@@ -1,13 +1,17 @@
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <bit>
 #include <fstream>
 #include <map>
 #include <sstream>
 
 #include "sim_helpers.hpp"
+#include "traces/reader.hpp"
 #include "traces/validate.hpp"
+#include "traces/writer.hpp"
 #include "workloads/microbench/generator.hpp"
 
 using namespace atomsim;
@@ -153,5 +157,58 @@ TEST_CASE("generated streams match the H100's count pass in warp and predicate-o
     REQUIRE(summary.warp_instructions == counted["warp_instructions"].get<std::uint64_t>());
     REQUIRE(summary.thread_instructions == counted["thread_instructions_pred_on"].get<std::uint64_t>());
     std::remove(path.c_str());
+  }
+}
+
+TEST_CASE("Every variant and parameter count of the microbenchmark adds the same value to each parameter", "[generator]") {
+  // The reductions of SW-B and SW-S change how lanes' values reach memory,
+  // never what is added: each parameter's total is the baseline's.
+  for (std::uint32_t params : {1u, 4u, 9u}) {
+    std::map<std::uint64_t, double> baseline_totals;
+    for (const char* variant : {"baseline", "swb", "sws"}) {
+      MicrobenchParams p;
+      p.variant = parse_variant(variant);
+      p.blocks = 3;
+      p.warps_per_block = 4;
+      p.iterations = 3;
+      p.params = params;
+      p.primitives = 64;
+      p.active_fraction = 0.6;
+      p.lanes_per_primitive = 16;
+      p.threshold = 4;
+      INFO(variant << " with " << params << " parameters");
+      const std::string path = testing::temp_trace(fmt::format("gen-totals-{}-{}.trace", variant, params));
+      {
+        trace::TraceWriter w(path);
+        write_microbench_kernel(p, w);
+        w.finish();
+      }
+      trace::TraceReader reader(path);
+      const trace::KernelInfo& info = reader.kernel(0);
+      std::map<std::uint64_t, double> totals;
+      trace::WarpInst inst;
+      for (std::uint64_t warp = 0; warp < info.total_warps(); ++warp) {
+        trace::WarpStream stream = reader.open_warp(0, warp);
+        while (stream.next(inst)) {
+          if (!trace::is_atomic(info.program[inst.index].op)) continue;
+          for (std::uint32_t m = inst.active_mask; m; m &= m - 1) {
+            const int lane = std::countr_zero(m);
+            totals[inst.address[lane]] += std::bit_cast<float>(static_cast<std::uint32_t>(inst.value[lane]));
+          }
+        }
+      }
+      REQUIRE(!totals.empty());
+      if (baseline_totals.empty()) {
+        baseline_totals = totals;
+      } else {
+        REQUIRE(totals.size() == baseline_totals.size());
+        for (const auto& [address, total] : baseline_totals) {
+          INFO("address 0x" << std::hex << address);
+          REQUIRE(totals.count(address));
+          REQUIRE(totals.at(address) == Approx(total).epsilon(1e-4).margin(1e-4));
+        }
+      }
+      std::remove(path.c_str());
+    }
   }
 }

@@ -136,6 +136,19 @@ TEST_CASE("latencies longer than the wake calendar's window finish and add their
   std::remove(path.c_str());
 }
 
+TEST_CASE("Gaps with no event longer than a progress slice are crossed", "[sim][engine]") {
+  // The run loop simulates 10,000 cycles at a time; a launch latency or a DRAM
+  // latency beyond that once left no event inside a slice, and time never moved.
+  std::string path = small_microbench("long-gap.trace", workloads::MicrobenchVariant::Baseline);
+  KernelRun near = run_one(h100_with(kSmall), path);
+  auto gap = kSmall;
+  gap.push_back("dispatch.launch_latency=250000");
+  KernelRun late = run_one(h100_with(gap), path);
+  REQUIRE(late.check.passed());
+  REQUIRE(late.cycles == near.cycles + 250000 - h100_with(kSmall).dispatch.launch_latency);
+  std::remove(path.c_str());
+}
+
 // A kernel whose data earlier launches left in the L2 (l2.start = footprint)
 // loads it from there: no DRAM read, and it finishes sooner than from cold.
 TEST_CASE("an L2 warmed with the kernel's footprint serves its loads without DRAM", "[sim][l2]") {

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -38,12 +39,50 @@ struct ParamSource::Impl {
   }
 };
 
+std::size_t invalid_utf8_offset(std::string_view text) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  for (std::size_t i = 0; i < text.size();) {
+    const unsigned char lead = byte(i);
+    std::size_t length;
+    unsigned char low = 0x80, high = 0xBF;  // the second byte's range
+    if (lead < 0x80) length = 1;
+    else if (lead >= 0xC2 && lead <= 0xDF) length = 2;
+    else if (lead >= 0xE0 && lead <= 0xEF) {
+      length = 3;
+      if (lead == 0xE0) low = 0xA0;
+      if (lead == 0xED) high = 0x9F;  // no surrogates
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+      length = 4;
+      if (lead == 0xF0) low = 0x90;
+      if (lead == 0xF4) high = 0x8F;
+    } else {
+      return i;
+    }
+    if (length > text.size() - i) return i;
+    for (std::size_t k = 1; k < length; ++k) {
+      const unsigned char c = byte(i + k);
+      if (k == 1 ? (c < low || c > high) : (c < 0x80 || c > 0xBF)) return i;
+    }
+    i += length;
+  }
+  return std::string_view::npos;
+}
+
+std::string text_position(std::string_view text, std::size_t offset) {
+  const auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(std::min(offset, text.size())), '\n') + 1;
+  return fmt::format("line {} (byte offset {})", line, offset);
+}
+
 namespace {
-std::unique_ptr<ParamSource::Impl> parse(std::istream& in, const std::string& origin) {
+std::unique_ptr<ParamSource::Impl> parse(std::istream& stream, const std::string& origin) {
   auto impl = std::make_unique<ParamSource::Impl>();
   impl->origin = origin;
+  std::stringstream text;
+  text << stream.rdbuf();
+  if (const std::size_t bad = invalid_utf8_offset(text.view()); bad != std::string_view::npos)
+    throw ConfigError(fmt::format("{}: {}: not UTF-8 text", origin, text_position(text.view(), bad)));
   try {
-    toml::value root = toml::parse(in, origin);
+    toml::value root = toml::parse(text, origin);
     impl->flatten(root, "");
   } catch (const toml::syntax_error& e) {
     std::string what = e.what();
@@ -79,6 +118,8 @@ void ParamSource::apply_override(const std::string& assignment) {
   auto it = impl_->values.find(key);
   if (it == impl_->values.end())
     throw ConfigError(fmt::format("--set '{}': unknown key '{}' (not in {})", assignment, key, impl_->origin));
+  if (const std::size_t bad = invalid_utf8_offset(assignment); bad != std::string_view::npos)
+    throw ConfigError(fmt::format("--set '{}': byte {} is not UTF-8 text", key, bad));
   toml::value parsed;
   try {
     std::istringstream in("v = " + text);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace atomsim {
@@ -18,6 +19,13 @@ class ConfigError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// TOML is UTF-8, and toml11 (3.7) reads past the end of its buffer on some
+// malformed sequences: every TOML text is checked first. The byte offset of
+// the first invalid sequence, or npos.
+std::size_t invalid_utf8_offset(std::string_view text);
+// "line L (byte offset N)" of a byte offset, for error messages.
+std::string text_position(std::string_view text, std::size_t offset);
 
 // One declared parameter, kept for `atomsim config describe`.
 struct ParamInfo {

@@ -98,7 +98,7 @@ template <class Msg>
 std::uint32_t flits_of(const Msg& msg) { return msg.flits(); }
 
 template <class Msg>
-class InPort {
+class InPort final : public MessageBuffer {
  public:
   struct Entry {
     Cycle ready = 0;
@@ -110,9 +110,15 @@ class InPort {
       : owner_(owner), capacity_flits_(capacity_flits), max_messages_(max_messages ? max_messages : capacity_flits),
         buffer_(max_messages_) {
     if (capacity_flits == 0) throw std::invalid_argument("port capacity must be positive");
+    owner.add_input(*this);
   }
+  InPort(const InPort&) = delete;  // the owner keeps its address
+  InPort& operator=(const InPort&) = delete;
 
-  std::uint32_t capacity_flits() const { return capacity_flits_; }
+  std::uint32_t capacity_flits() const override { return capacity_flits_; }
+  std::size_t waiting_messages() const override { return buffer_.size(); }
+  Cycle oldest_arrival() const override { return buffer_.empty() ? kNever : buffer_.front().ready; }
+  std::uint32_t occupied_flits() const override { return occupied_flits_; }
   std::uint32_t max_messages() const { return max_messages_; }
   bool ready(Cycle now) const { return head_ready_ <= now; }
   Cycle next_ready() const { return head_ready_; }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace atomsim {
 
@@ -32,6 +33,20 @@ extern Cycle evaluation_cycle;
 
 class WakeCalendar;
 
+// What a unit's input buffer says about the messages it holds, for the
+// deadlock report (the ports themselves are typed by message; see port.hpp).
+class MessageBuffer {
+ public:
+  virtual std::size_t waiting_messages() const = 0;
+  // The arrival cycle of the oldest message held; kNever when empty.
+  virtual Cycle oldest_arrival() const = 0;
+  virtual std::uint32_t occupied_flits() const = 0;
+  virtual std::uint32_t capacity_flits() const = 0;
+
+ protected:
+  ~MessageBuffer() = default;
+};
+
 class Unit : public sc_core::sc_module {
  public:
   explicit Unit(const sc_core::sc_module_name& name);
@@ -41,6 +56,10 @@ class Unit : public sc_core::sc_module {
   // The current cycle, for use inside evaluate() (and the port operations it makes).
   static Cycle now() { return detail::evaluation_cycle; }
 
+  // Input buffers register themselves with the unit that owns them.
+  void add_input(const MessageBuffer& buffer) { inputs_.push_back(&buffer); }
+  const std::vector<const MessageBuffer*>& inputs() const { return inputs_; }
+
  protected:
   virtual void evaluate() = 0;
 
@@ -48,7 +67,14 @@ class Unit : public sc_core::sc_module {
   friend class WakeCalendar;
   WakeCalendar& calendar_;
   Cycle pending_wake_ = kNever;
+  std::vector<const MessageBuffer*> inputs_;
 };
+
+// When a simulation stops with work left: the units whose input buffers hold
+// the oldest waiting messages, oldest first (at most `units`), one line, e.g.
+// "oldest waiting messages: l2_slice_3 input 0 since cycle 812 (4 messages,
+// 4 of 4 flits); ...". Empty when no buffer holds a message.
+std::string describe_waiting_messages(std::size_t units = 4);
 
 // Starts a fresh SystemC context so that several simulations can run one after
 // another in the same process (the CLI runs three variants; tests run many).

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <nlohmann/json.hpp>
 
@@ -626,6 +627,26 @@ std::string save_join_input(const JoinInput& input) {
   return doc.dump() + "\n";
 }
 
+namespace {
+// nlohmann's get<T>() converts any number with a cast (undefined for a double
+// out of T's range, a wrap for a negative one): a saved input's fields are
+// whole numbers in range or an error naming the field.
+template <class T>
+T whole_number(const nlohmann::json& v, const char* field) {
+  if (v.is_number_unsigned()) {
+    const std::uint64_t x = v.get<std::uint64_t>();
+    if (x <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())) return static_cast<T>(x);
+  } else if (v.is_number_integer()) {
+    const std::int64_t x = v.get<std::int64_t>();
+    if (x >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
+        (x < 0 || static_cast<std::uint64_t>(x) <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())))
+      return static_cast<T>(x);
+  }
+  throw JoinError(fmt::format("key '{}': {} is not a whole number in [{}, {}]", field, v.dump(), std::numeric_limits<T>::min(),
+                              std::numeric_limits<T>::max()));
+}
+}  // namespace
+
 JoinInput load_join_input(const std::string& document) {
   nlohmann::json doc = nlohmann::json::parse(document, nullptr, false);
   if (doc.is_discarded()) throw JoinError("not JSON");
@@ -635,20 +656,20 @@ JoinInput load_join_input(const std::string& document) {
   try {
     input.kernel = doc.at("kernel").get<std::string>();
     for (const auto& line : doc.at("sass")) {
-      input.pcs.push_back(line.at(0).get<std::uint64_t>());
+      input.pcs.push_back(whole_number<std::uint64_t>(line.at(0), "sass"));
       input.text.push_back(line.at(1).get<std::string>());
     }
     for (const auto& w : doc.at("warps")) {
       WarpObservation obs;
-      obs.lanes = w.at("lanes").get<std::uint32_t>();
+      obs.lanes = whole_number<std::uint32_t>(w.at("lanes"), "lanes");
       for (const auto& e : w.at("events")) {
         ObservedInst inst;
-        inst.index = e.at(0).get<std::uint32_t>();
-        inst.mask = e.at(1).get<std::uint32_t>();
-        int kind = e.at(2).get<int>();
+        inst.index = whole_number<std::uint32_t>(e.at(0), "events");
+        inst.mask = whole_number<std::uint32_t>(e.at(1), "events");
+        const int kind = whole_number<int>(e.at(2), "events");
         if (kind < 0 || kind > static_cast<int>(ObservedKind::Exit)) throw JoinError(fmt::format("unknown event kind {}", kind));
         inst.kind = static_cast<ObservedKind>(kind);
-        inst.call_target = e.at(3).get<std::uint32_t>();
+        inst.call_target = whole_number<std::uint32_t>(e.at(3), "events");
         if (inst.index >= input.pcs.size() || inst.call_target >= input.pcs.size())
           throw JoinError(fmt::format("warp {}: an event names instruction {} of {}", input.warps.size(), inst.index, input.pcs.size()));
         if (inst.kind == ObservedKind::Memory) {
@@ -660,7 +681,7 @@ JoinInput load_join_input(const std::string& document) {
       input.warps.push_back(std::move(obs));
     }
     if (doc.contains("counts")) {
-      input.counts = doc["counts"].get<std::vector<std::uint64_t>>();
+      for (const auto& count : doc.at("counts")) input.counts.push_back(whole_number<std::uint64_t>(count, "counts"));
       if (input.counts.size() != input.pcs.size())
         throw JoinError(fmt::format("key 'counts': {} counts for {} instructions", input.counts.size(), input.pcs.size()));
     }
@@ -668,6 +689,27 @@ JoinInput load_join_input(const std::string& document) {
     throw JoinError(std::string("malformed join input: ") + e.what());
   }
   return input;
+}
+
+RejoinResult rejoin(const JoinInput& input, const std::function<void(std::uint64_t, const trace::WarpInst&)>& emit) {
+  const std::vector<trace::StaticInst> program = input.program();
+  RejoinResult result;
+  std::uint64_t warp = 0;
+  try {
+    WarpJoiner joiner(program, input.text, input.observed());
+    if (!input.counts.empty()) joiner.use_counts(input.counts);
+    for (; warp < input.warps.size(); ++warp) joiner.survey(input.warps[warp]);
+    for (warp = 0; warp < input.warps.size(); ++warp)
+      joiner.join(input.warps[warp], [&](const trace::WarpInst& inst) {
+        ++result.warp_instructions;
+        emit(warp, inst);
+      });
+    result.guessed_branches = joiner.guessed_branches();
+    result.retried_guesses = joiner.retried_guesses();
+  } catch (const JoinError& e) {
+    throw JoinError(fmt::format("warp {}: {}", warp, e.what()));
+  }
+  return result;
 }
 
 }  // namespace atomsim::capture

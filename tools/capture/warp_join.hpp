@@ -70,6 +70,17 @@ std::string save_join_input(const JoinInput& input);
 // Throws JoinError naming the field when the document is not a saved join input.
 JoinInput load_join_input(const std::string& document);
 
+struct RejoinResult {
+  std::uint64_t warp_instructions = 0;
+  std::uint64_t guessed_branches = 0;
+  std::uint64_t retried_guesses = 0;
+};
+// Runs the trace pass's join again on a saved input, as the pass does: every
+// warp surveyed, then each joined, `emit(warp, inst)` in order. Throws
+// JoinError (prefixed "warp N: " where a warp fails) or trace::TraceError (SASS
+// the decoder refuses).
+RejoinResult rejoin(const JoinInput& input, const std::function<void(std::uint64_t, const trace::WarpInst&)>& emit);
+
 class WarpJoiner {
  public:
   // `text` holds each instruction's SASS text (guard included); `observed[i]`

@@ -228,9 +228,9 @@ std::string stall_plot_svg(const Comparison& c) {
   std::set<std::string> others;
   for (const auto& r : c.rows)
     for (const auto* m : {&r.measured.stall_fractions, &r.simulated.stall_fractions})
-      for (const auto& [name, v] : *m)
-        if (std::none_of(palette.begin(), palette.end(), [&](const auto& p) { return p.first == name; }))
-          others.insert(name);
+      for (const auto& entry : *m)
+        if (std::none_of(palette.begin(), palette.end(), [&](const auto& p) { return p.first == entry.first; }))
+          others.insert(entry.first);
   auto reasons = palette;
   int grey = 0;
   for (const auto& name : others) reasons.emplace_back(name, fmt::format("#{0:02x}{0:02x}{0:02x}", 90 + 30 * (grey++ % 5)));

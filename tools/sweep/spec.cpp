@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include <toml.hpp>
 
@@ -164,7 +166,15 @@ SweepPlan plan_sweep(const std::string& spec_path, const std::string& out_dir, c
   SpecReader spec(spec_path);
   toml::value root;
   try {
-    root = toml::parse(spec_path);
+    std::ifstream file(spec_path, std::ios::binary);
+    if (!file) throw std::runtime_error("cannot open it");
+    std::stringstream text;
+    text << file.rdbuf();
+    if (const std::size_t bad = invalid_utf8_offset(text.view()); bad != std::string_view::npos)
+      spec.fail_file(fmt::format("{}: not UTF-8 text", text_position(text.view(), bad)));
+    root = toml::parse(text, spec_path);
+  } catch (const SpecError&) {
+    throw;
   } catch (const toml::syntax_error& e) {
     std::string what = e.what();
     what = what.substr(0, what.find('\n'));

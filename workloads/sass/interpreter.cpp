@@ -17,7 +17,7 @@ namespace {
 
 enum class Op : std::uint8_t {
   Nop, Exit, Bra, BraDiv, Bssy, Bsync, Warpsync, Ldc, Uldc, S2r, S2ur, Mov, Umov, Iadd3, Uiadd3, Viadd, Imad, Lop3,
-  Ulop3, Shf, Ushf, Isetp, Uisetp, Sel, Fsel, I2f, I2fp, F2i, Mufu, Fadd, Fmul, Ffma, Hfma2, Vote, Voteu, Popc, Brev,
+  Ulop3, Plop3, Shf, Ushf, Lea, Isetp, Uisetp, Sel, Fsel, I2f, I2fp, F2i, Mufu, Fadd, Fmul, Ffma, Hfma2, Vote, Voteu, Popc, Brev,
   Flo, Match, Redux, Shfl, Redg, Atomg, Ldg, Stg, Bar, Membar, Unsupported
 };
 
@@ -27,7 +27,7 @@ const std::unordered_map<std::string_view, Op>& opcode_table() {
       {"WARPSYNC", Op::Warpsync}, {"ENDCOLLECTIVE", Op::Nop}, {"LDC", Op::Ldc}, {"ULDC", Op::Uldc},
       {"S2R", Op::S2r}, {"CS2R", Op::S2r}, {"S2UR", Op::S2ur}, {"MOV", Op::Mov}, {"UMOV", Op::Umov},
       {"IADD3", Op::Iadd3}, {"UIADD3", Op::Uiadd3}, {"VIADD", Op::Viadd}, {"IMAD", Op::Imad}, {"LOP3", Op::Lop3},
-      {"ULOP3", Op::Ulop3}, {"SHF", Op::Shf}, {"USHF", Op::Ushf}, {"ISETP", Op::Isetp}, {"UISETP", Op::Uisetp},
+      {"ULOP3", Op::Ulop3}, {"SHF", Op::Shf}, {"USHF", Op::Ushf}, {"LEA", Op::Lea}, {"PLOP3", Op::Plop3}, {"ISETP", Op::Isetp}, {"UISETP", Op::Uisetp},
       {"SEL", Op::Sel}, {"FSEL", Op::Fsel}, {"I2F", Op::I2f}, {"I2FP", Op::I2fp}, {"F2I", Op::F2i},
       {"MUFU", Op::Mufu}, {"FADD", Op::Fadd}, {"FMUL", Op::Fmul}, {"FFMA", Op::Ffma}, {"HFMA2", Op::Hfma2},
       {"VOTE", Op::Vote}, {"VOTEU", Op::Voteu}, {"POPC", Op::Popc}, {"BREV", Op::Brev}, {"FLO", Op::Flo},
@@ -542,6 +542,39 @@ void Interpreter::run_warp(const LaunchConfig& launch, std::uint64_t cta, std::u
           if (d.is(kL)) r = v << shift;
           else r = d.is(kS32) ? static_cast<std::uint64_t>(static_cast<std::int64_t>(v) >> shift) : v >> shift;
           set_reg(lane, ops[0], static_cast<std::uint32_t>(d.is(kHI) ? r >> 32 : r));
+        });
+        break;
+      case Op::Plop3:
+        // "PLOP3.LUT Pd, Pq, Pa, Pb, Pc, lut, lut2": each destination is its
+        // table's entry for the three sources (a the high bit, as in LOP3).
+        lanes_on([&](int lane) {
+          const unsigned entry = (unsigned(pred(lane, ops[2])) << 2) | (unsigned(pred(lane, ops[3])) << 1) |
+                                 unsigned(pred(lane, ops[4]));
+          set_pred(lane, ops[0], (reg(lane, ops[5]) >> entry) & 1);
+          set_pred(lane, ops[1], (reg(lane, ops[6]) >> entry) & 1);
+        });
+        break;
+      case Op::Lea:
+        // Address arithmetic in two halves: "LEA Rd, Pcarry, Ra, Rb, s" is
+        // Rd = (Ra << s) + Rb with the carry out; "LEA.HI.X Rd, Ra, Rb, Rc, s, Pcarry"
+        // adds the high word of {Rc:Ra} << s and the carry to Rb.
+        lanes_on([&](int lane) {
+          std::size_t i = 1;
+          const Operand* carry_out = nullptr;
+          if (!d.is(kHI) && ops[i].kind == Kind::Pred) carry_out = &ops[i++];
+          const std::uint64_t a = reg(lane, ops[i]), b = reg(lane, ops[i + 1]);
+          if (d.is(kHI)) {
+            const std::uint64_t wide = (std::uint64_t(reg(lane, ops[i + 2])) << 32) | a;
+            const std::uint32_t shift = reg(lane, ops[i + 3]) & 31;
+            std::uint64_t sum = b + static_cast<std::uint32_t>((wide << shift) >> 32);
+            if (d.is(kX) && i + 4 < ops.size() && pred(lane, ops[i + 4])) sum += 1;
+            set_reg(lane, ops[0], static_cast<std::uint32_t>(sum));
+          } else {
+            const std::uint32_t shift = reg(lane, ops[i + 2]) & 31;
+            const std::uint64_t sum = static_cast<std::uint32_t>(a << shift) + b;
+            set_reg(lane, ops[0], static_cast<std::uint32_t>(sum));
+            if (carry_out) set_pred(lane, *carry_out, (sum >> 32) != 0);
+          }
         });
         break;
       case Op::Isetp: case Op::Uisetp:
