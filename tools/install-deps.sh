@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what atomsim builds with, skipping what is present: Debian 12
-# packages (Slurm and munge for the sweep's Slurm backend and its test), and the npm package `bunny` (the scanned mesh the 3D Gaussian
+# packages (clang for the fuzz targets, Slurm and munge for the sweep's Slurm backend and its test), and the npm package `bunny` (the scanned mesh the 3D Gaussian
 # splatting workload trains on) into workloads/splat3d/data/node_modules.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 packages=(build-essential cmake ninja-build pkg-config libsystemc-dev libfmt-dev
           libcli11-dev libtoml11-dev libzstd-dev nlohmann-json3-dev catch2
-          libboost-dev libboost-filesystem-dev libxxhash-dev)
+          libboost-dev libboost-filesystem-dev libxxhash-dev
+          clang libclang-rt-14-dev)  # clang and libFuzzer: `make fuzz`
 # Slurm's Debian packages recommend dozens of plugins that a single-node test
 # cluster does not need.
 lean_packages=(slurmctld slurmd slurm-client munge)
