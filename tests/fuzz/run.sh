@@ -24,9 +24,10 @@ work=$build/fuzz-work/$target
 findings=$build/fuzz-work/$target-findings
 rm -rf "$work"
 mkdir -p "$work" "$findings" "$corpus"
-# -timeout: an input that runs for seconds is a hang; -rss_limit_mb: one that
+# -timeout: an input that runs for a minute is a hang (the sanitizers slow the
+# joiner's bounded search twentyfold: its worst case takes seconds); -rss_limit_mb: one that
 # needs gigabytes is a finding too (atomsim must refuse it, not swap).
-options=(-timeout=20 -rss_limit_mb=2048 -max_len=$max_len -artifact_prefix="$findings/" -print_final_stats=1)
+options=(-timeout=60 -rss_limit_mb=2048 -max_len=$max_len -artifact_prefix="$findings/" -print_final_stats=1)
 if [[ ${3:-} == --runs ]]; then
   exec "$binary" "${options[@]}" -runs="$4" "$work" "$corpus" "$seeds"
 fi
