@@ -395,12 +395,18 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
   if (c.overflow)
     throw CaptureError(fmt::format("launch {} of {}: the trace buffer filled up ({} records); raise --trace-buffer-mib",
                                    r.ordinal, r.name, c.event_count));
+  // One sanitizerMemcpyDeviceToHost of several GiB fails with "an unknown
+  // internal error" (a 3DGS backward's lane data, H100, CUDA 13): copy in pieces.
+  auto copy_to_host = [&](auto* host, auto* device, std::size_t count) {
+    constexpr std::size_t kPieceBytes = std::size_t{1} << 30;
+    const std::size_t per_piece = std::max<std::size_t>(1, kPieceBytes / sizeof(*host));
+    for (std::size_t at = 0; at < count; at += per_piece)
+      ATOMSIM_SAN(sanitizerMemcpyDeviceToHost(host + at, device + at, std::min(per_piece, count - at) * sizeof(*host), ld->hStream));
+  };
   std::vector<dev::Event> events(c.event_count);
   std::vector<dev::LaneData> lanes(c.lane_count);
-  if (!events.empty())
-    ATOMSIM_SAN(sanitizerMemcpyDeviceToHost(events.data(), b.events, events.size() * sizeof(dev::Event), ld->hStream));
-  if (!lanes.empty())
-    ATOMSIM_SAN(sanitizerMemcpyDeviceToHost(lanes.data(), b.lanes, lanes.size() * sizeof(dev::LaneData), ld->hStream));
+  copy_to_host(events.data(), b.events, events.size());
+  copy_to_host(lanes.data(), b.lanes, lanes.size());
 
   const double copy_seconds = lap();
   progress(p, fmt::format("{} records, {} with lane data", events.size(), lanes.size()));
