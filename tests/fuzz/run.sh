@@ -37,6 +37,7 @@ log=$build/fuzz-work/$target.log
   grep -E "^#[0-9]+\s+(INITED|DONE)|^stat::|ERROR|SUMMARY" || true
 merged=$build/fuzz-work/$target-merged
 rm -rf "$merged" && mkdir -p "$merged"
-"$binary" -merge=1 -max_len=$max_len "$merged" "$corpus" "$work" >/dev/null 2>&1
+# Kept: the fewest inputs that reach every edge the run reached.
+"$binary" -merge=1 -use_counters=0 -max_len=$max_len "$merged" "$corpus" "$work" >/dev/null 2>&1
 rm -rf "$corpus" && mkdir -p "$corpus" && cp "$merged"/* "$corpus"/ 2>/dev/null || true
 echo "$target: $(ls "$corpus" | wc -l) corpus inputs ($(du -sh "$corpus" | cut -f1)) after merging, $(ls "$findings" | wc -l) findings, log $log"
