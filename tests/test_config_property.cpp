@@ -119,6 +119,7 @@ TEST_CASE("Configurations drawn from the declared ranges run to the end or are r
       }
       SimulateOptions options;
       options.progress = false;
+      // A draw that never ends reports nothing else: ATOMSIM_PROPERTY_VERBOSE names each before it runs.
       if (std::getenv("ATOMSIM_PROPERTY_VERBOSE")) std::fprintf(stderr, "seed %llu draw %d: %s\n", static_cast<unsigned long long>(seed), draw, command_line(overrides).c_str());
       const auto t0 = std::chrono::steady_clock::now();
       std::vector<KernelRun> runs;

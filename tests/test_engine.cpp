@@ -146,6 +146,16 @@ TEST_CASE("statistics summarize counters, time averages and utilization over a w
   REQUIRE(s["unit"]["util"].total == Approx(0.5));
 }
 
+TEST_CASE("Configuration text that is not UTF-8 is refused naming the line and byte", "[engine][params]") {
+  // A truncated two-byte sequence once made the TOML parser read past its buffer.
+  REQUIRE_THROWS_WITH(ParamSource::from_text("[gpu]\nname = '\xC8'", "bad.toml"),
+                      "bad.toml: line 2 (byte offset 14): not UTF-8 text");
+  REQUIRE(utf8_problem("name = 'Grüße €'").empty());
+  REQUIRE_FALSE(utf8_problem("\xED\xA0\x80").empty());  // a surrogate
+  ParamSource source = ParamSource::from_text("[gpu]\nname = 'h100'", "good.toml");
+  REQUIRE_THROWS_WITH(source.apply_override("gpu.name=\xC8"), "--set 'gpu.name': line 1 (byte offset 9): not UTF-8 text");
+}
+
 TEST_CASE("parameters: missing, unknown, out-of-range and mistyped keys name the key and file", "[engine][params]") {
   auto source = [] {
     return ParamSource::from_text("[l2]\nslices = 80\nhash = \"xor\"\nrate = 0.5\n", "test.toml");

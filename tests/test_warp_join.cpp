@@ -219,6 +219,11 @@ TEST_CASE("a saved join input round-trips and damaged ones are refused by field"
   REQUIRE_THROWS_WITH(load_join_input(R"({"schema":"atomsim-join-input-1","kernel":"k","sass":[[0,"EXIT"]],"warps":[{"lanes":1,"events":[[0,1,9,0]]}]})"),
                       Catch::Contains("unknown event kind 9"));
   REQUIRE_THROWS_WITH(load_join_input(R"({"schema":"atomsim-join-input-1","kernel":"k"})"), Catch::Contains("malformed join input"));
+  // Numbers out of a field's range were once cast (undefined for 3.3e19 as an int).
+  REQUIRE_THROWS_WITH(load_join_input(R"({"schema":"atomsim-join-input-1","kernel":"k","sass":[[0,"EXIT"]],"warps":[{"lanes":1,"events":[[0,1,3.3e19,0]]}]})"),
+                      Catch::Contains("key 'events'"));
+  REQUIRE_THROWS_WITH(load_join_input(R"({"schema":"atomsim-join-input-1","kernel":"k","sass":[[0,"EXIT"]],"warps":[{"lanes":-1,"events":[]}]})"),
+                      Catch::Contains("key 'lanes'"));
 }
 
 // Observations the H100 made of a kernel written outside the project: a loop

@@ -39,6 +39,7 @@ struct ParamSource::Impl {
   }
 };
 
+namespace {
 std::size_t invalid_utf8_offset(std::string_view text) {
   const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
   for (std::size_t i = 0; i < text.size();) {
@@ -68,9 +69,13 @@ std::size_t invalid_utf8_offset(std::string_view text) {
   return std::string_view::npos;
 }
 
-std::string text_position(std::string_view text, std::size_t offset) {
-  const auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(std::min(offset, text.size())), '\n') + 1;
-  return fmt::format("line {} (byte offset {})", line, offset);
+}  // namespace
+
+std::string utf8_problem(std::string_view text) {
+  const std::size_t bad = invalid_utf8_offset(text);
+  if (bad == std::string_view::npos) return {};
+  const auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n') + 1;
+  return fmt::format("line {} (byte offset {}): not UTF-8 text", line, bad);
 }
 
 namespace {
@@ -79,8 +84,8 @@ std::unique_ptr<ParamSource::Impl> parse(std::istream& stream, const std::string
   impl->origin = origin;
   std::stringstream text;
   text << stream.rdbuf();
-  if (const std::size_t bad = invalid_utf8_offset(text.view()); bad != std::string_view::npos)
-    throw ConfigError(fmt::format("{}: {}: not UTF-8 text", origin, text_position(text.view(), bad)));
+  if (const std::string problem = utf8_problem(text.view()); !problem.empty())
+    throw ConfigError(fmt::format("{}: {}", origin, problem));
   try {
     toml::value root = toml::parse(text, origin);
     impl->flatten(root, "");
@@ -118,8 +123,8 @@ void ParamSource::apply_override(const std::string& assignment) {
   auto it = impl_->values.find(key);
   if (it == impl_->values.end())
     throw ConfigError(fmt::format("--set '{}': unknown key '{}' (not in {})", assignment, key, impl_->origin));
-  if (const std::size_t bad = invalid_utf8_offset(assignment); bad != std::string_view::npos)
-    throw ConfigError(fmt::format("--set '{}': byte {} is not UTF-8 text", key, bad));
+  if (const std::string problem = utf8_problem(assignment); !problem.empty())
+    throw ConfigError(fmt::format("--set '{}': {}", key, problem));
   toml::value parsed;
   try {
     std::istringstream in("v = " + text);

@@ -21,11 +21,10 @@ class ConfigError : public std::runtime_error {
 };
 
 // TOML is UTF-8, and toml11 (3.7) reads past the end of its buffer on some
-// malformed sequences: every TOML text is checked first. The byte offset of
-// the first invalid sequence, or npos.
-std::size_t invalid_utf8_offset(std::string_view text);
-// "line L (byte offset N)" of a byte offset, for error messages.
-std::string text_position(std::string_view text, std::size_t offset);
+// malformed sequences: every TOML text is checked first. Empty when the text
+// is UTF-8, else "line L (byte offset N): not UTF-8 text" for its first
+// invalid sequence.
+std::string utf8_problem(std::string_view text);
 
 // One declared parameter, kept for `atomsim config describe`.
 struct ParamInfo {

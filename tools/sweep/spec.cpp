@@ -167,11 +167,10 @@ SweepPlan plan_sweep(const std::string& spec_path, const std::string& out_dir, c
   toml::value root;
   try {
     std::ifstream file(spec_path, std::ios::binary);
-    if (!file) throw std::runtime_error("cannot open it");
+    if (!file) spec.fail_file("cannot read sweep spec: cannot open it");
     std::stringstream text;
     text << file.rdbuf();
-    if (const std::size_t bad = invalid_utf8_offset(text.view()); bad != std::string_view::npos)
-      spec.fail_file(fmt::format("{}: not UTF-8 text", text_position(text.view(), bad)));
+    if (const std::string problem = utf8_problem(text.view()); !problem.empty()) spec.fail_file(problem);
     root = toml::parse(text, spec_path);
   } catch (const SpecError&) {
     throw;
