@@ -2,8 +2,10 @@
 #include <CLI/CLI.hpp>
 #include <systemc>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -103,6 +105,9 @@ int sc_main(int argc, char** argv) {
   std::optional<std::uint64_t> rejoin_warp;
   rejoin->add_option("input", inspect_path, "join-input.json written by atomsim-capture --pass trace")->required();
   rejoin->add_option("--warp", rejoin_warp, "print this warp's joined instructions");
+  unsigned rejoin_threads = std::max(1u, std::thread::hardware_concurrency());
+  rejoin->add_option("--threads", rejoin_threads, "threads walking warps (the result does not depend on it)")
+      ->check(CLI::Range(1u, 1024u))->capture_default_str();
 
   auto* config = app.add_subcommand("config", "configuration tools");
   config->require_subcommand(1);
@@ -146,7 +151,7 @@ int sc_main(int argc, char** argv) {
     if (*info) { trace_info(inspect_path, std::cout); return 0; }
     if (*validate) { trace_validate(inspect_path, std::cout); return 0; }
     if (*dump) { trace_dump(inspect_path, dump_kernel, dump_warp, dump_limit, std::cout); return 0; }
-    if (*rejoin) { trace_rejoin(inspect_path, rejoin_warp, std::cout); return 0; }
+    if (*rejoin) { trace_rejoin(inspect_path, rejoin_warp, rejoin_threads, std::cout); return 0; }
     if (*check) {
       auto report = compare::check_faithfulness(inspect_path, dump_kernel, check_count,
                                                 {check_count_again.begin(), check_count_again.end()}, check_capture);

@@ -1,7 +1,11 @@
 #include "sim/trace_cli.hpp"
 
+#include <xxhash.h>
+
+#include <array>
 #include <bit>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -105,7 +109,7 @@ void trace_dump(const std::string& path, std::size_t kernel, std::uint64_t warp,
   }
 }
 
-void trace_rejoin(const std::string& path, std::optional<std::uint64_t> show_warp, std::ostream& out) {
+void trace_rejoin(const std::string& path, std::optional<std::uint64_t> show_warp, unsigned threads, std::ostream& out) {
   std::ifstream in(path);
   if (!in) throw trace::TraceError(path + ": cannot open");
   std::stringstream text;
@@ -119,13 +123,18 @@ void trace_rejoin(const std::string& path, std::optional<std::uint64_t> show_war
   if (show_warp && *show_warp >= input.warps.size())
     throw trace::TraceError(fmt::format("{}: no warp {} (it has {})", path, *show_warp, input.warps.size()));
   try {
-    const capture::RejoinResult joined = capture::rejoin(input, [&](std::uint64_t warp, const trace::WarpInst& inst) {
+    // A digest of the joined streams, so that two joins of one input can be told apart at a glance.
+    std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> digest(XXH3_createState(), &XXH3_freeState);
+    XXH3_64bits_reset(digest.get());
+    const capture::RejoinResult joined = capture::rejoin(input, threads, [&](std::uint64_t warp, const trace::WarpInst& inst) {
+      const std::array<std::uint64_t, 2> key{warp, std::uint64_t{inst.index} << 32 | inst.active_mask};
+      XXH3_64bits_update(digest.get(), key.data(), sizeof key);
       if (show_warp == warp)
         out << fmt::format("  pc 0x{:04x}  mask {:08x}  {}\n", input.pcs[inst.index], inst.active_mask, input.text[inst.index]);
     });
-    out << fmt::format("{}: {}: joined {} warps into {} warp instructions ({} branches guessed, {} guesses taken back)\n",
+    out << fmt::format("{}: {}: joined {} warps into {} warp instructions ({} branches guessed, {} guesses taken back), digest {:016x}\n",
                        path, input.kernel, input.warps.size(), joined.warp_instructions, joined.guessed_branches,
-                       joined.retried_guesses);
+                       joined.retried_guesses, XXH3_64bits_digest(digest.get()));
   } catch (const std::runtime_error& e) {  // JoinError, or trace::TraceError for SASS the decoder refuses
     throw trace::TraceError(fmt::format("{}: {}", path, e.what()));
   }

@@ -28,6 +28,14 @@ std::optional<ObservedKind> observed_kind(const trace::StaticInst& s) {
   return std::nullopt;
 }
 
+// Every warp's joined stream, the launch joined on `threads` threads.
+std::vector<std::vector<trace::WarpInst>> join_all(WarpJoiner& joiner, const std::vector<WarpObservation>& warps,
+                                                   unsigned threads = 2) {
+  std::vector<std::vector<trace::WarpInst>> joined(warps.size());
+  joiner.join_launch(warps, threads, [&](std::uint64_t w, const trace::WarpInst& i) { joined[w].push_back(i); });
+  return joined;
+}
+
 struct Reference {
   trace::KernelInfo kernel;
   std::vector<std::string> text;
@@ -105,11 +113,12 @@ TEST_CASE("warp join rebuilds every microbenchmark warp's stream from the patche
     Reference ref = reference_streams(p);
     WarpJoiner joiner(ref.kernel.program, ref.text, observed_set(ref));
     INFO(workloads::variant_name(variant) << " lanes/primitive " << lanes << " active " << fraction);
-    for (const auto& truth : ref.warps) joiner.survey(observe(ref.kernel, truth));
+    std::vector<WarpObservation> observations;
+    for (const auto& truth : ref.warps) observations.push_back(observe(ref.kernel, truth));
+    const auto all_joined = join_all(joiner, observations);
     for (std::size_t w = 0; w < ref.warps.size(); ++w) {
       const auto& truth = ref.warps[w];
-      std::vector<trace::WarpInst> joined;
-      joiner.join(observe(ref.kernel, truth), [&](const trace::WarpInst& i) { joined.push_back(i); });
+      const std::vector<trace::WarpInst>& joined = all_joined[w];
       INFO("warp " << w);
       for (std::size_t i = 0; i < std::min(truth.size(), joined.size()); ++i) {
         const trace::StaticInst& s = ref.kernel.program[truth[i].index];
@@ -138,22 +147,22 @@ TEST_CASE("warp join refuses observations no control-flow path explains", "[capt
   std::vector<trace::StaticInst> program;
   for (std::size_t i = 0; i < text.size(); ++i) program.push_back(trace::parse_sass_instruction(text[i], 16 * i));
   WarpJoiner joiner(program, text, {false, true, true});
-  auto ignore = [](const trace::WarpInst&) {};
+  auto join = [&](const WarpObservation& warp) { join_all(joiner, {warp}); };
 
   WarpObservation exit_only;  // the unguarded reduction cannot be passed silently
   exit_only.events.push_back({2, 0xFFFFFFFFu, ObservedKind::Exit});
-  REQUIRE_THROWS_WITH(joiner.join(exit_only, ignore), Catch::Contains("reached pc 0x10 (REDG.E.ADD.STRONG.GPU) without reporting it"));
+  REQUIRE_THROWS_WITH(join(exit_only), Catch::Contains("reached pc 0x10 (REDG.E.ADD.STRONG.GPU) without reporting it"));
 
   WarpObservation no_exit;
   no_exit.operands.resize(1);
   no_exit.events.push_back({1, 0xFFFFFFFFu, ObservedKind::Memory, 0, 0});
-  REQUIRE_THROWS_WITH(joiner.join(no_exit, ignore), Catch::Contains("never reported its exit"));
+  REQUIRE_THROWS_WITH(join(no_exit), Catch::Contains("never reported its exit"));
 
   WarpObservation split;  // lanes 0-15 and 16-31 report one instruction apart but neither half exits
   split.operands.resize(1);
   split.events.push_back({1, 0x0000FFFFu, ObservedKind::Memory, 0, 0});
   split.events.push_back({2, 0xFFFFFFFFu, ObservedKind::Exit});
-  REQUIRE_THROWS_WITH(joiner.join(split, ignore), Catch::Contains("without reporting it"));
+  REQUIRE_THROWS_WITH(join(split), Catch::Contains("without reporting it"));
 }
 
 namespace {
@@ -173,14 +182,13 @@ TEST_CASE("warp join rebuilds the H100's SW-S streams as the committed faithful 
   JoinInput input = load_fixture("join-input-sws-lpp32-af0.5.json");
   const std::vector<trace::StaticInst> program = input.program();
   WarpJoiner joiner(program, input.text, input.observed());
-  for (const auto& w : input.warps) joiner.survey(w);
+  const auto all_joined = join_all(joiner, input.warps);
 
   trace::TraceReader committed(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/traces/sws-lpp32-af0.5-thr8/trace.atr");
   REQUIRE(committed.kernel(0).program.size() == program.size());
   for (std::size_t w = 0; w < input.warps.size(); ++w) {
     INFO("warp " << w);
-    std::vector<trace::WarpInst> joined;
-    joiner.join(input.warps[w], [&](const trace::WarpInst& i) { joined.push_back(i); });
+    const std::vector<trace::WarpInst>& joined = all_joined[w];
     auto stream = committed.open_warp(0, w);
     trace::WarpInst expected;
     std::size_t n = 0;
@@ -238,7 +246,8 @@ TEST_CASE("warp join orders lanes whose next observation is in a later loop iter
   const std::vector<trace::StaticInst> program = input.program();
   const std::vector<bool> reports = input.observed();
   WarpJoiner joiner(program, input.text, reports);
-  for (const auto& w : input.warps) joiner.survey(w);
+  std::vector<std::vector<trace::WarpInst>> all_joined;
+  REQUIRE_NOTHROW(all_joined = join_all(joiner, input.warps));
   auto index_of = [&](std::uint64_t pc) {
     auto it = std::find(input.pcs.begin(), input.pcs.end(), pc);
     REQUIRE(it != input.pcs.end());
@@ -251,7 +260,7 @@ TEST_CASE("warp join orders lanes whose next observation is in a later loop iter
     const WarpObservation& warp = input.warps[w];
     std::size_t heads = 0, back_branches = 0, observed = 0;
     std::uint32_t entered_first = 0, entered_second = 0;
-    REQUIRE_NOTHROW(joiner.join(warp, [&](const trace::WarpInst& i) {
+    for (const trace::WarpInst& i : all_joined[w]) {
       if (i.index == loop_head) {
         ++heads;
         REQUIRE(i.active_mask == warp.lanes);  // the trip count is a kernel argument: every lane runs every iteration
@@ -264,7 +273,7 @@ TEST_CASE("warp join orders lanes whose next observation is in a later loop iter
         entered |= i.active_mask;
       }
       if (reports[i.index] && i.active_mask) ++observed;
-    }));
+    }
     REQUIRE(observed == warp.events.size());
     REQUIRE(back_branches == heads);
     REQUIRE(heads == 2);  // the kernel was launched with four iterations, unrolled by two
@@ -294,9 +303,9 @@ TEST_CASE("warp join runs a loop no observation sees as often as the count pass 
     const std::vector<trace::StaticInst> program = in.program();
     WarpJoiner joiner(program, in.text, in.observed());
     if (!counts.empty()) joiner.use_counts(counts);
-    for (const auto& w : in.warps) joiner.survey(w);
     std::size_t n = 0;
-    for (const auto& w : in.warps) joiner.join(w, [&](const trace::WarpInst& i) { n += i.index == index && i.active_mask; });
+    for (const auto& warp : join_all(joiner, in.warps))
+      for (const trace::WarpInst& i : warp) n += i.index == index && i.active_mask;
     return n;
   };
   auto back_edges = [&](const std::vector<std::uint64_t>& counts) { return runs_of(input, 4, counts); };
@@ -322,4 +331,34 @@ TEST_CASE("warp join runs a loop no observation sees as often as the count pass 
   REQUIRE(block_runs({}) == 0);
   REQUIRE(block_runs({4, 4, 4, 4, 4, 4, 4}) == warps);
   REQUIRE(block_runs({4, 4, 4, 0, 0, 4, 4}) == 0);
+}
+
+// The join walks warps on many threads: the streams, the guesses and the warp
+// named in an error must be the same whatever their number.
+TEST_CASE("warp join gives the same streams and errors on any number of threads", "[capture][join]") {
+  JoinInput input = load_fixture("join-input-baseline-af0.15.json");
+  const std::vector<trace::StaticInst> program = input.program();
+  WarpJoiner one(program, input.text, input.observed());
+  const auto serial = join_all(one, input.warps, 1);
+  for (unsigned threads : {2u, 3u, 8u}) {
+    INFO(threads << " threads");
+    WarpJoiner many(program, input.text, input.observed());
+    const auto parallel = join_all(many, input.warps, threads);
+    REQUIRE(parallel.size() == serial.size());
+    for (std::size_t w = 0; w < serial.size(); ++w) {
+      REQUIRE(parallel[w].size() == serial[w].size());
+      for (std::size_t i = 0; i < serial[w].size(); ++i) {
+        REQUIRE(parallel[w][i].index == serial[w][i].index);
+        REQUIRE(parallel[w][i].active_mask == serial[w][i].active_mask);
+      }
+    }
+    REQUIRE(many.guessed_branches() == one.guessed_branches());
+    REQUIRE(many.retried_guesses() == one.retried_guesses());
+  }
+  // Two damaged warps: the lower one is named, however the threads race.
+  for (std::size_t damaged : {std::size_t{700}, std::size_t{3000}}) input.warps[damaged].events.pop_back();
+  for (unsigned threads : {1u, 2u, 8u}) {
+    WarpJoiner joiner(program, input.text, input.observed());
+    REQUIRE_THROWS_WITH(join_all(joiner, input.warps, threads), Catch::StartsWith("warp 700: "));
+  }
 }

@@ -84,7 +84,7 @@ void gpu_config(Input input) {
 
 void join_input(Input input) {
   try {
-    capture::rejoin(capture::load_join_input(as_text(input)), [](std::uint64_t, const trace::WarpInst&) {});
+    capture::rejoin(capture::load_join_input(as_text(input)), 1, [](std::uint64_t, const trace::WarpInst&) {});
   } catch (const capture::JoinError&) {
   } catch (const trace::TraceError&) {  // SASS the decoder refuses
   }

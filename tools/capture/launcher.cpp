@@ -34,6 +34,7 @@ struct Options {
   double timeout_s = 0;
   std::uint64_t trace_buffer_mib = Settings{}.trace_buffer_mib;
   fs::path sanitizer_library;
+  bool keep_join_input = false;
   fs::path counts;  // trace pass: the count pass this invocation ran just before
   std::vector<std::string> program;
 };
@@ -102,6 +103,7 @@ int run_program(const Options& o, Pass pass, const fs::path& lib) {
       setenv(kEnvSanitizerLibrary, o.sanitizer_library.c_str(), 1);
       setenv(kEnvPatches, (library_dir() / "atomsim_trace_patches.fatbin").c_str(), 1);
       setenv(kEnvTraceBufferMiB, std::to_string(o.trace_buffer_mib).c_str(), 1);
+      if (o.keep_join_input) setenv(kEnvKeepJoinInput, "1", 1); else unsetenv(kEnvKeepJoinInput);
     }
     std::vector<char*> argv;
     for (const auto& a : o.program) argv.push_back(const_cast<char*>(a.c_str()));
@@ -212,6 +214,8 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", o.timeout_s, "kill the program after this many seconds (0: never)");
   app.add_option("--trace-buffer-mib", o.trace_buffer_mib, "trace pass: device memory for records, MiB")
       ->check(CLI::Range(16, 1 << 20))->capture_default_str();
+  app.add_flag("--keep-join-input", o.keep_join_input,
+               "trace pass: save each launch's join input (join-input-LAUNCH.json) for atomsim trace rejoin");
   try {
     app.parse(split, argv);
   } catch (const CLI::ParseError& e) {

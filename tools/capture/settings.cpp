@@ -66,6 +66,7 @@ Settings Settings::from_environment() {
   s.sampling_period = static_cast<std::uint32_t>(env_number(kEnvSamplingPeriod, s.sampling_period, 5, 31));
   s.trace_buffer_mib = env_number(kEnvTraceBufferMiB, s.trace_buffer_mib, 16, 1 << 20);
   s.verbose = env_number(kEnvVerbose, 0, 0, 1) == 1;
+  s.keep_join_input = env_number(kEnvKeepJoinInput, 0, 0, 1) == 1;
   if (auto c = env(kEnvCounts)) s.counts = *c;
   return s;
 }

@@ -33,6 +33,8 @@ inline constexpr const char* kEnvTraceBufferMiB = "ATOMSIM_CAPTURE_TRACE_BUFFER_
 inline constexpr const char* kEnvVerbose = "ATOMSIM_CAPTURE_VERBOSE";
 // Trace pass: the count pass of the same launch, run just before (the join uses its counts).
 inline constexpr const char* kEnvCounts = "ATOMSIM_CAPTURE_COUNTS";
+// Trace pass: save every launch's join input, not only a failing one's.
+inline constexpr const char* kEnvKeepJoinInput = "ATOMSIM_CAPTURE_KEEP_JOIN_INPUT";
 
 struct Settings {
   Pass pass = Pass::Timing;
@@ -43,6 +45,7 @@ struct Settings {
   std::uint64_t trace_buffer_mib = 4096; // trace pass: device memory for records
   bool verbose = false;                  // progress lines on stderr
   std::filesystem::path counts;          // trace pass: count.json of the same launch, or empty
+  bool keep_join_input = false;          // trace pass: join-input-LAUNCH.json for every traced launch
 
   static Settings from_environment();    // throws CaptureError naming the variable
 

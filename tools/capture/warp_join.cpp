@@ -3,12 +3,18 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <charconv>
 #include <cmath>
+#include <condition_variable>
 #include <deque>
+#include <exception>
 #include <limits>
+#include <map>
 #include <optional>
+#include <thread>
+#include <unordered_map>
 #include <nlohmann/json.hpp>
 
 #include "traces/sass.hpp"
@@ -57,7 +63,7 @@ bool reports_itself(const trace::StaticInst& s) {
 
 WarpJoiner::WarpJoiner(const std::vector<trace::StaticInst>& program, const std::vector<std::string>& text,
                        std::vector<bool> observed)
-    : program_(program), nodes_(program.size()), observed_(std::move(observed)), divergent_(program.size(), false) {
+    : program_(program), nodes_(program.size()), observed_(std::move(observed)), divergent_(program.size(), 0) {
   if (text.size() != program.size() || observed_.size() != program.size())
     throw JoinError("warp join: program, text and observation sizes differ");
   std::unordered_map<std::uint64_t, std::uint32_t> by_pc;
@@ -99,6 +105,18 @@ WarpJoiner::WarpJoiner(const std::vector<trace::StaticInst>& program, const std:
       n.convergence = convergence_register(text[i]);
     }
   }
+  predecessors_.resize(nodes_.size());
+  for (std::uint32_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    if (n.flow == Flow::Next && i + 1 < nodes_.size()) predecessors_[i + 1].push_back(i);
+    if (n.flow == Flow::Jump) predecessors_[n.target].push_back(i);
+    if (n.flow == Flow::Branch) {
+      predecessors_[n.target].push_back(i);
+      if (i + 1 < nodes_.size() && n.target != i + 1) predecessors_[i + 1].push_back(i);
+    }
+  }
+  distances_.resize(nodes_.size());
+  distances_once_ = std::make_unique<std::once_flag[]>(nodes_.size());
 }
 
 void WarpJoiner::fail(const std::string& what) const { throw JoinError("warp join: " + what); }
@@ -133,20 +151,12 @@ void WarpJoiner::use_counts(const std::vector<std::uint64_t>& warp_executions) {
   }
 }
 
-const std::vector<std::uint32_t>& WarpJoiner::distances_to(std::uint32_t goal) {
-  if (auto it = distances_.find(goal); it != distances_.end()) return it->second;
-  if (predecessors_.empty()) {
-    predecessors_.resize(nodes_.size());
-    for (std::uint32_t i = 0; i < nodes_.size(); ++i) {
-      const Node& n = nodes_[i];
-      if (n.flow == Flow::Next && i + 1 < nodes_.size()) predecessors_[i + 1].push_back(i);
-      if (n.flow == Flow::Jump) predecessors_[n.target].push_back(i);
-      if (n.flow == Flow::Branch) {
-        predecessors_[n.target].push_back(i);
-        if (i + 1 < nodes_.size() && n.target != i + 1) predecessors_[i + 1].push_back(i);
-      }
-    }
-  }
+const std::vector<std::uint32_t>& WarpJoiner::distances_to(std::uint32_t goal) const {
+  std::call_once(distances_once_[goal], [&] { distances_[goal] = breadth_first_distances(goal); });
+  return distances_[goal];
+}
+
+std::vector<std::uint32_t> WarpJoiner::breadth_first_distances(std::uint32_t goal) const {
   // Backwards breadth-first search; an instruction without a guard that is
   // patched, or seen reporting itself, would have reported itself, so no path
   // passes through one, even where this launch never ran it.
@@ -163,7 +173,7 @@ const std::vector<std::uint32_t>& WarpJoiner::distances_to(std::uint32_t goal) {
       queue.push_back(p);
     }
   }
-  return distances_.emplace(goal, std::move(dist)).first->second;
+  return dist;
 }
 
 // The warp is walked instruction by instruction. Each lane heads for the next
@@ -194,9 +204,12 @@ const std::vector<std::uint32_t>& WarpJoiner::distances_to(std::uint32_t goal) {
 // instruction runs when all of its recorded lanes are there.
 class WarpJoiner::Walk {
  public:
-  Walk(WarpJoiner& joiner, const WarpObservation& warp, bool learning,
-       const std::function<void(const trace::WarpInst&)>* emit);
+  // A survey walk when `learned` is given, which it adds to; a join's, which
+  // appends the warp's records to `out`, otherwise.
+  Walk(const WarpJoiner& joiner, const WarpObservation& warp, Learned* learned, std::vector<Record>* out);
   void run();
+  std::uint64_t guessed() const { return guessed_; }
+  std::uint64_t retried() const { return retried_; }
 
  private:
   // Guesses kept open for going back: older ones are final and their records emitted.
@@ -231,28 +244,34 @@ class WarpJoiner::Walk {
   std::optional<bool> uniform_way(std::uint32_t at) const;
   void go(std::uint32_t at, std::uint32_t group, std::uint32_t taken);
   void record(std::uint32_t index, std::uint32_t mask, std::int32_t operands);
+  bool divergent(std::uint32_t at) const { return j_.divergent_[at] || found_divergent_[at]; }
+  void mark_divergent(std::uint32_t at);
   void back_off(const JoinError& failure);
   void emit_final();
 
-  WarpJoiner& j_;
+  const WarpJoiner& j_;
   const WarpObservation& warp_;
+  Learned* const learned_;
   const bool learning_;
-  const std::function<void(const trace::WarpInst&)>* emit_;
+  std::vector<Record>* const out_;
+  // Branches this walk saw splitting the warp, beyond what the survey knew.
+  std::vector<char> found_divergent_;
   std::array<std::vector<std::uint32_t>, 32> lane_events_;  // events of each lane, in order
   std::vector<std::int32_t> previous_same_pc_;
   std::vector<std::uint32_t> first_lane_, position_;  // where each event sits in its first lane's list
   std::uint64_t step_limit_ = 0;
   State s_;
   std::deque<Guess> guesses_;
-  std::vector<trace::WarpInst> pending_;  // records not yet final
-  std::uint64_t final_ = 0;               // records emitted
+  std::vector<Record> pending_;  // records not yet final
+  std::uint64_t final_ = 0;      // records emitted
+  std::uint64_t guessed_ = 0, retried_ = 0;
   std::string first_failure_;
   std::size_t backtracks_ = 0;
 };
 
-WarpJoiner::Walk::Walk(WarpJoiner& joiner, const WarpObservation& warp, bool learning,
-                       const std::function<void(const trace::WarpInst&)>* emit)
-    : j_(joiner), warp_(warp), learning_(learning), emit_(emit) {
+WarpJoiner::Walk::Walk(const WarpJoiner& joiner, const WarpObservation& warp, Learned* learned, std::vector<Record>* out)
+    : j_(joiner), warp_(warp), learned_(learned), learning_(learned != nullptr), out_(out),
+      found_divergent_(joiner.nodes_.size(), 0) {
   const std::size_t n_events = warp.events.size();
   previous_same_pc_.assign(n_events, -1);
   first_lane_.assign(n_events, 32);
@@ -320,20 +339,20 @@ void WarpJoiner::Walk::back_off(const JoinError& failure) {
   if (first_failure_.empty()) first_failure_ = failure.what();
   while (!guesses_.empty() && guesses_.back().tried == guesses_.back().ways.size()) guesses_.pop_back();
   if (guesses_.empty() || ++backtracks_ > kMaxBacktracks) throw JoinError(first_failure_);
-  if (!learning_) ++j_.retried_;
+  if (!learning_) ++retried_;
   Guess& g = guesses_.back();
   s_ = g.before;
-  if (emit_) pending_.resize(s_.emitted - final_);
+  if (out_) pending_.resize(s_.emitted - final_);
   go(g.at, g.group, g.ways[g.tried++]);
 }
 
 // Emits the records that no open guess can take back.
 void WarpJoiner::Walk::emit_final() {
   std::uint64_t upto = guesses_.empty() ? s_.emitted : guesses_.front().before.emitted;
-  if (emit_) {
-    std::size_t n = upto - final_;
-    for (std::size_t i = 0; i < n; ++i) (*emit_)(pending_[i]);
-    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
+  if (out_) {
+    const auto n = static_cast<std::ptrdiff_t>(upto - final_);
+    out_->insert(out_->end(), pending_.begin(), pending_.begin() + n);
+    pending_.erase(pending_.begin(), pending_.begin() + n);
   }
   final_ = upto;
 }
@@ -342,14 +361,13 @@ void WarpJoiner::Walk::record(std::uint32_t index, std::uint32_t mask, std::int3
   ++s_.emitted;
   if (!j_.loops_entered_at_.empty())
     for (std::int32_t slot : j_.loops_entered_at_[index]) s_.iterations[slot] = 0;
-  if (!emit_) return;
-  trace::WarpInst& out = pending_.emplace_back();
-  out.index = index;
-  out.active_mask = mask;
-  if (operands >= 0) {
-    out.address = warp_.operands[operands].address;
-    out.value = warp_.operands[operands].value;
-  }
+  if (out_) pending_.push_back(Record{index, mask, operands});
+}
+
+void WarpJoiner::Walk::mark_divergent(std::uint32_t at) {
+  if (divergent(at)) return;
+  found_divergent_[at] = 1;
+  if (learned_) learned_->divergent[at] = 1;
 }
 
 void WarpJoiner::Walk::step() {
@@ -497,7 +515,7 @@ void WarpJoiner::Walk::branch(std::uint32_t at, std::uint32_t group) {
     open |= 1u << lane;
   }
   if (learning_ && s_.visits[node.branch_slot] < kRememberedVisits) {
-    std::vector<Arrivals>& arrivals = j_.arrivals_[node.branch_slot];
+    std::vector<Arrivals>& arrivals = learned_->arrivals[node.branch_slot];
     const std::uint32_t visit = s_.visits[node.branch_slot];
     if (arrivals.size() <= visit) arrivals.resize(visit + 1);
     ++arrivals[visit].warps;
@@ -505,10 +523,10 @@ void WarpJoiner::Walk::branch(std::uint32_t at, std::uint32_t group) {
     if (forced_through && !forced_taken) ++arrivals[visit].through;
   }
   if (!open) {
-    if (forced_taken && forced_through) j_.divergent_[at] = true;
+    if (forced_taken && forced_through) mark_divergent(at);
     return go(at, group, forced_taken);
   }
-  if (!learning_ && !(forced_taken | forced_through)) ++j_.guessed_;
+  if (!learning_ && !(forced_taken | forced_through)) ++guessed_;
 
   std::uint32_t taken = forced_taken;
   const std::optional<bool> uniform_taken = forced_taken | forced_through ? std::nullopt : uniform_way(at);
@@ -528,8 +546,8 @@ void WarpJoiner::Walk::branch(std::uint32_t at, std::uint32_t group) {
     };
     go_shorter(true);
     std::uint32_t through = group & ~taken & ~undecided;
-    if (taken && through) j_.divergent_[at] = true;
-    if (j_.divergent_[at]) go_shorter(false);
+    if (taken && through) mark_divergent(at);
+    if (divergent(at)) go_shorter(false);
     through = group & ~taken & ~undecided;
     if (undecided && std::popcount(taken) > std::popcount(through)) taken |= undecided;
   }
@@ -554,7 +572,7 @@ void WarpJoiner::Walk::branch(std::uint32_t at, std::uint32_t group) {
 //    most of its executions went.
 std::optional<bool> WarpJoiner::Walk::uniform_way(std::uint32_t at) const {
   const Node& node = j_.nodes_[at];
-  if (learning_ || j_.divergent_[at]) return std::nullopt;
+  if (learning_ || divergent(at)) return std::nullopt;
   const std::int32_t slot = node.branch_slot;
   const bool back_edge = node.target <= at;
   const std::vector<Arrivals>& arrivals = j_.arrivals_[slot];
@@ -588,10 +606,159 @@ void WarpJoiner::Walk::go(std::uint32_t at, std::uint32_t group, std::uint32_t t
   }
 }
 
-void WarpJoiner::survey(const WarpObservation& warp) { Walk(*this, warp, true, nullptr).run(); }
+namespace {
 
-void WarpJoiner::join(const WarpObservation& warp, const std::function<void(const trace::WarpInst&)>& emit) {
-  Walk(*this, warp, false, &emit).run();
+// Runs work(worker, item) for items 0..count-1 on `threads` threads, items
+// taken in increasing order. When items fail, returns the lowest failing one
+// with what it threw: every lower item was taken earlier and finishes, so the
+// answer does not depend on the threads' timing.
+template <class Work>
+std::optional<std::pair<std::uint64_t, std::exception_ptr>> for_each_item(std::uint64_t count, unsigned threads,
+                                                                         Work work) {
+  std::atomic<std::uint64_t> next{0}, lowest_failure{UINT64_MAX};
+  std::mutex failures_mutex;
+  std::map<std::uint64_t, std::exception_ptr> failures;
+  auto worker = [&](unsigned id) {
+    for (std::uint64_t item; (item = next++) < count && item < lowest_failure;) {
+      try {
+        work(id, item);
+      } catch (...) {
+        std::lock_guard lock(failures_mutex);
+        failures.emplace(item, std::current_exception());
+        for (std::uint64_t seen = lowest_failure; item < seen && !lowest_failure.compare_exchange_weak(seen, item);) {}
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned id = 1; id < threads; ++id) pool.emplace_back(worker, id);
+  worker(0);
+  for (auto& t : pool) t.join();
+  if (failures.empty()) return std::nullopt;
+  return *failures.begin();
+}
+
+[[noreturn]] void rethrow_for_warp(std::uint64_t warp, const std::exception_ptr& failure) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const JoinError& e) {
+    throw JoinError(fmt::format("warp {}: {}", warp, e.what()));
+  }
+}
+
+}  // namespace
+
+void WarpJoiner::join_launch(const std::vector<WarpObservation>& warps, unsigned threads, const Emit& emit,
+                             const EndWarp& end_warp) {
+  threads = static_cast<unsigned>(std::clamp<std::uint64_t>(warps.size(), 1, std::max(threads, 1u)));
+  // The survey, until it learns no new divergent branch. Each thread adds up
+  // what its walks learn; the sums and unions do not depend on which thread
+  // walked which warp.
+  for (;;) {
+    std::vector<Learned> learned(threads, Learned{std::vector<std::vector<Arrivals>>(arrivals_.size()),
+                                                  std::vector<char>(nodes_.size(), 0)});
+    if (auto failed = for_each_item(warps.size(), threads, [&](unsigned id, std::uint64_t w) {
+          Walk(*this, warps[w], &learned[id], nullptr).run();
+        }))
+      rethrow_for_warp(failed->first, failed->second);
+    for (auto& per_branch : arrivals_) per_branch.clear();
+    bool grew = false;
+    for (const Learned& l : learned) {
+      for (std::size_t b = 0; b < arrivals_.size(); ++b) {
+        auto& sum = arrivals_[b];
+        if (sum.size() < l.arrivals[b].size()) sum.resize(l.arrivals[b].size());
+        for (std::size_t v = 0; v < l.arrivals[b].size(); ++v) {
+          sum[v].warps += l.arrivals[b][v].warps;
+          sum[v].taken += l.arrivals[b][v].taken;
+          sum[v].through += l.arrivals[b][v].through;
+        }
+      }
+      for (std::size_t i = 0; i < nodes_.size(); ++i)
+        if (l.divergent[i] && !divergent_[i]) divergent_[i] = 1, grew = true;
+    }
+    if (!grew) break;
+  }
+
+  // The join: warps walked ahead on every thread, a window of them at a time,
+  // and handed on in order from this one.
+  struct Joined {
+    std::vector<Record> records;
+    std::uint64_t guessed = 0, retried = 0;
+    std::exception_ptr failure;
+    bool ready = false;
+  };
+  const std::uint64_t window = 4 * std::uint64_t{threads};
+  std::vector<Joined> slots(window);
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::uint64_t next = 0, handed_on = 0;
+  bool stop = false;
+  auto worker = [&] {
+    std::unique_lock lock(mutex);
+    for (;;) {
+      changed.wait(lock, [&] { return stop || next >= warps.size() || next < handed_on + window; });
+      if (stop || next >= warps.size()) return;
+      const std::uint64_t w = next++;
+      lock.unlock();
+      Joined joined;
+      try {
+        Walk walk(*this, warps[w], nullptr, &joined.records);
+        walk.run();
+        joined.guessed = walk.guessed();
+        joined.retried = walk.retried();
+      } catch (...) {
+        joined.failure = std::current_exception();
+      }
+      joined.ready = true;
+      lock.lock();
+      slots[w % window] = std::move(joined);
+      changed.notify_all();
+    }
+  };
+  std::vector<std::thread> pool;
+  auto stop_pool = [&] {
+    {
+      std::lock_guard lock(mutex);
+      stop = true;
+    }
+    changed.notify_all();
+    for (auto& t : pool) t.join();
+    pool.clear();
+  };
+  for (unsigned id = 0; id < threads; ++id) pool.emplace_back(worker);
+  try {
+    trace::WarpInst inst;
+    for (std::uint64_t w = 0; w < warps.size(); ++w) {
+      Joined joined;
+      {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return slots[w % window].ready; });
+        joined = std::move(slots[w % window]);
+        slots[w % window].ready = false;
+        handed_on = w + 1;
+      }
+      changed.notify_all();
+      if (joined.failure) rethrow_for_warp(w, joined.failure);
+      guessed_ += joined.guessed;
+      retried_ += joined.retried;
+      for (const Record& r : joined.records) {
+        inst.index = r.index;
+        inst.active_mask = r.mask;
+        if (r.operands >= 0) {
+          inst.address = warps[w].operands[r.operands].address;
+          inst.value = warps[w].operands[r.operands].value;
+        } else {
+          inst.address.fill(0);
+          inst.value.fill(0);
+        }
+        emit(w, inst);
+      }
+      if (end_warp) end_warp(w);
+    }
+  } catch (...) {
+    stop_pool();
+    throw;
+  }
+  stop_pool();
 }
 
 namespace {
@@ -691,24 +858,18 @@ JoinInput load_join_input(const std::string& document) {
   return input;
 }
 
-RejoinResult rejoin(const JoinInput& input, const std::function<void(std::uint64_t, const trace::WarpInst&)>& emit) {
+RejoinResult rejoin(const JoinInput& input, unsigned threads,
+                    const std::function<void(std::uint64_t, const trace::WarpInst&)>& emit) {
   const std::vector<trace::StaticInst> program = input.program();
   RejoinResult result;
-  std::uint64_t warp = 0;
-  try {
-    WarpJoiner joiner(program, input.text, input.observed());
-    if (!input.counts.empty()) joiner.use_counts(input.counts);
-    for (; warp < input.warps.size(); ++warp) joiner.survey(input.warps[warp]);
-    for (warp = 0; warp < input.warps.size(); ++warp)
-      joiner.join(input.warps[warp], [&](const trace::WarpInst& inst) {
-        ++result.warp_instructions;
-        emit(warp, inst);
-      });
-    result.guessed_branches = joiner.guessed_branches();
-    result.retried_guesses = joiner.retried_guesses();
-  } catch (const JoinError& e) {
-    throw JoinError(fmt::format("warp {}: {}", warp, e.what()));
-  }
+  WarpJoiner joiner(program, input.text, input.observed());
+  if (!input.counts.empty()) joiner.use_counts(input.counts);
+  joiner.join_launch(input.warps, threads, [&](std::uint64_t warp, const trace::WarpInst& inst) {
+    ++result.warp_instructions;
+    emit(warp, inst);
+  });
+  result.guessed_branches = joiner.guessed_branches();
+  result.retried_guesses = joiner.retried_guesses();
   return result;
 }
 

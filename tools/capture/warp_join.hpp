@@ -6,15 +6,16 @@
 // towards the next instruction it reported: a lane can only have gone where
 // that instruction is still reachable without passing an instruction it would
 // have reported. Where both ways reach it, the recorded order of the warp's
-// observations and the lanes whose way is forced decide (see WarpJoiner::join).
+// observations and the lanes whose way is forced decide (warp_join.cpp, Walk).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "traces/trace.hpp"
@@ -75,11 +76,12 @@ struct RejoinResult {
   std::uint64_t guessed_branches = 0;
   std::uint64_t retried_guesses = 0;
 };
-// Runs the trace pass's join again on a saved input, as the pass does: every
-// warp surveyed, then each joined, `emit(warp, inst)` in order. Throws
-// JoinError (prefixed "warp N: " where a warp fails) or trace::TraceError (SASS
-// the decoder refuses).
-RejoinResult rejoin(const JoinInput& input, const std::function<void(std::uint64_t, const trace::WarpInst&)>& emit);
+// Runs the trace pass's join again on a saved input, as the pass does
+// (WarpJoiner::join_launch on `threads` threads), `emit(warp, inst)` in order.
+// Throws JoinError (prefixed "warp N: " where a warp fails) or
+// trace::TraceError (SASS the decoder refuses).
+RejoinResult rejoin(const JoinInput& input, unsigned threads,
+                    const std::function<void(std::uint64_t, const trace::WarpInst&)>& emit);
 
 class WarpJoiner {
  public:
@@ -88,23 +90,31 @@ class WarpJoiner {
   WarpJoiner(const std::vector<trace::StaticInst>& program, const std::vector<std::string>& text,
              std::vector<bool> observed);
 
-  // Emits the warp's instructions in execution order. Observed instructions keep
-  // their recorded masks and operands; a branch's mask holds the lanes that take
-  // it (BRA.DIV and "BRA P, target" excepted); any other instruction's mask
-  // holds the lanes that executed it, since whether its guard held is not observable.
-  void join(const WarpObservation& warp, const std::function<void(const trace::WarpInst&)>& emit);
   // The count pass's executed warp instructions of the same launch, per
   // instruction of the program: loops whose iterations report nothing run,
   // per entry, as many times as the GPU counted on average, and a uniform
   // forward branch that no observation decides goes the way most of its
-  // executions went (see join). Call before surveying.
+  // executions went (warp_join.cpp, Walk). Call before joining.
   void use_counts(const std::vector<std::uint64_t>& warp_executions);
-  // Learns from a warp which branches split warps and which way uniform
-  // branches went; survey every warp of a launch before joining any.
-  void survey(const WarpObservation& warp);
+
+  using Emit = std::function<void(std::uint64_t warp, const trace::WarpInst&)>;
+  using EndWarp = std::function<void(std::uint64_t warp)>;
+  // Joins a launch's warps. A survey walks every warp to learn which branches
+  // split warps and which way uniform branches went, and walks them all again
+  // until what it learns no longer grows, so that each warp's walk knows what
+  // every other warp showed; then each warp is joined. `emit` gets every
+  // warp's instructions in execution order, warps in order, and `end_warp`
+  // follows each warp's last. Observed instructions keep their recorded masks
+  // and operands; a branch's mask holds the lanes that take it (BRA.DIV and
+  // "BRA P, target" excepted); any other instruction's mask holds the lanes
+  // that executed it, since whether its guard held is not observable.
+  // Warps are walked on `threads` threads and the result does not depend on
+  // how many. Throws JoinError "warp N: ..." for the lowest warp that fails.
+  void join_launch(const std::vector<WarpObservation>& warps, unsigned threads, const Emit& emit,
+                   const EndWarp& end_warp = {});
 
   // Branches joined where no observation decided the way of any lane of the
-  // group, so a way was chosen (see join).
+  // group, so a way was chosen (see Walk).
   std::uint64_t guessed_branches() const { return guessed_; }
   // Guesses joined that led nowhere and were taken back for another way.
   std::uint64_t retried_guesses() const { return retried_; }
@@ -127,16 +137,29 @@ class WarpJoiner {
     std::uint32_t warps = 0, taken = 0, through = 0;
   };
   static constexpr std::uint32_t kRememberedVisits = 1u << 16;
+  // What one thread's survey walks learn, merged after every warp is walked.
+  struct Learned {
+    std::vector<std::vector<Arrivals>> arrivals;
+    std::vector<char> divergent;
+  };
+  // A joined instruction before its operands are filled in.
+  struct Record {
+    std::uint32_t index = 0, mask = 0;
+    std::int32_t operands = -1;
+  };
   class Walk;
   static constexpr std::uint32_t kUnreachable = UINT32_MAX;
-  // Instructions from each instruction to `goal`, passing nothing that would report itself.
-  const std::vector<std::uint32_t>& distances_to(std::uint32_t goal);
+  // Instructions from each instruction to `goal`, passing nothing that would
+  // report itself; computed once per goal, by whichever thread asks first.
+  const std::vector<std::uint32_t>& distances_to(std::uint32_t goal) const;
+  std::vector<std::uint32_t> breadth_first_distances(std::uint32_t goal) const;
   [[noreturn]] void fail(const std::string& what) const;
 
   const std::vector<trace::StaticInst>& program_;
   std::vector<Node> nodes_;
   std::vector<bool> observed_;
-  std::vector<bool> divergent_;  // branches seen sending a group's lanes both ways
+  // Branches seen sending a group's lanes both ways; read, not written, while warps are walked.
+  std::vector<char> divergent_;
   std::vector<std::vector<Arrivals>> arrivals_;  // per conditional branch, per arrival
   // Loops' back edges, from the count pass: iterations per entry, and the
   // instruction before the loop, whose execution marks an entry.
@@ -144,7 +167,8 @@ class WarpJoiner {
   std::vector<double> through_share_;  // forward branches: share of executions not taken, -1: unknown
   std::vector<std::vector<std::int32_t>> loops_entered_at_;  // per instruction: the loops it enters (branch slots)
   std::vector<std::vector<std::uint32_t>> predecessors_;
-  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> distances_;
+  mutable std::vector<std::vector<std::uint32_t>> distances_;  // per goal
+  std::unique_ptr<std::once_flag[]> distances_once_;
   std::uint64_t guessed_ = 0, retried_ = 0;
 };
 

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -379,7 +380,8 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
   if (!r.selected) return;
   progress(p, fmt::format("launch {} ({}) issued; waiting for it", r.ordinal, r.name));
   // Where the pass's time goes, kept with the launch: the instrumented kernel,
-  // the copy of its records, the join (and writing), the atomic replay.
+  // the copy of its records, sorting them into warps' observations, the
+  // join (its survey and writing included), the atomic replay.
   using Clock = std::chrono::steady_clock;
   auto lap = [last = Clock::now()]() mutable {
     const auto now = Clock::now();
@@ -470,37 +472,36 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
   }
 
   const std::vector<std::uint64_t> counts = launch_counts(p.settings.counts, r.mangled, k.program);
-  // On failure, keep what the join was given so that it can be rerun without the GPU.
-  auto join_failed = [&](std::uint64_t w, const JoinError& e) {
+  // What the join is given, saved so that it can be rerun without the GPU:
+  // always on a failure, and for every launch with --keep-join-input.
+  auto save_input = [&](const std::filesystem::path& saved) {
     JoinInput input{r.name, {}, text, observed, counts};
     for (const auto& s : k.program) input.pcs.push_back(s.pc);
-    const auto saved = p.settings.out_dir / "join-input.json";
     write_file_atomically(saved, save_join_input(input));
-    return CaptureError(fmt::format("{}: warp {}: {} (the join's input is saved: atomsim trace rejoin {})", r.name, w,
-                                    e.what(), saved.string()));
   };
-  WarpJoiner joiner(k.program, text, seen);
-  if (!counts.empty()) joiner.use_counts(counts);
-  for (std::uint64_t w = 0; w < warps; ++w) {
-    try {
-      joiner.survey(observed[w]);
-    } catch (const JoinError& e) {
-      throw join_failed(w, e);
-    }
-  }
+  auto join_failed = [&](const JoinError& e) {
+    const auto saved = p.settings.out_dir / "join-input.json";
+    save_input(saved);
+    return CaptureError(fmt::format("{}: {} (the join's input is saved: atomsim trace rejoin {})", r.name, e.what(),
+                                    saved.string()));
+  };
+  if (p.settings.keep_join_input) save_input(p.settings.out_dir / fmt::format("join-input-{}.json", r.ordinal));
+  const double observations_seconds = lap();
   if (!p.writer) p.writer = std::make_unique<trace::TraceWriter>((p.settings.out_dir / "trace.atr").string());
   p.writer->begin_kernel(k);
   std::uint64_t records = 0;
-  for (std::uint64_t w = 0; w < warps; ++w) {
-    try {
-      joiner.join(observed[w], [&](const trace::WarpInst& inst) {
-        p.writer->append(w, inst);
-        ++records;
-      });
-    } catch (const JoinError& e) {
-      throw join_failed(w, e);
-    }
-    p.writer->end_warp(w);
+  WarpJoiner joiner(k.program, text, seen);
+  if (!counts.empty()) joiner.use_counts(counts);
+  try {
+    joiner.join_launch(
+        observed, std::max(1u, std::thread::hardware_concurrency()),
+        [&](std::uint64_t w, const trace::WarpInst& inst) {
+          p.writer->append(w, inst);
+          ++records;
+        },
+        [&](std::uint64_t w) { p.writer->end_warp(w); });
+  } catch (const JoinError& e) {
+    throw join_failed(e);
   }
   p.writer->end_kernel();
   const double join_seconds = lap();
@@ -511,7 +512,8 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
                           {"warp_instructions", records}, {"guessed_branches", joiner.guessed_branches()},
                           {"retried_guesses", joiner.retried_guesses()}};
   entry["atomic_replay"] = replay_atomics(p, ld, lanes, slot_use, k);
-  entry["seconds"] = {{"kernel", kernel_seconds}, {"copy", copy_seconds}, {"join", join_seconds}, {"replay", lap()}};
+  entry["seconds"] = {{"kernel", kernel_seconds}, {"copy", copy_seconds}, {"observations", observations_seconds},
+                      {"join", join_seconds}, {"replay", lap()}};
   p.launches.push_back(entry);
 }
 
