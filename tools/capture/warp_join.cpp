@@ -221,6 +221,8 @@ class WarpJoiner::Walk {
     std::array<std::vector<std::uint32_t>, 32> returns;
     std::array<std::uint32_t, 16> convergence{};
     std::uint32_t clock = 0, live = 0, waiting = 0;
+    // Lanes that left the last step as one group, at one pc with one priority.
+    std::uint32_t together = 0;
     std::uint64_t steps_since_event = 0;
     std::uint64_t emitted = 0;
     std::vector<std::uint32_t> visits;  // arrivals at each conditional branch
@@ -239,6 +241,7 @@ class WarpJoiner::Walk {
   bool must_wait_elsewhere(int lane) const;
   std::int32_t event_at_head(int lane) const;
   void step();
+  bool pick_group(std::uint32_t runnable, std::uint32_t& at, std::uint32_t& group);
   void fire(std::uint32_t at, std::int32_t event, std::uint32_t group, std::uint32_t reporting);
   void branch(std::uint32_t at, std::uint32_t group);
   std::optional<bool> uniform_way(std::uint32_t at) const;
@@ -383,48 +386,19 @@ void WarpJoiner::Walk::step() {
       int lane = std::countr_zero(m);
       if (s_.pc[lane] == lowest) { s_.waiting &= ~(1u << lane); ++s_.pc[lane]; }
     }
+    s_.together = 0;
     return;
   }
-  std::array<std::int32_t, 32> head{};
-  std::uint32_t eligible = 0;
-  for (std::uint32_t m = runnable; m; m &= m - 1) {
-    int lane = std::countr_zero(m);
-    head[lane] = event_at_head(lane);
-    if (head[lane] < 0) eligible |= 1u << lane;
+  std::uint32_t at = 0, group = 0;
+  if (runnable == s_.together && !j_.observed_[s_.pc[std::countr_zero(runnable)]]) {
+    // Most of a kernel: the warp runs as one group through instructions that
+    // never report, and no lane can have its next observation here.
+    at = s_.pc[std::countr_zero(runnable)];
+    group = runnable;
+  } else if (!pick_group(runnable, at, group)) {
+    return;  // an observation ran
   }
-  for (std::uint32_t m = runnable & ~eligible; m; m &= m - 1) {
-    int lane = std::countr_zero(m);
-    std::uint32_t need = warp_.events[head[lane]].mask & warp_.lanes;
-    bool ready = (need & ~runnable) == 0;
-    for (std::uint32_t k = need; k && ready; k &= k - 1) ready = head[std::countr_zero(k)] == head[lane];
-    if (ready) eligible |= 1u << lane;
-  }
-  if (!eligible) j_.fail("the observed instructions of a warp cannot be ordered (lanes wait on each other)");
-  std::uint32_t top = 0, at = UINT32_MAX;
-  for (std::uint32_t m = eligible; m; m &= m - 1) top = std::max(top, s_.priority[std::countr_zero(m)]);
-  for (std::uint32_t m = eligible; m; m &= m - 1) {
-    int lane = std::countr_zero(m);
-    if (s_.priority[lane] == top) at = std::min(at, s_.pc[lane]);
-  }
-  std::int32_t event = -1;
-  for (std::uint32_t m = eligible; m; m &= m - 1) {
-    int lane = std::countr_zero(m);
-    if (s_.pc[lane] == at && head[lane] >= 0 && (event < 0 || head[lane] < event)) event = head[lane];
-  }
-  std::uint32_t group = 0;
-  for (std::uint32_t m = eligible; m; m &= m - 1) {
-    int lane = std::countr_zero(m);
-    if (s_.pc[lane] != at) continue;
-    // An observation runs the lanes it names together; elsewhere lanes of
-    // different divergence histories stay apart until a convergence barrier joins them.
-    if (event >= 0 ? head[lane] < 0 || head[lane] == event : s_.priority[lane] == top) group |= 1u << lane;
-  }
-  if (event >= 0) {
-    std::uint32_t reporting = 0;
-    for (std::uint32_t m = group; m; m &= m - 1)
-      if (head[std::countr_zero(m)] == event) reporting |= 1u << std::countr_zero(m);
-    return fire(at, event, group, reporting);
-  }
+  s_.together = 0;
 
   const Node& node = j_.nodes_[at];
   if (node.flow == Flow::Stop || node.flow == Flow::Call || node.flow == Flow::Return || node.flow == Flow::Indirect ||
@@ -456,12 +430,62 @@ void WarpJoiner::Walk::step() {
     return;
   }
   for (std::uint32_t m = group; m; m &= m - 1) ++s_.pc[std::countr_zero(m)];
+  if (group == runnable) s_.together = group;
+}
+
+// The group that runs next and where, as the GPU schedules lanes; false when
+// that is an observation, which has then run.
+bool WarpJoiner::Walk::pick_group(std::uint32_t runnable, std::uint32_t& at, std::uint32_t& group) {
+  std::array<std::int32_t, 32> head{};
+  std::uint32_t eligible = 0;
+  for (std::uint32_t m = runnable; m; m &= m - 1) {
+    int lane = std::countr_zero(m);
+    head[lane] = event_at_head(lane);
+    if (head[lane] < 0) eligible |= 1u << lane;
+  }
+  for (std::uint32_t m = runnable & ~eligible; m; m &= m - 1) {
+    int lane = std::countr_zero(m);
+    std::uint32_t need = warp_.events[head[lane]].mask & warp_.lanes;
+    bool ready = (need & ~runnable) == 0;
+    for (std::uint32_t k = need; k && ready; k &= k - 1) ready = head[std::countr_zero(k)] == head[lane];
+    if (ready) eligible |= 1u << lane;
+  }
+  if (!eligible) j_.fail("the observed instructions of a warp cannot be ordered (lanes wait on each other)");
+  std::uint32_t top = 0;
+  at = UINT32_MAX;
+  for (std::uint32_t m = eligible; m; m &= m - 1) top = std::max(top, s_.priority[std::countr_zero(m)]);
+  for (std::uint32_t m = eligible; m; m &= m - 1) {
+    int lane = std::countr_zero(m);
+    if (s_.priority[lane] == top) at = std::min(at, s_.pc[lane]);
+  }
+  std::int32_t event = -1;
+  for (std::uint32_t m = eligible; m; m &= m - 1) {
+    int lane = std::countr_zero(m);
+    if (s_.pc[lane] == at && head[lane] >= 0 && (event < 0 || head[lane] < event)) event = head[lane];
+  }
+  group = 0;
+  for (std::uint32_t m = eligible; m; m &= m - 1) {
+    int lane = std::countr_zero(m);
+    if (s_.pc[lane] != at) continue;
+    // An observation runs the lanes it names together; elsewhere lanes of
+    // different divergence histories stay apart until a convergence barrier joins them.
+    if (event >= 0 ? head[lane] < 0 || head[lane] == event : s_.priority[lane] == top) group |= 1u << lane;
+  }
+  if (event >= 0) {
+    std::uint32_t reporting = 0;
+    for (std::uint32_t m = group; m; m &= m - 1)
+      if (head[std::countr_zero(m)] == event) reporting |= 1u << std::countr_zero(m);
+    fire(at, event, group, reporting);
+    return false;
+  }
+  return true;
 }
 
 void WarpJoiner::Walk::fire(std::uint32_t at, std::int32_t event, std::uint32_t group, std::uint32_t reporting) {
   const Node& node = j_.nodes_[at];
   const ObservedInst& ev = warp_.events[event];
   s_.steps_since_event = 0;
+  s_.together = 0;
   record(at, ev.mask, ev.operands);
   for (std::uint32_t m = group; m; m &= m - 1) {
     int lane = std::countr_zero(m);
@@ -604,6 +628,8 @@ void WarpJoiner::Walk::go(std::uint32_t at, std::uint32_t group, std::uint32_t t
     int lane = std::countr_zero(m);
     s_.pc[lane] = ((taken >> lane) & 1) ? node.target : at + 1;
   }
+  const bool one_way = taken == 0 || taken == group;
+  s_.together = one_way && group == (s_.live & ~s_.waiting) ? group : 0;
 }
 
 namespace {
