@@ -78,11 +78,19 @@ kernels=(
   "splat3d/sws/backward|splat3d|splat_render_backward|--gaussians 100000 --width 640 --height 640 --variant sws|splat3d/baseline/backward"
   "splat3d/swb/backward|splat3d|splat_render_backward|--gaussians 100000 --width 640 --height 640 --variant swb|splat3d/baseline/backward"
   "splat3d/warp/backward|splat3d|splat_render_backward|--gaussians 100000 --width 640 --height 640 --variant warp|splat3d/baseline/backward"
+  # The DISTWAR regime (docs/validation.md): training from random points in the scene's volume,
+  # large overlapping Gaussians; the same 1600 CTAs.
+  "splat3d-volume/baseline/backward|splat3d|splat_render_backward|--init volume --gaussians 10000 --width 640 --height 640 --variant baseline|"
+  "splat3d-volume/sws/backward|splat3d|splat_render_backward|--init volume --gaussians 10000 --width 640 --height 640 --variant sws|splat3d-volume/baseline/backward"
+  "splat3d-volume/swb/backward|splat3d|splat_render_backward|--init volume --gaussians 10000 --width 640 --height 640 --variant swb|splat3d-volume/baseline/backward"
+  "splat3d-volume/warp/backward|splat3d|splat_render_backward|--init volume --gaussians 10000 --width 640 --height 640 --variant warp|splat3d-volume/baseline/backward"
 )
-# Kernels whose instruction stream depends on timing by design (look-back
-# spin, activation race): more count passes show which instructions the GPU
-# itself counts differently from run to run (`atomsim trace check --count-again`).
-timing_dependent='^(sort/.*/scatter|sparse/.*/write)$'
+# Kernels whose instruction stream depends on timing (look-back spin,
+# activation race; the 3DGS backward of the second training iteration, whose
+# Gaussians the first iteration's float atomics summed in a varying order):
+# more count passes show which instructions the GPU itself counts differently
+# from run to run (`atomsim trace check --count-again`).
+timing_dependent='^(sort/.*/scatter|sparse/.*/write|splat3d.*/backward)$'
 # Launches under the capture tool: several after a warm-up for timing and
 # stalls; the traced launch (the second) for count and trace. The trainer's
 # variant check, which launches every variant, is off.
