@@ -34,6 +34,12 @@ struct LsuOp {
   std::uint32_t active_mask = 0;
   std::array<std::uint64_t, 32> address{};
   std::array<std::uint64_t, 32> value{};
+  // Lane updates each lane carries: 1, or more where a warp-reduction unit combined lanes into it.
+  std::array<std::uint8_t, 32> updates = [] {
+    std::array<std::uint8_t, 32> one_each;
+    one_each.fill(1);
+    return one_each;
+  }();
   std::uint32_t flits() const { return 1; }
 };
 

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "harness.hpp"
+#include "models/atomic_update.hpp"
 #include "models/cache/tag_array.hpp"
 #include "models/l1/atomic_buffer.hpp"
 #include "sim/engine/params.hpp"
@@ -122,8 +123,8 @@ TEST_CASE("the atomic buffer combines, evicts LRU and drains in age order", "[en
   REQUIRE(rest[0].op.address == 0x20);
   REQUIRE(rest[1].op.address == 0x30);
   REQUIRE(buffer.size() == 0);
-  REQUIRE_FALSE(AtomicBuffer::combinable(trace::AtomicOp::Exch, trace::DataType::U32));
-  REQUIRE_FALSE(AtomicBuffer::combinable(trace::AtomicOp::Min, trace::DataType::F32));
+  REQUIRE_FALSE(model::combinable_update(trace::AtomicOp::Exch, trace::DataType::U32));
+  REQUIRE_FALSE(model::combinable_update(trace::AtomicOp::Min, trace::DataType::F32));
 }
 
 TEST_CASE("statistics summarize counters, time averages and utilization over a window", "[engine][stats]") {

@@ -200,3 +200,89 @@ TEST_CASE("Scoreboard: results in flight, their rebasing and the conservative fo
   CHECK_FALSE(p.pending_in(Scoreboard::ShortWrite, Scoreboard::ShortRead, high));
   CHECK(p.pending(Scoreboard::LongWrite, 2));
 }
+
+namespace {
+// A reduction whose 32 lanes add 1.0 to one word (the i-th such instruction's own word).
+trace::WarpInst same_word_reduction(std::uint32_t index, int i) {
+  trace::WarpInst w = record(index);
+  w.address.fill(0x200000 + 128u * static_cast<std::uint64_t>(i));
+  w.value.fill(0x3f800000);
+  return w;
+}
+}  // namespace
+
+TEST_CASE("SM: the warp-reduction unit sends a RED of 32 same-word lanes as one lane, at its latency and rate", "[models][sm]") {
+  auto reds = [](int count) {
+    return write_kernel("same-word-reds", {kRed, "EXIT"}, 1, 1, [count](std::uint64_t) {
+      std::vector<trace::WarpInst> s;
+      for (int i = 0; i < count; ++i) s.push_back(same_word_reduction(0, i));
+      s.push_back(record(1));
+      return s;
+    });
+  };
+  auto run_with = [](const std::string& path, std::vector<std::string> settings) {
+    std::vector<std::string> all = kOneSm;
+    all.insert(all.end(), settings.begin(), settings.end());
+    return run_one(h100_with(all), path);
+  };
+  const std::string one = reds(1);
+  KernelRun off = run_with(one, {});
+  KernelRun fast = run_with(one, {"sm.warp_reduction.enabled=true", "sm.warp_reduction.latency=0"});
+  KernelRun slow = run_with(one, {"sm.warp_reduction.enabled=true", "sm.warp_reduction.latency=300"});
+  // Without the unit the L1 sends the 32 lanes as 32 rounds; with it, one lane carrying 32 updates.
+  REQUIRE(total(off, "l1", "atomic_lane_ops_in") == 32);
+  REQUIRE(total(off, "l2_slice", "atomic_ops") == 32);
+  for (const KernelRun* run : {&fast, &slow}) {
+    REQUIRE(total(*run, "smsp", "warp_reduction.instructions") == 1);
+    REQUIRE(total(*run, "smsp", "warp_reduction.lanes_combined") == 31);
+    REQUIRE(total(*run, "l1", "atomic_lane_ops_in") == 1);
+    REQUIRE(total(*run, "l2_slice", "atomic_ops") == 1);
+    REQUIRE(total(*run, "l2_slice", "atomic_lane_updates") == 32);
+    REQUIRE(run->check.passed());
+    REQUIRE(run->check.lane_updates_applied == 32);
+  }
+  REQUIRE(slow.cycles == fast.cycles + 300);
+  REQUIRE(fast.cycles < off.cycles);
+  std::remove(one.c_str());
+
+  // One RED every 40 cycles: 50 back to back hold the warp in lg_throttle.
+  const std::string many = reds(50);
+  KernelRun rated = run_with(many, {"sm.warp_reduction.enabled=true", "sm.warp_reduction.issue_interval=40"});
+  REQUIRE(rated.cycles >= 49 * 40);
+  // Each gap: selected for one cycle, the re-issue wait, and lg_throttle for the rest.
+  const double gap = 40.0 - static_cast<double>(h100_with(kOneSm).sm.min_reissue_interval);
+  REQUIRE(total(rated, "smsp", "stall.lg_throttle") >= 49 * gap);
+  REQUIRE(total(rated, "l2_slice", "atomic_lane_updates") == 50 * 32);
+  REQUIRE(rated.check.passed());
+  require_states_cover_residency(rated);
+  std::remove(many.c_str());
+}
+
+TEST_CASE("SM: the warp-reduction unit combines only same-word lanes and keeps the queue in order", "[models][sm]") {
+  auto params = h100_with({"gpu.sms=1", "l2.slices=2", "l2.partitions=1", "sm.warp_reduction.enabled=true"});
+  // Lanes on 4 words (8 lanes each, interleaved), then a load that must not overtake the RED.
+  std::string path = write_kernel("mixed", {kRed, "LDG.E R20, desc[UR4][R2.64]", "EXIT"}, 1, 1, [](std::uint64_t) {
+    std::vector<trace::WarpInst> s;
+    for (int i = 0; i < 20; ++i) {
+      trace::WarpInst red = record(0);
+      for (int lane = 0; lane < 32; ++lane) {
+        red.address[lane] = 0x300000 + 256u * static_cast<std::uint64_t>(i) + 4u * static_cast<std::uint64_t>(lane % 4);
+        red.value[lane] = 0x3f800000;
+      }
+      s.push_back(red);
+      trace::WarpInst load = record(1);
+      for (int lane = 0; lane < 32; ++lane) load.address[lane] = 0x900000 + 4u * static_cast<std::uint64_t>(lane);
+      s.push_back(load);
+    }
+    s.push_back(record(2));
+    return s;
+  });
+  KernelRun run = run_one(params, path);
+  REQUIRE(total(run, "smsp", "warp_reduction.instructions") == 20);
+  REQUIRE(total(run, "smsp", "warp_reduction.lanes_combined") == 20 * 28);
+  REQUIRE(total(run, "l2_slice", "atomic_ops") == 20 * 4);
+  REQUIRE(total(run, "l2_slice", "atomic_lane_updates") == 20 * 32);
+  REQUIRE(run.check.passed());
+  require_states_cover_residency(run);
+  std::remove(path.c_str());
+}

@@ -23,9 +23,6 @@ struct BufferedUpdate {
 class AtomicBuffer {
  public:
   explicit AtomicBuffer(std::uint32_t entries);
-  // Whether updates of this kind may be combined (commutative and associative
-  // up to floating-point rounding, as in LAB).
-  static bool combinable(trace::AtomicOp kind, trace::DataType type);
   // Combines or allocates; returns the entry evicted to make room, if any.
   std::optional<BufferedUpdate> absorb(const BufferedUpdate& update);
   // Removes the entry for `address`, if buffered (an ATOM with a result must see it applied first).
@@ -42,7 +39,6 @@ class AtomicBuffer {
     std::uint64_t allocated = 0;
     bool valid = false;
   };
-  static std::uint64_t combine(std::uint64_t a, std::uint64_t b, trace::AtomicOp kind, trace::DataType type);
   std::vector<Entry> entries_;
   std::unordered_map<std::uint64_t, std::uint32_t> index_;
   std::uint64_t clock_ = 0;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "models/atomic_update.hpp"
+
 namespace atomsim::model {
 
 using trace::OpClass;
@@ -156,14 +158,14 @@ void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
   const std::uint32_t lanes = static_cast<std::uint32_t>(std::popcount(op.active_mask));
   atomic_lane_ops_in_ += lanes;
   Inflight& f = inflight_[slot];
-  const bool buffered = atomic_buffer_ && op.op == OpClass::Red && AtomicBuffer::combinable(op.atomic_op, op.atomic_type);
+  const bool buffered = atomic_buffer_ && op.op == OpClass::Red && combinable_update(op.atomic_op, op.atomic_type);
   if (buffered) {
     // Every lane is its own access to the buffer.
     Cycle done = pipeline_.occupy(now, std::max<std::uint32_t>(1, lanes));
     for (std::uint32_t m = op.active_mask; m; m &= m - 1) {
       int lane = std::countr_zero(m);
       std::uint64_t before = atomic_buffer_->combined();
-      auto evicted = atomic_buffer_->absorb(BufferedUpdate{LaneOp{op.address[lane], op.value[lane], 1}, op.atomic_op, op.atomic_type});
+      auto evicted = atomic_buffer_->absorb(BufferedUpdate{LaneOp{op.address[lane], op.value[lane], op.updates[lane]}, op.atomic_op, op.atomic_type});
       buffered_combines_ += atomic_buffer_->combined() - before;
       if (evicted) {
         ++buffer_evictions_;
@@ -215,7 +217,7 @@ void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
         // An atomic that bypasses the buffer must follow any buffered update of its word.
         if (auto pending = atomic_buffer_->take(op.address[lane])) send_evicted(*pending);
       }
-      ops.push_back(LaneOp{op.address[lane], op.value[lane], 1});
+      ops.push_back(LaneOp{op.address[lane], op.value[lane], op.updates[lane]});
       sector_mask |= std::uint64_t(1) << (((op.address[lane] - line) / params_.sector_bytes) % 64);
     }
     p.op_count = static_cast<std::uint16_t>(ops.size());

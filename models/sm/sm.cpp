@@ -9,7 +9,8 @@ using trace::OpClass;
 
 namespace {
 
-enum class Route : std::uint8_t { Pipe, Mio, Lsu, Barrier, Membar };
+// LsuReduced: a RED that the warp-reduction unit combines on its way to the LG queue.
+enum class Route : std::uint8_t { Pipe, Mio, Lsu, LsuReduced, Barrier, Membar };
 enum PipeIndex : std::uint8_t { kIntAlu, kFpAlu, kFma, kVote, kBranch, kMisc, kPipeCount };
 
 // What the SM needs of a static instruction, compactly. Registers are renumbered
@@ -63,6 +64,7 @@ class Sm::Subcore {
     const SmParams& p = sm.params_;
     const PipeParams* pipes[kPipeCount] = {&p.int_alu, &p.fp_alu, &p.fma, &p.vote, &p.branch, &p.misc};
     for (int i = 0; i < kPipeCount; ++i) pipes_[i].set_rate(1.0 / pipes[i]->issue_interval);
+    reducer_.set_rate(1.0 / p.warp_reduction.issue_interval);
     for (int s = 0; s < kWarpStateCount; ++s)
       stats.add_counter(std::string("stall.") + warp_state_name(static_cast<WarpState>(s)), &tallies_[s].warp_cycles,
                         "warp-cycles spent in this state");
@@ -74,6 +76,10 @@ class Sm::Subcore {
     stats.add_counter("atomic_lane_ops", &atomic_lane_ops_, "atomic lane operations issued by warps");
     stats.add_counter("atomic_warp_instructions", &atomic_instructions_, "ATOM and RED warp instructions issued");
     stats.add_counter("issue_cycles", &issue_cycles_, "cycles on which the scheduler issued");
+    if (p.warp_reduction.enabled) {
+      stats.add_counter("warp_reduction.instructions", &reduced_instructions_, "RED instructions the warp-reduction unit took");
+      stats.add_counter("warp_reduction.lanes_combined", &lanes_combined_, "lanes it folded into another lane of the same word");
+    }
   }
 
   OutPort<LsuOp>& lg() { return lg_; }
@@ -242,7 +248,8 @@ class Sm::Subcore {
       clear_bits(bit);
       switch (h.state) {
         case WarpState::NotSelected: eligible_bits_ |= bit; break;
-        case WarpState::LgThrottle: lg_bits_ |= bit; break;
+        // The LG queue's credits wake a warp it holds; a busy warp-reduction unit frees up at a known cycle.
+        case WarpState::LgThrottle: (h.unblock_at == kNever ? lg_bits_ : timer_bits_) |= bit; break;
         case WarpState::MioThrottle: mio_bits_ |= bit; break;
         case WarpState::Wait: case WarpState::BranchResolving: case WarpState::MathPipeThrottle:
           timer_bits_ |= bit;
@@ -299,6 +306,14 @@ class Sm::Subcore {
         break;
       case Route::Lsu: case Route::Membar:
         if (!lg_room_) h.state = WarpState::LgThrottle;
+        break;
+      case Route::LsuReduced:
+        if (!lg_room_) {
+          h.state = WarpState::LgThrottle;
+        } else if (!reducer_.free(t)) {
+          h.state = WarpState::LgThrottle;
+          h.unblock_at = reducer_.free_at();
+        }
         break;
       case Route::Barrier:
         if (sm_.kernel_.flush_atomics_at_barrier && !lg_room_) h.state = WarpState::LgThrottle;
@@ -398,7 +413,7 @@ class Sm::Subcore {
     fifo.push_back(r);
   }
 
-  void send_lsu(Warp& w, const InstTiming& tm, LsuOp::Kind kind) {
+  void send_lsu(Warp& w, const InstTiming& tm, LsuOp::Kind kind, Cycle now) {
     const trace::StaticInst& s = sm_.kernel_.info->program[w.index()];
     LsuOp op;
     op.kind = kind;
@@ -414,7 +429,17 @@ class Sm::Subcore {
       w.stream.operands(op.address, op.value);
       if (trace::is_atomic(s.op) && sm_.hooks_.on_atomic) sm_.hooks_.on_atomic(s, op.active_mask, op.address, op.value);
     }
-    lg_.try_send(std::move(op));
+    Cycle ready = now;
+    if (tm.route == Route::LsuReduced) {
+      ++reduced_instructions_;
+      lanes_combined_ += combine_same_word_lanes(op);
+      reducer_.occupy(now, 1);
+      ready += sm_.params_.warp_reduction.latency;
+    }
+    // The LG queue stays in order behind a RED still being reduced: the L1
+    // reads operands in queue order, which is how their registers are released.
+    lg_in_order_from_ = std::max(lg_in_order_from_, ready);
+    lg_.try_send(std::move(op), lg_in_order_from_ - now);
   }
 
   void issue(Warp& w, Cycle now) {
@@ -444,7 +469,7 @@ class Sm::Subcore {
         mio_.try_send(op);
         break;
       }
-      case Route::Lsu:
+      case Route::Lsu: case Route::LsuReduced:
         if (tm.op == OpClass::LoadGlobal || tm.op == OpClass::Atom)
           for (int i = 0; i < tm.num_dst; ++i) w.scoreboard.set(Scoreboard::LongWrite, tm.dst[i]);
         if (trace::is_atomic(tm.op)) {
@@ -453,17 +478,17 @@ class Sm::Subcore {
         }
         ++w.outstanding_memory;
         push_reads(lg_reads_, w, tm, true);
-        send_lsu(w, tm, LsuOp::Kind::Memory);
+        send_lsu(w, tm, LsuOp::Kind::Memory, now);
         break;
       case Route::Membar:
         w.waiting_membar = true;
         lg_reads_.push_back(ReadRelease{w.slot, 0, {}});
-        send_lsu(w, tm, LsuOp::Kind::Membar);
+        send_lsu(w, tm, LsuOp::Kind::Membar, now);
         break;
       case Route::Barrier:
         if (sm_.kernel_.flush_atomics_at_barrier) {
           lg_reads_.push_back(ReadRelease{w.slot, 0, {}});
-          send_lsu(w, tm, LsuOp::Kind::BarrierFlush);
+          send_lsu(w, tm, LsuOp::Kind::BarrierFlush, now);
         }
         w.at_barrier = true;
         break;
@@ -502,8 +527,10 @@ class Sm::Subcore {
   std::unique_ptr<WarpScheduler> scheduler_;
   const std::vector<InstTiming>* timing_ = nullptr;
   std::uint64_t warp_instructions_ = 0, thread_instructions_ = 0, issue_cycles_ = 0, atomic_lane_ops_ = 0,
-                atomic_instructions_ = 0;
+                atomic_instructions_ = 0, reduced_instructions_ = 0, lanes_combined_ = 0;
   RateServer pipes_[kPipeCount];
+  RateServer reducer_;  // the warp-reduction unit (SmParams::warp_reduction)
+  Cycle lg_in_order_from_ = 0;  // the last LG queue entry's arrival at the L1
   OutPort<LsuOp> lg_;
   OutPort<MioOp> mio_;
   std::vector<SchedulerCandidate> eligible_;
@@ -555,7 +582,9 @@ std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams
         break;
       }
       case OpClass::Sfu: case OpClass::Shared: case OpClass::Shuffle: t.route = Route::Mio; break;
-      case OpClass::LoadGlobal: case OpClass::StoreGlobal: case OpClass::Atom: case OpClass::Red: t.route = Route::Lsu; break;
+      case OpClass::LoadGlobal: case OpClass::StoreGlobal: case OpClass::Atom: case OpClass::Red:
+        t.route = p.warp_reduction.enabled && warp_reducible(s.op, s.atomic_op, s.atomic_type) ? Route::LsuReduced : Route::Lsu;
+        break;
       case OpClass::Barrier: t.route = Route::Barrier; break;
       case OpClass::Membar: t.route = Route::Membar; break;
       case OpClass::Exit: pipe(kBranch, p.branch); break;

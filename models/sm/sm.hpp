@@ -14,6 +14,7 @@
 #include "models/sm/scheduler.hpp"
 #include "models/sm/stall.hpp"
 #include "models/sm/warp.hpp"
+#include "models/sm/warp_reduction.hpp"
 #include "sim/engine/params.hpp"
 #include "sim/engine/port.hpp"
 #include "traces/reader.hpp"
@@ -40,6 +41,7 @@ struct SmParams {
   Cycle min_reissue_interval = 1;
   Cycle branch_resolve_latency = 4;
   PipeParams int_alu, fp_alu, fma, vote, branch, misc;
+  WarpReductionParams warp_reduction;
 
   void declare(ParamBinder b) {
     b.integer("subcores", subcores, 1, 16, "sub-cores (SMSPs), each with its own warp scheduler");
@@ -58,6 +60,7 @@ struct SmParams {
     vote.declare(pipes.sub("vote"));
     branch.declare(pipes.sub("branch"));
     misc.declare(pipes.sub("misc"));
+    warp_reduction.declare(b.sub("warp_reduction"));
   }
 };
 
