@@ -12,11 +12,16 @@ namespace atomsim::model {
 
 // A warp instruction handed from a sub-core to the MIO (shared memory,
 // shuffles, special math).
+// Registers one instruction writes, at most: a 128-bit load fills four.
+inline constexpr int kMaxDestinations = 4;
+
 struct MioOp {
   std::uint16_t warp_slot = 0;
   trace::OpClass op = trace::OpClass::Shuffle;
+  // Shared-memory instructions: 128-byte pieces of register data the pipe moves (active lanes x bytes each).
+  std::uint8_t wavefronts = 1;
   std::uint8_t num_dst = 0;
-  std::array<std::uint16_t, 2> dst{};
+  std::array<std::uint16_t, kMaxDestinations> dst{};
   std::uint32_t flits() const { return 1; }
 };
 
@@ -30,7 +35,7 @@ struct LsuOp {
   trace::AtomicOp atomic_op = trace::AtomicOp::None;
   trace::DataType atomic_type = trace::DataType::None;
   std::uint8_t num_dst = 0;
-  std::array<std::uint16_t, 2> dst{};
+  std::array<std::uint16_t, kMaxDestinations> dst{};
   std::uint32_t active_mask = 0;
   std::array<std::uint64_t, 32> address{};
   std::array<std::uint64_t, 32> value{};
@@ -49,7 +54,7 @@ struct Completion {
   Kind kind = Kind::Registers;
   std::uint16_t warp_slot = 0;
   std::uint8_t num_dst = 0;
-  std::array<std::uint16_t, 2> dst{};
+  std::array<std::uint16_t, kMaxDestinations> dst{};
   bool also_acks_memory = false;  // a load/atomic result also retires the memory op
   std::uint32_t flits() const { return 1; }
 };

@@ -80,6 +80,10 @@ bool writes_nothing(OpClass op, std::string_view base) {
   }
 }
 
+}  // namespace
+
+std::string_view opcode_base(std::string_view mnemonic) { return mnemonic.substr(0, mnemonic.find('.')); }
+
 std::uint8_t access_width(std::string_view m) {
   if (has_modifier(m, "128")) return 16;
   if (has_modifier(m, "64") || has_modifier(m, "F64") || has_modifier(m, "U64") || has_modifier(m, "S64")) return 8;
@@ -87,10 +91,6 @@ std::uint8_t access_width(std::string_view m) {
   if (has_modifier(m, "U8") || has_modifier(m, "S8")) return 1;
   return 4;
 }
-
-}  // namespace
-
-std::string_view opcode_base(std::string_view mnemonic) { return mnemonic.substr(0, mnemonic.find('.')); }
 
 bool has_modifier(std::string_view mnemonic, std::string_view mod) {
   std::size_t pos = 0;

@@ -15,6 +15,8 @@ OpClass classify_opcode(std::string_view mnemonic);
 // "REDG" of "REDG.E.ADD.F32"; whether the mnemonic carries a modifier (".ADD").
 std::string_view opcode_base(std::string_view mnemonic);
 bool has_modifier(std::string_view mnemonic, std::string_view modifier);
+// Bytes per lane a load or store moves, from its modifiers (.64, .128, .U8, ...).
+std::uint8_t access_width(std::string_view mnemonic);
 
 // Parses one instruction such as "@!P0 REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR6][R10.64+0x4], R13 ;".
 // The guard predicate, when present, is recorded as a source.

@@ -25,7 +25,8 @@ struct MioParams {
     b.integer("queue_depth", queue_depth, 1, 256, "MIO queue entries per sub-core");
     b.real("dispatch_per_cycle", dispatch_per_cycle, 0.01, 16, "instructions the MIO takes from its queues per cycle (whole SM)");
     b.real("shuffles_per_cycle", shuffles_per_cycle, 0.01, 16, "warp shuffles/matches completed per cycle (whole SM)");
-    b.real("shared_per_cycle", shared_per_cycle, 0.01, 16, "shared-memory warp instructions per cycle (whole SM)");
+    b.real("shared_per_cycle", shared_per_cycle, 0.01, 16,
+           "shared-memory wavefronts (128 bytes of register data: 32 lanes of 4 bytes) per cycle (whole SM)");
     b.real("sfu_per_cycle", sfu_per_cycle, 0.01, 16, "special-function warp instructions per cycle (whole SM)");
     b.integer("shuffle_latency", shuffle_latency, 1, 10000, "cycles from dispatch to a shuffle's result");
     b.integer("shared_latency", shared_latency, 1, 10000, "cycles from dispatch to a shared load's result");

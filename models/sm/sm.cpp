@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "traces/sass.hpp"
+
 namespace atomsim::model {
 
 using trace::OpClass;
@@ -11,6 +13,7 @@ namespace {
 
 // LsuReduced: a RED that the warp-reduction unit combines on its way to the LG queue.
 enum class Route : std::uint8_t { Pipe, Mio, Lsu, LsuReduced, Barrier, Membar };
+constexpr int kGeneralRegisters = 255;  // R0..R254; RZ is not a register
 enum PipeIndex : std::uint8_t { kIntAlu, kFpAlu, kFma, kVote, kBranch, kMisc, kPipeCount };
 
 // What the SM needs of a static instruction, compactly. Registers are renumbered
@@ -24,9 +27,10 @@ struct alignas(64) InstTiming {  // one cache line each
   std::uint8_t num_src = 0;
   std::uint8_t num_dst = 0;
   bool operands_in_sets = true;  // every register is below RegSet::kLimit
+  std::uint8_t shared_bytes_per_lane = 0;  // shared-memory instructions: what each lane moves
   std::array<std::uint16_t, 6> src{};
-  std::array<std::uint16_t, 2> dst{};
-  std::uint32_t latency = 1;
+  std::array<std::uint16_t, kMaxDestinations> dst{};
+  std::uint16_t latency = 1;
   RegSet src_set, dst_set;
 };
 
@@ -464,6 +468,8 @@ class Sm::Subcore {
         op.op = tm.op;
         op.num_dst = tm.num_dst;
         op.dst = tm.dst;
+        if (tm.shared_bytes_per_lane > 0)
+          op.wavefronts = static_cast<std::uint8_t>(std::max(1u, (lanes * tm.shared_bytes_per_lane + 127) / 128));
         for (int i = 0; i < tm.num_dst; ++i) w.scoreboard.set(Scoreboard::ShortWrite, tm.dst[i]);
         push_reads(mio_reads_, w, tm, false);
         mio_.try_send(op);
@@ -563,6 +569,16 @@ std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams
     t.num_dst = s.num_dst;
     for (int i = 0; i < s.num_src; ++i) t.src[i] = renumber(s.src[i]);
     for (int i = 0; i < s.num_dst; ++i) t.dst[i] = renumber(s.dst[i]);
+    // A 64- or 128-bit load writes a pair or quad of consecutive registers;
+    // the trace names the first (captures before this rule named only a pair for global loads).
+    if ((s.op == OpClass::LoadGlobal || (s.op == OpClass::Shared && trace::opcode_base(s.mnemonic) == "LDS")) &&
+        s.num_dst >= 1 && s.dst[0] < kGeneralRegisters) {
+      const int registers = std::clamp(trace::access_width(s.mnemonic) / 4, 1, kMaxDestinations);
+      for (int i = 1; i < registers; ++i)
+        if (s.dst[0] + i < kGeneralRegisters) t.dst[i] = renumber(static_cast<std::uint16_t>(s.dst[0] + i));
+      t.num_dst = static_cast<std::uint8_t>(std::max<int>(t.num_dst, registers));
+    }
+    if (s.op == OpClass::Shared) t.shared_bytes_per_lane = trace::access_width(s.mnemonic);
     for (int i = 0; i < s.num_src; ++i) t.src_set.add(t.src[i]), t.operands_in_sets &= t.src[i] < RegSet::kLimit;
     for (int i = 0; i < s.num_dst; ++i) t.dst_set.add(t.dst[i]), t.operands_in_sets &= t.dst[i] < RegSet::kLimit;
     auto pipe = [&](PipeIndex i, const PipeParams& pp) { t.route = Route::Pipe; t.pipe = i; t.latency = pp.latency; };
