@@ -10,15 +10,16 @@
 
 namespace atomsim::model {
 
-// A warp instruction handed from a sub-core to the MIO (shared memory,
-// shuffles, special math).
 // Registers one instruction writes, at most: a 128-bit load fills four.
 inline constexpr int kMaxDestinations = 4;
 
+// A warp instruction handed from a sub-core to the MIO (shared memory,
+// shuffles, special math).
 struct MioOp {
   std::uint16_t warp_slot = 0;
   trace::OpClass op = trace::OpClass::Shuffle;
-  // Shared-memory instructions: 128-byte pieces of register data the pipe moves (active lanes x bytes each).
+  // Cycles the instruction holds its MIO pipe: for shared memory, 128-byte pieces of register
+  // data (active lanes x bytes each); one for anything else.
   std::uint8_t wavefronts = 1;
   std::uint8_t num_dst = 0;
   std::array<std::uint16_t, kMaxDestinations> dst{};

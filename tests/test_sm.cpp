@@ -286,3 +286,40 @@ TEST_CASE("SM: the warp-reduction unit combines only same-word lanes and keeps t
   require_states_cover_residency(run);
   std::remove(path.c_str());
 }
+
+TEST_CASE("SM: a 128-bit shared load writes four registers and holds the shared pipe four cycles", "[models][sm]") {
+  auto params = h100_with(kOneSm);
+  // LDS.128 R4 writes R4..R7; the FADD reads R7, its last register, or R9, which no load writes.
+  auto cycles_of = [&](const std::string& reader) {
+    std::string path = write_kernel("lds128", {"LDS.128 R4, [R2]", reader, "EXIT"}, 1, 1, [](std::uint64_t) {
+      return std::vector<trace::WarpInst>{record(0), record(1), record(2)};
+    });
+    KernelRun run = run_one(params, path);
+    std::remove(path.c_str());
+    return run;
+  };
+  KernelRun dependent = cycles_of("FADD R10, R7, R3");
+  KernelRun independent = cycles_of("FADD R10, R9, R3");
+  REQUIRE(total(dependent, "smsp", "stall.short_scoreboard") >= static_cast<double>(params.mio.shared_latency) - 2);
+  REQUIRE(total(independent, "smsp", "stall.short_scoreboard") == 0);
+
+  // 32 warps each load four 128-bit values of 32 lanes into distinct registers: 128 loads of 4
+  // cycles each in the SM's one shared pipe. As 32-bit loads they take one cycle each.
+  auto loads = [&](const std::string& lds) {
+    std::vector<std::string> program;
+    for (int r = 0; r < 4; ++r) program.push_back(lds + " R" + std::to_string(20 + 4 * r) + ", [R2]");
+    program.push_back("EXIT");
+    std::string path = write_kernel("lds-stream", program, 1, 32, [](std::uint64_t) {
+      return std::vector<trace::WarpInst>{record(0), record(1), record(2), record(3), record(4)};
+    });
+    KernelRun run = run_one(params, path);
+    std::remove(path.c_str());
+    return run;
+  };
+  KernelRun wide = loads("LDS.128");
+  KernelRun narrow = loads("LDS");
+  INFO("cycles: 128-bit " << wide.cycles << ", 32-bit " << narrow.cycles);
+  // The launch costs both the same; the wide loads take three more pipe cycles each.
+  REQUIRE(wide.cycles >= narrow.cycles + 128 * 3 - 32);
+  REQUIRE(total(wide, "smsp", "stall.mio_throttle") > 0);
+}

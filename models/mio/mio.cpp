@@ -48,7 +48,7 @@ void Mio::evaluate() {
         if (!to_sm_.try_send(c, latency - 1)) return;  // woken by the SM's credit
       }
       dispatch_.occupy(now, 1);
-      pipe.occupy(now, op.op == trace::OpClass::Shared ? op.wavefronts : 1);
+      pipe.occupy(now, op.wavefronts);
       ++instructions_;
       q.pop();
       round_robin_ = (round_robin_ + k + 1) % n;

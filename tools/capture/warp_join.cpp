@@ -247,6 +247,7 @@ class WarpJoiner::Walk {
   std::optional<bool> uniform_way(std::uint32_t at) const;
   void go(std::uint32_t at, std::uint32_t group, std::uint32_t taken);
   void record(std::uint32_t index, std::uint32_t mask, std::int32_t operands);
+  bool learning() const { return learned_ != nullptr; }
   bool divergent(std::uint32_t at) const { return j_.divergent_[at] || found_divergent_[at]; }
   void mark_divergent(std::uint32_t at);
   void back_off(const JoinError& failure);
@@ -255,7 +256,6 @@ class WarpJoiner::Walk {
   const WarpJoiner& j_;
   const WarpObservation& warp_;
   Learned* const learned_;
-  const bool learning_;
   std::vector<Record>* const out_;
   // Branches this walk saw splitting the warp, beyond what the survey knew.
   std::vector<char> found_divergent_;
@@ -273,7 +273,7 @@ class WarpJoiner::Walk {
 };
 
 WarpJoiner::Walk::Walk(const WarpJoiner& joiner, const WarpObservation& warp, Learned* learned, std::vector<Record>* out)
-    : j_(joiner), warp_(warp), learned_(learned), learning_(learned != nullptr), out_(out),
+    : j_(joiner), warp_(warp), learned_(learned), out_(out),
       found_divergent_(joiner.nodes_.size(), 0) {
   const std::size_t n_events = warp.events.size();
   previous_same_pc_.assign(n_events, -1);
@@ -342,7 +342,7 @@ void WarpJoiner::Walk::back_off(const JoinError& failure) {
   if (first_failure_.empty()) first_failure_ = failure.what();
   while (!guesses_.empty() && guesses_.back().tried == guesses_.back().ways.size()) guesses_.pop_back();
   if (guesses_.empty() || ++backtracks_ > kMaxBacktracks) throw JoinError(first_failure_);
-  if (!learning_) ++retried_;
+  if (!learning()) ++retried_;
   Guess& g = guesses_.back();
   s_ = g.before;
   if (out_) pending_.resize(s_.emitted - final_);
@@ -538,7 +538,7 @@ void WarpJoiner::Walk::branch(std::uint32_t at, std::uint32_t group) {
     }
     open |= 1u << lane;
   }
-  if (learning_ && s_.visits[node.branch_slot] < kRememberedVisits) {
+  if (learning() && s_.visits[node.branch_slot] < kRememberedVisits) {
     std::vector<Arrivals>& arrivals = learned_->arrivals[node.branch_slot];
     const std::uint32_t visit = s_.visits[node.branch_slot];
     if (arrivals.size() <= visit) arrivals.resize(visit + 1);
@@ -550,7 +550,7 @@ void WarpJoiner::Walk::branch(std::uint32_t at, std::uint32_t group) {
     if (forced_taken && forced_through) mark_divergent(at);
     return go(at, group, forced_taken);
   }
-  if (!learning_ && !(forced_taken | forced_through)) ++guessed_;
+  if (!learning() && !(forced_taken | forced_through)) ++guessed_;
 
   std::uint32_t taken = forced_taken;
   const std::optional<bool> uniform_taken = forced_taken | forced_through ? std::nullopt : uniform_way(at);
@@ -596,7 +596,7 @@ void WarpJoiner::Walk::branch(std::uint32_t at, std::uint32_t group) {
 //    most of its executions went.
 std::optional<bool> WarpJoiner::Walk::uniform_way(std::uint32_t at) const {
   const Node& node = j_.nodes_[at];
-  if (learning_ || divergent(at)) return std::nullopt;
+  if (learning() || divergent(at)) return std::nullopt;
   const std::int32_t slot = node.branch_slot;
   const bool back_edge = node.target <= at;
   const std::vector<Arrivals>& arrivals = j_.arrivals_[slot];
