@@ -20,7 +20,9 @@
 # Usage: tools/capture/capture_h100_workloads.sh CAPTURE_DIR DEST [FILTER] [PHASES]
 #   CAPTURE_DIR: a build folder or an unpacked `make capture-bundle` (atomsim-capture,
 #   and atomsim for the trace check and compare); FILTER: a regular expression over
-#   names such as splat3d/sws/backward; PHASES: comma-separated, default measure,trace,compare.
+#   names such as splat3d/sws/backward, by default every kernel of the full-size dataset
+#   (not the threshold study's, which capture_h100_thresholds.sh names);
+#   PHASES: comma-separated, default measure,trace,compare.
 #   WORKLOADS_BIN, if set, is a folder with the runners already built for sm_90
 #   (build/workloads); otherwise they are built here with nvcc.
 set -euo pipefail
@@ -28,7 +30,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 usage="usage: capture_h100_workloads.sh CAPTURE_DIR DEST [FILTER] [PHASES]"
 tools=$(cd "${1:?$usage}" && pwd)
 dest=${2:?$usage}
-filter=${3:-.}
+filter=${3:-'^(sort|sparse|mpm|splat3d|splat3d-volume)/'}
 phases=,${4:-measure,trace,compare},
 capture=$tools/atomsim-capture atomsim=$tools/atomsim
 [ -x "$capture" ] || { echo "capture_h100_workloads: $capture not found" >&2; exit 1; }
@@ -84,7 +86,15 @@ kernels=(
   "splat3d-volume/sws/backward|splat3d|splat_render_backward|--init volume --gaussians 10000 --width 640 --height 640 --variant sws|splat3d-volume/baseline/backward"
   "splat3d-volume/swb/backward|splat3d|splat_render_backward|--init volume --gaussians 10000 --width 640 --height 640 --variant swb|splat3d-volume/baseline/backward"
   "splat3d-volume/warp/backward|splat3d|splat_render_backward|--init volume --gaussians 10000 --width 640 --height 640 --variant warp|splat3d-volume/baseline/backward"
+  # The balancing-threshold study (tools/capture/capture_h100_thresholds.sh): DISTWAR's regime at
+  # 320x320, 400 CTAs (one wave, 3 per SM), small enough to trace SW-S and SW-B at many thresholds.
+  "splat3d-threshold/baseline/backward|splat3d|splat_render_backward|--init volume --gaussians 10000 --width 320 --height 320 --variant baseline|"
 )
+for t in 1 4 8 12 16 20 24 28 32; do
+  for v in sws swb; do
+    kernels+=("splat3d-threshold/$v-t$t/backward|splat3d|splat_render_backward|--init volume --gaussians 10000 --width 320 --height 320 --variant $v --threshold $t|splat3d-threshold/baseline/backward")
+  done
+done
 # Kernels whose instruction stream depends on timing (look-back spin,
 # activation race; the 3DGS backward of the second training iteration, whose
 # Gaussians the first iteration's float atomics summed in a varying order):
