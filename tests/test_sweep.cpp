@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <thread>
@@ -87,6 +88,10 @@ TEST_CASE("sweep spec: every error is one line naming the spec file and line and
        R"(spec.toml:5: unknown key 'colour' in microbench)"},
       {"[sweep]\nname = \"x\"\n[[point]]\nname = \"p\"\nset = { \"sm.scheduler\" = \"random\" }\n" + good_trace,
        R"(spec.toml:5: setting 'sm.scheduler' = "random": .*not one of)"},
+      {"[sweep]\nname = \"x\"\n[[trace]]\nname = \"m\"\nmicrobench = { blocks = 4 }\nlabels = { cycles = 1 }\n",
+       R"(spec.toml:6: label 'cycles': .*not already a column)"},
+      {"[sweep]\nname = \"x\"\n[[trace]]\nname = \"m\"\nmicrobench = { blocks = 4 }\nlabels = { threshold = [1, 2] }\n",
+       R"(spec.toml:6: label 'threshold' must be a number, a boolean or a string)"},
       {"[sweep\nname = \"x\"\n", R"(spec.toml:1: TOML syntax error)"},
       {"[sweep]\nname = \"x\"\n", R"(spec.toml: needs at least one \[\[trace\]\])"},
   };
@@ -163,6 +168,48 @@ TEST_CASE("sweep run: a local pool runs every point once and a second run skips 
     return 0.0;
   };
   CHECK(cycles_at(16, "baseline") < cycles_at(8, "baseline"));
+}
+
+// Traces that differ in a kernel parameter say so with labels: each label is a
+// column, plotted against like an axis, and speedups still come from the
+// baseline kernel of the same trace.
+TEST_CASE("sweep run: trace labels become columns that rows are plotted against", "[sweep]") {
+  const std::string dir = scratch("labels");
+  std::string spec = "[sweep]\nname = \"labels\"\nbaseline = \"baseline\"\n";
+  for (int threshold : {4, 24})
+    spec += fmt::format(
+        "[[trace]]\nname = \"mb-t{0}\"\nlabels = {{ threshold = {0}, shape = \"same-word\" }}\n"
+        "microbench = {{ variant = \"all\", blocks = 16, warps_per_block = 4, iterations = 2, active_fraction = 0.5, "
+        "lanes_per_primitive = 32, threshold = {0} }}\n",
+        threshold);
+  write(dir + "/spec.toml", spec);
+  REQUIRE(atomsim_cli("sweep run " + dir + "/spec.toml --out " + dir + "/out -j 2").code == 0);
+  REQUIRE(atomsim_cli("sweep collect " + dir + "/out").code == 0);
+  auto table = nlohmann::json::parse(slurp(dir + "/out/results.json"));
+  const auto& columns = table["columns"];
+  REQUIRE(std::find(columns.begin(), columns.end(), "threshold") != columns.end());
+  REQUIRE(std::find(columns.begin(), columns.end(), "shape") != columns.end());
+  std::map<std::string, std::set<int>> thresholds_of;  // kernel -> thresholds
+  for (const auto& row : table["rows"]) {
+    CHECK(row["shape"] == "same-word");
+    thresholds_of[row["kernel"]].insert(row["threshold"].get<int>());
+    if (row["kernel"].get<std::string>().find("baseline") != std::string::npos) CHECK(row["speedup"] == 1.0);
+  }
+  CHECK(thresholds_of.size() == 3);
+  for (const auto& [kernel, thresholds] : thresholds_of) CHECK(thresholds == std::set<int>{4, 24});
+  // With 16 active lanes per RED on one word, SW-S reduces at threshold 4 and not at 24: different kernels.
+  auto cycles = [&](int threshold) {
+    for (const auto& row : table["rows"])
+      if (row["threshold"] == threshold && row["kernel"].get<std::string>().find("sws") != std::string::npos)
+        return row["cycles"].get<double>();
+    return 0.0;
+  };
+  CHECK(cycles(24) > 0);
+  CHECK(cycles(24) != cycles(4));
+
+  CommandResult r = atomsim_cli("sweep plot " + dir + "/out --x threshold --y speedup --by variant --out " + dir + "/t.svg");
+  CHECK(r.code == 0);
+  CHECK(slurp(dir + "/t.svg").find("threshold") != std::string::npos);
 }
 
 TEST_CASE("sweep run: killed at any moment it loses only the points in flight and a re-run completes them", "[sweep]") {

@@ -56,8 +56,12 @@ nlohmann::json SweepPlan::to_json() const {
   j["baseline"] = baseline;
   j["setting_keys"] = setting_keys;
   j["traces"] = json::array();
-  for (const auto& t : traces)
-    j["traces"].push_back({{"name", t.name}, {"path", t.path}, {"hash", t.hash}, {"group", t.group}, {"variant", t.variant}});
+  for (const auto& t : traces) {
+    json labels = json::array();
+    for (const auto& [key, value] : t.labels) labels.push_back({{"key", key}, {"value", value}});
+    j["traces"].push_back({{"name", t.name}, {"path", t.path}, {"hash", t.hash}, {"group", t.group}, {"variant", t.variant},
+                           {"labels", labels}});
+  }
   j["points"] = json::array();
   for (const auto& p : points) {
     json settings = json::array();
@@ -77,8 +81,15 @@ SweepPlan SweepPlan::from_json(const nlohmann::json& j, const std::string& origi
     plan.build = j.at("build");
     plan.baseline = j.at("baseline");
     plan.setting_keys = j.at("setting_keys").get<std::vector<std::string>>();
-    for (const auto& t : j.at("traces"))
-      plan.traces.push_back({t.at("name"), t.at("path"), t.at("hash"), t.at("group"), t.at("variant")});
+    for (const auto& t : j.at("traces")) {
+      PlannedTrace trace{t.at("name"), t.at("path"), t.at("hash"), t.at("group"), t.at("variant"), {}};
+      for (const auto& l : t.at("labels")) {
+        trace.labels.emplace_back(l.at("key"), l.at("value"));
+        if (std::find(plan.label_keys.begin(), plan.label_keys.end(), trace.labels.back().first) == plan.label_keys.end())
+          plan.label_keys.push_back(trace.labels.back().first);
+      }
+      plan.traces.push_back(std::move(trace));
+    }
     for (const auto& p : j.at("points")) {
       PlannedPoint point{p.at("key"), p.at("name"), p.at("trace"), p.at("config"), p.at("config_file"), {}};
       if (point.trace >= plan.traces.size()) throw std::runtime_error("a point names a trace the plan lacks");

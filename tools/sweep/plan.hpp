@@ -27,6 +27,9 @@ struct PlannedTrace {
   std::string hash;      // XXH3-128 of the file's bytes, hex
   std::string group;     // traces of one group share a baseline
   std::string variant;   // empty: the trace's kernels are the variants, named by kernel
+  // The spec's `labels`: what the trace is beyond its configuration (a kernel
+  // parameter such as a threshold), one table column each, in spec order.
+  std::vector<std::pair<std::string, nlohmann::json>> labels;
 };
 
 struct PlannedPoint {
@@ -46,6 +49,7 @@ struct SweepPlan {
   std::string build;       // hash of that executable: results of another build never mix in
   std::string baseline;    // regular expression on variants; empty: no speedups
   std::vector<std::string> setting_keys;  // every key any point sets, axes first, in spec order
+  std::vector<std::string> label_keys;    // every label any trace has, in spec order
   std::vector<PlannedTrace> traces;
   std::vector<PlannedPoint> points;
 

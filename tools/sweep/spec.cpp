@@ -150,6 +150,31 @@ bool safe_file_name(const std::string& name) {
                               std::string::npos && name[0] != '.';
 }
 
+// A [[trace]]'s `labels = { threshold = 16, ... }`: scalars that become table
+// columns, so that traces differing in a kernel parameter can be plotted
+// against it. A label may not take the name of a column the table already has.
+std::vector<std::pair<std::string, nlohmann::json>> trace_labels(const SpecReader& spec, const toml::value& trace,
+                                                                 SweepPlan& plan) {
+  std::vector<std::pair<std::string, nlohmann::json>> labels;
+  if (!trace.contains("labels")) return labels;
+  const auto& table = trace.at("labels");
+  if (!table.is_table()) spec.fail(table, "key 'labels' must be a table of names and values");
+  static const std::set<std::string> taken{"point", "name", "trace", "group", "variant", "kernel_index", "kernel", "config",
+                                           "status", "error", "cycles", "time_us", "speedup", "warp_instructions", "ipc"};
+  for (const auto& [key, v] : entries_in_order(table)) {
+    if (key.find('.') != std::string::npos || !safe_file_name(key) || taken.count(key) ||
+        std::find(plan.setting_keys.begin(), plan.setting_keys.end(), key) != plan.setting_keys.end())
+      spec.fail(*v, fmt::format("label '{}': a label needs a name of letters, digits, '_' and '-' that is not already a column", key));
+    if (v->is_integer()) labels.emplace_back(key, v->as_integer());
+    else if (v->is_floating()) labels.emplace_back(key, v->as_floating());
+    else if (v->is_boolean()) labels.emplace_back(key, v->as_boolean());
+    else if (v->is_string()) labels.emplace_back(key, v->as_string().str);
+    else spec.fail(*v, fmt::format("label '{}' must be a number, a boolean or a string", key));
+    if (std::find(plan.label_keys.begin(), plan.label_keys.end(), key) == plan.label_keys.end()) plan.label_keys.push_back(key);
+  }
+  return labels;
+}
+
 std::vector<std::string> expand_glob(const std::string& pattern) {
   glob_t g{};
   std::vector<std::string> out;
@@ -349,7 +374,8 @@ SweepPlan plan_sweep(const std::string& spec_path, const std::string& out_dir, c
   std::set<std::string> trace_names;
   for (const auto& t : root.at("trace").as_array()) {
     if (!t.is_table()) spec.fail(t, "each [[trace]] must be a table");
-    spec.only_keys(t, "[[trace]]", {"name", "path", "microbench", "group", "variant"});
+    spec.only_keys(t, "[[trace]]", {"name", "path", "microbench", "group", "variant", "labels"});
+    const auto labels = trace_labels(spec, t, plan);
     const std::string group = t.contains("group") ? spec.string(t.at("group"), "trace.group") : "";
     const std::string variant = t.contains("variant") ? spec.string(t.at("variant"), "trace.variant") : "";
     const std::string name = t.contains("name") ? spec.string(t.at("name"), "trace.name") : "";
@@ -388,7 +414,7 @@ SweepPlan plan_sweep(const std::string& spec_path, const std::string& out_dir, c
         spec.fail(at, fmt::format("trace '{}': {}", trace_name, e.what()));
       }
       plan.traces.push_back({trace_name, fs::absolute(path).lexically_normal().string(), hash_file(path),
-                             group.empty() ? trace_name : group, variant});
+                             group.empty() ? trace_name : group, variant, labels});
     }
   }
 

@@ -83,6 +83,7 @@ Table collect_table(const ResultStore& store) {
       r.identity["kernel"] = std::move(kernel);
       r.identity["config"] = p.config;
       for (const auto& s : p.settings) r.identity[s.key] = setting_cell(s);
+      for (const auto& [key, value] : trace.labels) r.identity[key] = value;
       r.identity["status"] = status;
       r.identity["error"] = result ? result->value("error", "") : "";
       for (const auto& [column, v] : r.measures) measure_columns.insert(column);
@@ -111,6 +112,7 @@ Table collect_table(const ResultStore& store) {
 
   table.columns = {"point", "name", "trace", "group", "variant", "kernel_index", "kernel", "config"};
   for (const auto& key : plan.setting_keys) table.columns.push_back(key);
+  for (const auto& key : plan.label_keys) table.columns.push_back(key);
   for (const char* c : {"status", "error", "cycles", "time_us", "speedup", "warp_instructions", "ipc"}) table.columns.push_back(c);
   for (const char* prefix : {"stall.", "atomics.", "util.", "avg."})
     for (const auto& c : measure_columns)
