@@ -122,6 +122,23 @@ std::string plot_svg(const Table& table, const PlotOptions& options) {
                                               values.size(), *c, options.heatmap ? "" : " or draw them as lines with --by"));
     labels.push_back(*c);
   }
+  // Series are named by as few of those columns as tell them apart, the
+  // longest (kernel names) dropped first.
+  auto series_count = [&](const std::vector<std::string>& columns) {
+    std::set<std::string> names;
+    for (const auto* r : rows) {
+      std::string n = options.by.empty() ? "" : Table::cell_text((*r)[options.by]);
+      for (const auto& c : columns) n += "\n" + Table::cell_text((*r)[c]);
+      names.insert(n);
+    }
+    return names.size();
+  };
+  const std::size_t needed = series_count(labels);
+  for (const char* c : {"kernel", "trace", "name", "config", "variant"}) {
+    auto fewer = labels;
+    fewer.erase(std::remove(fewer.begin(), fewer.end(), c), fewer.end());
+    if (fewer.size() < labels.size() && series_count(fewer) == needed) labels = std::move(fewer);
+  }
 
   std::vector<std::string> x_values;
   for (const auto* r : rows) {
