@@ -24,7 +24,8 @@
 #   (not the threshold study's, which capture_h100_thresholds.sh names);
 #   PHASES: comma-separated, default measure,trace,compare.
 #   WORKLOADS_BIN, if set, is a folder with the runners already built for sm_90
-#   (build/workloads); otherwise they are built here with nvcc.
+#   (build/workloads); otherwise they are built here with nvcc. TRACE_BUFFER_MIB
+#   sizes the trace pass's device buffer (default 16384: the regime's SW-S needs more).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 usage="usage: capture_h100_workloads.sh CAPTURE_DIR DEST [FILTER] [PHASES]"
@@ -119,7 +120,7 @@ run_capture() {  # name, folder, passes, runner, arguments...: one capture of $k
   local name=$1 out=$2 passes=$3 runner=$4
   shift 4
   mkdir -p "$out"
-  if "$capture" --pass "$passes" --kernel "$kernel" --launch 1 --timeout 600 --trace-buffer-mib 16384 --out "$out" -- \
+  if "$capture" --pass "$passes" --kernel "$kernel" --launch 1 --timeout 600 --trace-buffer-mib "${TRACE_BUFFER_MIB:-16384}" --out "$out" -- \
        "$bin/$runner" "$@" > /dev/null 2> "$out/capture.log"; then
     sed -n "s|^atomsim-capture: \([a-z]*\) pass -> .* (\(.*\))$|$name \1 \2|p" "$out/capture.log" >> "$times"
     rm -f "$out/capture.log" "$out"/cubin-*.cubin "$out"/cubin-*.sass
