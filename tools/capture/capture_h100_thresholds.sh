@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The balancing-threshold study's H100 side in one command on a GPU machine
 # (docs/studies.md, "The balancing threshold"):
-#   1. the atomics microbenchmark's measured curve: the runner's own timing
-#      (5 warm-up launches, median of 51) of SW-S and SW-B at thresholds 0-32
-#      and of the baseline, 32 lanes per primitive, half the lanes active
-#      (DEST/microbench/timing.jsonl);
+#   1. the atomics microbenchmark's measured curve: SW-S and SW-B at thresholds
+#      0-32 and the baseline, 32 lanes per primitive, half the lanes active; the
+#      runner's own timing (DEST/microbench/timing.jsonl: CUDA events around each
+#      launch, so a few microseconds of launch overhead shrink its speedups) and
+#      the capture's timing pass of the same 5 warm-up and 51 timed launches
+#      (DEST/microbench/NAME/timing.json: the kernels' own durations);
 #   2. the 3DGS backward in DISTWAR's regime at 320x320: native run, timing and
 #      stall passes of SW-S and SW-B at thresholds 1-32 and of the baseline
 #      (capture_h100_workloads.sh, DEST/splat3d-threshold/);
@@ -42,7 +44,8 @@ if [[ $steps == *,microbench,* ]]; then
   for t in 0 1 4 8 12 16 20 24 28 32; do runs+=("sws $t" "swb $t"); done
   for r in "${runs[@]}"; do
     read -r v t <<<"$r"
-    "$bin" $shape --variant "$v" --threshold "$t" --warmup 5 --repeat 51 >> "$out/timing.jsonl" ||
+    args="$shape --variant $v --threshold $t --warmup 5 --repeat 51"
+    "$bin" $args >> "$out/timing.jsonl" && "$capture" --pass timing --timeout 300 --out "$out/$v-thr$t" -- "$bin" $args > /dev/null ||
       { echo "capture_h100_thresholds: microbenchmark $v threshold $t failed" >&2; exit 1; }
   done
   rm -f "$bin"
