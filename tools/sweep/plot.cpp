@@ -103,7 +103,7 @@ std::string plot_svg(const Table& table, const PlotOptions& options) {
     if (row["status"] != "done") continue;
     bool keep = true;
     for (const auto& [column, value] : filters) keep &= Table::cell_text(row[column]) == value;
-    if (keep && !row[y].is_null()) rows.push_back(&row);
+    if (keep && !row[y].is_null() && !row[options.x].is_null()) rows.push_back(&row);  // a row without an x has no place
   }
   if (rows.empty()) throw std::invalid_argument(fmt::format("no finished row has a value of '{}' under these filters", y));
 
@@ -122,22 +122,23 @@ std::string plot_svg(const Table& table, const PlotOptions& options) {
                                               values.size(), *c, options.heatmap ? "" : " or draw them as lines with --by"));
     labels.push_back(*c);
   }
-  // Series are named by as few of those columns as tell them apart, the
-  // longest (kernel names) dropped first.
-  auto series_count = [&](const std::vector<std::string>& columns) {
-    std::set<std::string> names;
+  // Series are named by as few of those columns as keep every line to one
+  // row per x, the longest (kernel names) dropped first: a trace that changes
+  // with x (one trace per threshold) then joins its neighbours in one line.
+  auto one_row_per_x = [&](const std::vector<std::string>& columns) {
+    std::set<std::string> seen;
     for (const auto* r : rows) {
-      std::string n = options.by.empty() ? "" : Table::cell_text((*r)[options.by]);
+      std::string n = Table::cell_text((*r)[options.x]);
+      if (!options.by.empty()) n += "\n" + Table::cell_text((*r)[options.by]);
       for (const auto& c : columns) n += "\n" + Table::cell_text((*r)[c]);
-      names.insert(n);
+      if (!seen.insert(n).second) return false;
     }
-    return names.size();
+    return true;
   };
-  const std::size_t needed = series_count(labels);
   for (const char* c : {"kernel", "trace", "name", "config", "variant"}) {
     auto fewer = labels;
     fewer.erase(std::remove(fewer.begin(), fewer.end(), c), fewer.end());
-    if (fewer.size() < labels.size() && series_count(fewer) == needed) labels = std::move(fewer);
+    if (fewer.size() < labels.size() && one_row_per_x(fewer)) labels = std::move(fewer);
   }
 
   std::vector<std::string> x_values;
