@@ -12,8 +12,9 @@
 #      (capture_h100_workloads.sh, DEST/splat3d-threshold/);
 #   3. the count and trace passes of the kernels named by TRACED (a regular
 #      expression over names such as baseline or sws-t16);
-#   4. where the simulator is in CAPTURE_DIR, the study's sweep
-#      (tools/studies/threshold.toml) on every core: DEST/threshold-sweep/.
+#   4. where the simulator is in CAPTURE_DIR and DEST is the default (where the
+#      specs look for the traces), the study's sweeps (tools/studies/threshold.toml
+#      and threshold-gpus.toml) on every core: DEST/threshold-sweep*/.
 # Traces stay where they are captured (tens of MB each); the sweep's table is
 # what comes away.
 #
@@ -56,9 +57,11 @@ fi
 if [[ $steps == *,trace,* ]]; then
   "$workloads" "$tools" "$dest" "^splat3d-threshold/($traced)/" trace
 fi
-if [[ $steps == *,sweep,* ]] && [ -x "$tools/atomsim" ]; then
-  start=$(date +%s)
-  "$tools/atomsim" sweep run "$root/tools/studies/threshold.toml" --out "$dest/threshold-sweep" -j "$(nproc)"
-  "$tools/atomsim" sweep collect "$dest/threshold-sweep"
-  echo "threshold sweep $(( $(date +%s) - start )) s on $(nproc) cores" >> "$dest/times.txt"
+if [[ $steps == *,sweep,* ]] && [ -x "$tools/atomsim" ] && [ "$dest" = "$root/traces/h100/thresholds" ]; then
+  for spec in threshold threshold-gpus; do
+    start=$(date +%s)
+    "$tools/atomsim" sweep run "$root/tools/studies/$spec.toml" --out "$dest/$spec-sweep" -j "$(nproc)"
+    "$tools/atomsim" sweep collect "$dest/$spec-sweep"
+    echo "$spec sweep $(( $(date +%s) - start )) s on $(nproc) cores" >> "$dest/times.txt"
+  done
 fi
