@@ -208,8 +208,13 @@ TEST_CASE("sweep run: trace labels become columns that rows are plotted against"
   CHECK(cycles(24) != cycles(4));
 
   CommandResult r = atomsim_cli("sweep plot " + dir + "/out --x threshold --y speedup --by variant --out " + dir + "/t.svg");
-  CHECK(r.code == 0);
-  CHECK(slurp(dir + "/t.svg").find("threshold") != std::string::npos);
+  REQUIRE(r.code == 0);
+  // One line per variant across the two traces, not one per trace: three legend entries.
+  const std::string svg = slurp(dir + "/t.svg");
+  std::size_t lines = 0;
+  for (auto at = svg.find("\">variant="); at != std::string::npos; at = svg.find("\">variant=", at + 1)) ++lines;
+  CHECK(lines == 3);
+  CHECK(svg.find("mb-t4") == std::string::npos);
 }
 
 TEST_CASE("sweep run: killed at any moment it loses only the points in flight and a re-run completes them", "[sweep]") {

@@ -83,11 +83,8 @@ SweepPlan SweepPlan::from_json(const nlohmann::json& j, const std::string& origi
     plan.setting_keys = j.at("setting_keys").get<std::vector<std::string>>();
     for (const auto& t : j.at("traces")) {
       PlannedTrace trace{t.at("name"), t.at("path"), t.at("hash"), t.at("group"), t.at("variant"), {}};
-      for (const auto& l : t.value("labels", nlohmann::json::array())) {  // plans written before labels have none
+      for (const auto& l : t.value("labels", nlohmann::json::array()))  // plans written before labels have none
         trace.labels.emplace_back(l.at("key"), l.at("value"));
-        if (std::find(plan.label_keys.begin(), plan.label_keys.end(), trace.labels.back().first) == plan.label_keys.end())
-          plan.label_keys.push_back(trace.labels.back().first);
-      }
       plan.traces.push_back(std::move(trace));
     }
     for (const auto& p : j.at("points")) {

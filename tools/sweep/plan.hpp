@@ -49,7 +49,6 @@ struct SweepPlan {
   std::string build;       // hash of that executable: results of another build never mix in
   std::string baseline;    // regular expression on variants; empty: no speedups
   std::vector<std::string> setting_keys;  // every key any point sets, axes first, in spec order
-  std::vector<std::string> label_keys;    // every label any trace has, in spec order
   std::vector<PlannedTrace> traces;
   std::vector<PlannedPoint> points;
 

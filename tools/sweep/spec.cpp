@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "sim/config.hpp"
+#include "tools/sweep/table.hpp"
 #include "sim/run.hpp"
 #include "traces/reader.hpp"
 #include "workloads/microbench/generator.hpp"
@@ -154,23 +155,24 @@ bool safe_file_name(const std::string& name) {
 // columns, so that traces differing in a kernel parameter can be plotted
 // against it. A label may not take the name of a column the table already has.
 std::vector<std::pair<std::string, nlohmann::json>> trace_labels(const SpecReader& spec, const toml::value& trace,
-                                                                 SweepPlan& plan) {
+                                                                 const SweepPlan& plan) {
   std::vector<std::pair<std::string, nlohmann::json>> labels;
   if (!trace.contains("labels")) return labels;
   const auto& table = trace.at("labels");
   if (!table.is_table()) spec.fail(table, "key 'labels' must be a table of names and values");
-  static const std::set<std::string> taken{"point", "name", "trace", "group", "variant", "kernel_index", "kernel", "config",
-                                           "status", "error", "cycles", "time_us", "speedup", "warp_instructions", "ipc"};
+  auto taken = [&](const std::string& key) {
+    for (const auto* columns : {&kIdentityColumns, &kResultColumns, &plan.setting_keys})
+      if (std::find(columns->begin(), columns->end(), key) != columns->end()) return true;
+    return false;
+  };
   for (const auto& [key, v] : entries_in_order(table)) {
-    if (key.find('.') != std::string::npos || !safe_file_name(key) || taken.count(key) ||
-        std::find(plan.setting_keys.begin(), plan.setting_keys.end(), key) != plan.setting_keys.end())
+    if (key.find('.') != std::string::npos || !safe_file_name(key) || taken(key))
       spec.fail(*v, fmt::format("label '{}': a label needs a name of letters, digits, '_' and '-' that is not already a column", key));
     if (v->is_integer()) labels.emplace_back(key, v->as_integer());
     else if (v->is_floating()) labels.emplace_back(key, v->as_floating());
     else if (v->is_boolean()) labels.emplace_back(key, v->as_boolean());
     else if (v->is_string()) labels.emplace_back(key, v->as_string().str);
     else spec.fail(*v, fmt::format("label '{}' must be a number, a boolean or a string", key));
-    if (std::find(plan.label_keys.begin(), plan.label_keys.end(), key) == plan.label_keys.end()) plan.label_keys.push_back(key);
   }
   return labels;
 }

@@ -1,5 +1,6 @@
 #include "tools/sweep/table.hpp"
 
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <set>
@@ -110,10 +111,12 @@ Table collect_table(const ResultStore& store) {
     if (!plan.baseline.empty() && r.measures.count("cycles") && std::regex_search(r.variant, baseline))
       baseline_cycles.emplace(std::make_pair(r.group_id, r.slot), r.measures.at("cycles").get<double>());
 
-  table.columns = {"point", "name", "trace", "group", "variant", "kernel_index", "kernel", "config"};
+  table.columns = kIdentityColumns;
   for (const auto& key : plan.setting_keys) table.columns.push_back(key);
-  for (const auto& key : plan.label_keys) table.columns.push_back(key);
-  for (const char* c : {"status", "error", "cycles", "time_us", "speedup", "warp_instructions", "ipc"}) table.columns.push_back(c);
+  for (const auto& trace : plan.traces)  // every label any trace has, in spec order
+    for (const auto& [key, value] : trace.labels)
+      if (std::find(table.columns.begin(), table.columns.end(), key) == table.columns.end()) table.columns.push_back(key);
+  table.columns.insert(table.columns.end(), kResultColumns.begin(), kResultColumns.end());
   for (const char* prefix : {"stall.", "atomics.", "util.", "avg."})
     for (const auto& c : measure_columns)
       if (c.starts_with(prefix)) table.columns.push_back(c);

@@ -21,8 +21,13 @@ struct Table {
   static std::string cell_text(const nlohmann::ordered_json& cell);
 };
 
+// The columns every table has: which simulation (before the settings and
+// trace labels) and its headline results (after them).
+inline const std::vector<std::string> kIdentityColumns{"point", "name", "trace", "group", "variant", "kernel_index", "kernel", "config"};
+inline const std::vector<std::string> kResultColumns{"status", "error", "cycles", "time_us", "speedup", "warp_instructions", "ipc"};
+
 // Columns: point, name, trace, group, variant, kernel_index, kernel, config,
-// each setting key, status, error, cycles, time_us, speedup (over the row's
+// each setting key, each trace label, status, error, cycles, time_us, speedup (over the row's
 // baseline variant, where the spec names one), warp_instructions, ipc,
 // stall.STATE (fraction of warp-cycles), atomics.FIELD, util.UNIT.STAT (mean
 // utilisation) and avg.UNIT.STAT (time-averaged occupancy). A failed or
