@@ -4,12 +4,11 @@
 
 #include <array>
 #include <bit>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "tools/capture/document.hpp"
 #include "tools/capture/warp_join.hpp"
 #include "traces/format.hpp"
 #include "traces/reader.hpp"
@@ -110,13 +109,15 @@ void trace_dump(const std::string& path, std::size_t kernel, std::uint64_t warp,
 }
 
 void trace_rejoin(const std::string& path, std::optional<std::uint64_t> show_warp, unsigned threads, std::ostream& out) {
-  std::ifstream in(path);
-  if (!in) throw trace::TraceError(path + ": cannot open");
-  std::stringstream text;
-  text << in.rdbuf();
+  std::string text;
+  try {
+    text = capture::read_document(path);
+  } catch (const capture::DocumentError& e) {
+    throw trace::TraceError(e.what());
+  }
   capture::JoinInput input;
   try {
-    input = capture::load_join_input(text.str());
+    input = capture::load_join_input(text);
   } catch (const capture::JoinError& e) {
     throw trace::TraceError(path + ": " + e.what());
   }

@@ -5,10 +5,12 @@
 #include <fstream>
 
 #include <nlohmann/json.hpp>
+#include <zstd.h>
 
 #include "models/dispatch/cta_dispatcher.hpp"
 #include "sim/config.hpp"
 #include "sim_helpers.hpp"
+#include "tools/capture/document.hpp"
 #include "tools/compare/comparison.hpp"
 #include "tools/compare/faithfulness.hpp"
 
@@ -20,10 +22,7 @@ namespace {
 
 const fs::path kGrid = fs::path(ATOMSIM_SOURCE_DIR) / "traces/h100/microbench/grid";
 
-nlohmann::json read(const fs::path& p) {
-  std::ifstream in(p);
-  return nlohmann::json::parse(in);
-}
+nlohmann::json read(const fs::path& p) { return atomsim::compare::read_json(p); }
 
 // A copy of two configurations of the committed dataset, to damage in tests.
 fs::path copy_of_grid(const std::string& name) {
@@ -88,7 +87,7 @@ TEST_CASE("Damaged datasets fail naming the file", "[compare][errors]") {
     REQUIRE(error_of(dir) == (dir / first / "stall.json").string() + ": not valid JSON (byte 101)");
   }
   SECTION("missing count pass") {
-    fs::remove(dir / first / "count.json");
+    fs::remove(capture::stored_document(dir / first / "count.json"));
     REQUIRE(error_of(dir) == (dir / first / "count.json").string() + ": cannot open");
   }
   SECTION("unknown variant") {
@@ -172,12 +171,6 @@ TEST_CASE("The full-size workload dataset fills the H100 with every kernel it me
   const GpuParams h100 = load_gpu_params("h100", {});
   const model::SmLimits limits{h100.sm.max_warps, h100.sm.max_ctas, h100.sm.registers,
                                h100.sm.register_allocation_unit, h100.sm.shared_memory_bytes};
-  auto read = [](const fs::path& p) {
-    std::ifstream in(p);
-    INFO(p.string());
-    REQUIRE(in);
-    return nlohmann::json::parse(in);
-  };
   std::size_t kernels = 0, traced = 0;
   for (const auto& entry : fs::recursive_directory_iterator(root)) {
     if (entry.path().filename() != "stall.json") continue;
@@ -198,7 +191,7 @@ TEST_CASE("The full-size workload dataset fills the H100 with every kernel it me
     for (const auto& l : timing["kernels"])
       if (l["mangled"] == k["mangled"] && l["grid"] == k["grid"]) ++launches;
     REQUIRE(launches >= 2);
-    if (fs::exists(d / "trace" / "count.json")) {
+    if (fs::exists(capture::stored_document(d / "trace" / "count.json"))) {
       const nlohmann::json c = read(d / "trace" / "count.json")["kernels"][0];
       REQUIRE(c["mangled"] == k["mangled"]);
       REQUIRE(c["grid"] == k["grid"]);
@@ -251,10 +244,7 @@ TEST_CASE("Divergent kernels captured on the H100 are faithful", "[compare][fait
 // The count pass patches lazily (only what runs while it counts); its counts
 // of a microbenchmark launch equal those of the eager patching it replaced.
 TEST_CASE("The count pass patching lazily counts what eager patching counted", "[compare][faithfulness]") {
-  auto load = [](const fs::path& p) {
-    std::ifstream in(p);
-    return nlohmann::json::parse(in)["kernels"][0];
-  };
+  auto load = [](const fs::path& p) { return read(p)["kernels"][0]; };
   const fs::path h100 = fs::path(ATOMSIM_SOURCE_DIR) / "traces/h100";
   nlohmann::json lazy = load(h100 / "regressions/microbench-count-lazy/count.json");
   nlohmann::json eager = load(h100 / "microbench/grid/sws-lpp32-af0.5-thr8/count.json");
@@ -293,4 +283,33 @@ TEST_CASE("Timing-dependent instructions excuse only themselves", "[compare][fai
   REQUIRE(bad.stable_pcs_differing == std::vector<std::uint64_t>{0x10});
   // Without the repeated passes the timing-dependent differences themselves fail it.
   REQUIRE_FALSE(check_faithfulness(d / "trace.atr", 0, d / "count.json", {}, d / "trace.json").passed);
+}
+
+// Committed datasets keep their count passes zstd-compressed (count.json.zst);
+// every reader given count.json takes the compressed file, and a corrupt or
+// cut-short one is an error naming it.
+TEST_CASE("Capture documents are read compressed or not and a damaged compressed one is named", "[compare][capture]") {
+  const fs::path dir = testing::temp_trace("documents");
+  fs::create_directories(dir);
+  const std::string text = R"({"kernels": [{"warp_instructions": 12345}]})";
+  std::string packed(ZSTD_compressBound(text.size()), '\0');
+  packed.resize(ZSTD_compress(packed.data(), packed.size(), text.data(), text.size(), 3));
+  std::ofstream(dir / "count.json.zst", std::ios::binary) << packed;
+  REQUIRE(capture::stored_document(dir / "count.json") == dir / "count.json.zst");
+  REQUIRE(read_json(dir / "count.json")["kernels"][0]["warp_instructions"] == 12345);
+  // The plain file wins where both exist.
+  std::ofstream(dir / "count.json") << R"({"kernels": []})";
+  REQUIRE(read_json(dir / "count.json")["kernels"].empty());
+  fs::remove(dir / "count.json");
+
+  std::ofstream(dir / "count.json.zst", std::ios::binary) << packed.substr(0, packed.size() - 4);
+  REQUIRE_THROWS_WITH(read_json(dir / "count.json"), (dir / "count.json.zst").string() + ": zstd data cut short at byte " +
+                                                         std::to_string(packed.size() - 4));
+  std::string corrupt = packed;
+  corrupt[0] ^= 0x5a;  // the frame's magic number
+  std::ofstream(dir / "count.json.zst", std::ios::binary) << corrupt;
+  REQUIRE_THROWS_WITH(read_json(dir / "count.json"), Catch::StartsWith((dir / "count.json.zst").string() + ": "));
+  fs::remove(dir / "count.json.zst");
+  REQUIRE_THROWS_WITH(read_json(dir / "count.json"), (dir / "count.json").string() + ": cannot open");
+  fs::remove_all(dir);
 }

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "sim_helpers.hpp"
+#include "tools/compare/measured.hpp"
 #include "traces/reader.hpp"
 #include "traces/validate.hpp"
 #include "traces/writer.hpp"
@@ -133,8 +134,7 @@ TEST_CASE("generated streams match the H100's count pass in warp and predicate-o
   const std::string grid = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/grid/";
   for (const char* id : {"baseline-lpp32-af0.5-thr8", "swb-lpp32-af0.5-thr8", "sws-lpp32-af0.5-thr8",
                          "baseline-lpp1-af0.25-thr8", "swb-lpp1-af0.25-thr8", "sws-lpp1-af0.25-thr8"}) {
-    std::ifstream in(grid + id + "/count.json");
-    auto counted = nlohmann::json::parse(in)["kernels"][0];
+    auto counted = atomsim::compare::read_json(grid + id + "/count.json")["kernels"][0];
     std::string name = id;
     MicrobenchParams p;
     p.variant = parse_variant(name.substr(0, name.find('-')));

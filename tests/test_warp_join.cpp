@@ -1,10 +1,9 @@
 #include <catch2/catch.hpp>
 
-#include <fstream>
-#include <sstream>
 #include <string_view>
 
 #include "sim_helpers.hpp"
+#include "tools/capture/document.hpp"
 #include "tools/capture/warp_join.hpp"
 #include "traces/reader.hpp"
 #include "traces/sass.hpp"
@@ -167,10 +166,7 @@ TEST_CASE("warp join refuses observations no control-flow path explains", "[capt
 
 namespace {
 JoinInput load_fixture(const std::string& name) {
-  std::ifstream in(std::string(ATOMSIM_SOURCE_DIR) + "/tests/data/" + name);
-  std::stringstream text;
-  text << in.rdbuf();
-  return load_join_input(text.str());
+  return load_join_input(read_document(std::string(ATOMSIM_SOURCE_DIR) + "/tests/data/" + name));
 }
 }  // namespace
 

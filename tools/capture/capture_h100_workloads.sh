@@ -190,5 +190,10 @@ EOF
     failures=$((failures + 1))
   fi
 fi
+if command -v zstd > /dev/null; then
+  "$root/tools/capture/pack_dataset.sh" "$dest"
+else
+  echo "capture_h100_workloads: zstd not found; run tools/capture/pack_dataset.sh $dest before committing"
+fi
 echo "capture_h100_workloads: done, $failures failed; results in $dest"
 [ "$failures" -eq 0 ]

@@ -21,7 +21,7 @@ for id in $ids; do
     echo "$id: no trace"; bad=$((bad + 1)); continue
   fi
   again=()
-  for f in "$d"/count-again-*.json; do [ -f "$f" ] && again+=(--count-again "$f"); done
+  for f in "$d"/count-again-*.json "$d"/count-again-*.json.zst; do [ -f "$f" ] && again+=(--count-again "$f"); done
   if verdict=$("$atomsim" trace check "$d/trace.atr" --count "$d/count.json" "${again[@]}" --capture "$d/trace.json" \
                --report "$d/faithfulness.json" 2>&1 | tail -1) && [[ $verdict == faithful* ]]; then
     echo "$id: $verdict"

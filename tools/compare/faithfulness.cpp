@@ -17,16 +17,6 @@ namespace atomsim::compare {
 
 namespace {
 
-nlohmann::json read_json(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw DatasetError(fmt::format("{}: cannot open", path.string()));
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw DatasetError(fmt::format("{}: not valid JSON ({})", path.string(), e.what()));
-  }
-}
-
 // Instructions whose masks hold predicate-on lanes (the rest: executing lanes).
 bool guard_observed(const trace::StaticInst& s) {
   if (capture::reports_itself(s)) return true;

@@ -7,18 +7,10 @@
 #include <fstream>
 #include <set>
 
+#include "tools/capture/document.hpp"
+
 namespace atomsim::compare {
 namespace {
-
-nlohmann::json read_json(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw DatasetError(path.string() + ": cannot open");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw DatasetError(path.string() + ": not valid JSON (byte " + std::to_string(e.byte) + ")");
-  }
-}
 
 // Reads a field, turning a missing key or wrong type into an error naming both.
 template <typename T>
@@ -85,6 +77,20 @@ void read_stalls(MeasuredKernel& k, const std::filesystem::path& file) {
 }
 
 }  // namespace
+
+nlohmann::json read_json(const std::filesystem::path& path) {
+  std::string text;
+  try {
+    text = capture::read_document(path);
+  } catch (const capture::DocumentError& e) {
+    throw DatasetError(e.what());
+  }
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw DatasetError(capture::stored_document(path).string() + ": not valid JSON (byte " + std::to_string(e.byte) + ")");
+  }
+}
 
 MeasuredDataset load_dataset(const std::filesystem::path& dir) {
   MeasuredDataset d;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -39,6 +40,10 @@ struct MeasuredDataset {
   std::string workload;
   std::vector<MeasuredKernel> kernels;
 };
+
+// A capture's JSON document (compressed or not, tools/capture/document.hpp).
+// Throws DatasetError "FILE: cannot open" or "FILE: not valid JSON (byte N)".
+nlohmann::json read_json(const std::filesystem::path& path);
 
 // Throws DatasetError naming the file and what is wrong with it.
 MeasuredDataset load_dataset(const std::filesystem::path& dir);

@@ -19,12 +19,12 @@
 #include <cstring>
 #include <filesystem>
 #include <thread>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
 
+#include "tools/capture/document.hpp"
 #include "tools/capture/outputs.hpp"
 #include "tools/capture/provenance.hpp"
 #include "tools/capture/settings.hpp"
@@ -240,8 +240,13 @@ void on_launch_begin(TracePass& p, const Sanitizer_LaunchData* ld) {
 std::vector<std::uint64_t> launch_counts(const std::filesystem::path& count_json, const std::string& mangled,
                                          const std::vector<trace::StaticInst>& program) {
   if (count_json.empty()) return {};
-  std::ifstream in(count_json);
-  nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  std::string text;
+  try {
+    text = read_document(count_json);
+  } catch (const DocumentError& e) {
+    throw CaptureError(e.what());
+  }
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_discarded()) throw CaptureError(count_json.string() + ": not the count pass's JSON");
   std::unordered_map<std::uint64_t, std::size_t> index;
   for (std::size_t i = 0; i < program.size(); ++i) index[program[i].pc] = i;
