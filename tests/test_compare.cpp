@@ -199,7 +199,7 @@ TEST_CASE("The full-size workload dataset fills the H100 with every kernel it me
     }
     ++kernels;
   }
-  REQUIRE(kernels == 19);  // 16 kernels and variants, and the DISTWAR-regime scene's baseline, SW-S and SW-B
+  REQUIRE(kernels == 20);  // 16 kernels and variants, and the DISTWAR-regime scene's baseline, SW-S, SW-B and warp
   REQUIRE(traced >= 14);
 }
 
