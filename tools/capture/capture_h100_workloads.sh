@@ -21,7 +21,8 @@
 #   CAPTURE_DIR: a build folder or an unpacked `make capture-bundle` (atomsim-capture,
 #   and atomsim for the trace check and compare); FILTER: a regular expression over
 #   names such as splat3d/sws/backward, by default every kernel of the full-size dataset
-#   (not the threshold study's, which capture_h100_thresholds.sh names);
+#   (not the threshold study's, which capture_h100_thresholds.sh names, nor the
+#   probe/lds-red/ probe's);
 #   PHASES: comma-separated, default measure,trace,compare.
 #   WORKLOADS_BIN, if set, is a folder with the runners already built for sm_90
 #   (build/workloads); otherwise they are built here with nvcc. TRACE_BUFFER_MIB
@@ -48,7 +49,7 @@ else
   bin=$(mktemp -d)
   trap 'rm -rf "$bin"' EXIT
   if [[ $phases =~ ,(measure|trace), ]]; then
-    for w in sort/onesweep sparse/sparse_grid mpm/mpm splat3d/splat3d; do
+    for w in sort/onesweep sparse/sparse_grid mpm/mpm splat3d/splat3d microbench/lds_red; do
       nvcc -O3 -std=c++17 -arch=sm_90 -lineinfo -I"$root" -DATOMSIM_SPLAT3D_MESH="\"$mesh\"" -o "$bin/$(basename $w)" "$root/workloads/$w.cu"
     done
   fi
@@ -91,6 +92,12 @@ kernels=(
   # 320x320, 400 CTAs (one wave, 3 per SM), small enough to trace SW-S and SW-B at many thresholds.
   "splat3d-threshold/baseline/backward|splat3d|splat_render_backward|--init volume --gaussians 10000 --width 320 --height 320 --variant baseline|"
 )
+# Probe of shared loads behind backed-up REDs (workloads/microbench/lds_red.cu):
+# 256 threads, 8 CTAs/SM; 2112 CTAs, 2 waves. Not in the default FILTER.
+for p in l0-same l1-same l4-same l4-distinct; do
+  loads=${p%%-*}; loads=${loads#l}; pattern=${p#*-}
+  kernels+=("probe/lds-red/$p|lds_red|lds_red<$loads>|--loads $loads --pattern $pattern --blocks 2112 --iterations 32|")
+done
 for t in 1 4 8 12 16 20 24 28 32; do
   for v in sws swb; do
     kernels+=("splat3d-threshold/$v-t$t/backward|splat3d|splat_render_backward|--init volume --gaussians 10000 --width 320 --height 320 --variant $v --threshold $t|splat3d-threshold/baseline/backward")
