@@ -185,17 +185,21 @@ TEST_CASE("CLI: compare simulates kernels captured from any program, with speedu
     doc = nlohmann::json::parse(slurp(json));
     const auto& hot = doc["kernels"][0]["hottest_instructions"];
     REQUIRE(hot.size() >= 4);
-    double measured_share = 0;
+    double measured_share = 0, hottest_four = 0;
     bool red_or_load = false;
-    for (const auto& i : hot) {
+    for (std::size_t k = 0; k < hot.size(); ++k) {
+      const auto& i = hot[k];
       REQUIRE(i["measured_share"].get<double>() >= 0);
       REQUIRE(i["simulated_share"].get<double>() <= 1);
       measured_share += i["measured_share"].get<double>();
+      // The measured four hottest come first, hottest first; the model's hottest may follow.
+      if (k < 4) hottest_four += i["measured_share"].get<double>();
+      if (k > 0 && k < 4) REQUIRE(i["measured_share"].get<double>() <= hot[k - 1]["measured_share"].get<double>());
       const std::string sass = i["sass"];
       red_or_load |= sass.starts_with("REDG") || sass.starts_with("LDG");
     }
     REQUIRE(measured_share <= 1.0 + 1e-9);
-    REQUIRE(measured_share > 0.3);  // four instructions hold much of a memory-bound kernel's samples
+    REQUIRE(hottest_four > 0.25);  // four instructions hold much of a memory-bound kernel's samples
     REQUIRE(red_or_load);
   }
   std::remove(json.c_str());

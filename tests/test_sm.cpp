@@ -109,6 +109,49 @@ TEST_CASE("SM: overwriting a register an LSU op has not yet read waits on long_s
   std::remove(path.c_str());
 }
 
+TEST_CASE("SM: REDs waiting for the LG queue hold up the shared loads behind them in the MIO queue but not special-function instructions",
+          "[models][sm]") {
+  // Per warp: 6 REDs over 32 lines each (8 L1 cycles apiece, one LG queue entry), then an MIO
+  // instruction and its consumer; 4 warps on sub-core 0.
+  auto waits_for_result = [](const std::string& mio_instruction, std::vector<std::string> settings) {
+    std::vector<std::string> all = {"gpu.sms=1", "l2.slices=2", "l2.partitions=1", "l1.lg_queue_depth=1"};
+    all.insert(all.end(), settings.begin(), settings.end());
+    std::string path = write_kernel("reds-then-mio", {kRed, mio_instruction, "FADD R21, R20, R2", "EXIT"}, 1, 13,
+                                    [](std::uint64_t warp) {
+                                      std::vector<trace::WarpInst> s;
+                                      if (warp % 4 == 0) {
+                                        for (int i = 0; i < 6; ++i) s.push_back(spread_reduction(0, static_cast<int>(warp) * 6 + i));
+                                        s.push_back(record(1));
+                                        s.push_back(record(2));
+                                      }
+                                      s.push_back(record(3));
+                                      return s;
+                                    });
+    KernelRun run = run_one(h100_with(all), path);
+    REQUIRE(run.check.passed());
+    require_states_cover_residency(run);
+    std::remove(path.c_str());
+    return run;
+  };
+  const std::vector<std::string> roomy = {"sm.lg_issue_limit=64", "sm.mio_queue_depth=64"};
+  KernelRun shared = waits_for_result("LDS R20, [R4]", roomy);
+  KernelRun special = waits_for_result("MUFU.RCP R20, R4", roomy);
+  // The loads come back only after the REDs ahead of them have left for the LG queue, one per 8 cycles.
+  const double shared_wait = total(shared, "smsp", "stall.short_scoreboard");
+  const double special_wait = total(special, "smsp", "stall.short_scoreboard");
+  REQUIRE(shared_wait > 4 * 8 * 6);
+  REQUIRE(special_wait < shared_wait / 4);
+
+  // An LG instruction first needs a place among the LG instructions in flight (lg_throttle), then
+  // one in the MIO queue (mio_throttle).
+  KernelRun few_lg = waits_for_result("MUFU.RCP R20, R4", {"sm.lg_issue_limit=2", "sm.mio_queue_depth=64"});
+  REQUIRE(total(few_lg, "smsp", "stall.lg_throttle") > 0);
+  REQUIRE(total(few_lg, "smsp", "stall.mio_throttle") == 0);
+  KernelRun short_queue = waits_for_result("MUFU.RCP R20, R4", {"sm.lg_issue_limit=64", "sm.mio_queue_depth=2"});
+  REQUIRE(total(short_queue, "smsp", "stall.mio_throttle") > 0);
+  REQUIRE(total(short_queue, "smsp", "stall.lg_throttle") == 0);
+}
+
 TEST_CASE("SM: a CTA barrier holds warps until all arrive", "[models][sm]") {
   auto params = h100_with(kOneSm);
   // Warp 0 does 40 dependent FMAs before the barrier; warp 1 reaches it at once.

@@ -1,6 +1,7 @@
-// The SM's MIO: one queue per sub-core in front of a shared unit that
-// dispatches shared-memory, shuffle/match and special-function instructions
-// to their pipelines and returns their results after a fixed latency.
+// The SM's MIO: a shared unit that takes shared-memory, shuffle/match and
+// special-function instructions from one input per sub-core (filled from the
+// sub-core's MIO queue once their operands are read), dispatches them to their
+// pipelines and returns their results after a fixed latency.
 #pragma once
 
 #include <memory>
@@ -22,7 +23,7 @@ struct MioParams {
   Cycle shared_latency = 30;
   Cycle sfu_latency = 20;
   void declare(ParamBinder b) {
-    b.integer("queue_depth", queue_depth, 1, 256, "MIO queue entries per sub-core");
+    b.integer("queue_depth", queue_depth, 1, 256, "per sub-core, instructions the MIO holds after their operands were read");
     b.real("dispatch_per_cycle", dispatch_per_cycle, 0.01, 16, "instructions the MIO takes from its queues per cycle (whole SM)");
     b.real("shuffles_per_cycle", shuffles_per_cycle, 0.01, 16, "warp shuffles/matches completed per cycle (whole SM)");
     b.real("shared_per_cycle", shared_per_cycle, 0.01, 16,

@@ -59,6 +59,15 @@ struct ReadRelease {
   std::uint64_t low_regs = 0;  // the registers below 64 (dense ids: usually all), as a mask
 };
 
+// An instruction in a sub-core's MIO queue.
+struct QueuedInstruction {
+  bool to_lg = false;
+  Cycle reduction_latency = 0;  // LG: the warp-reduction unit's, between reading the operands and the LG queue
+  ReadRelease reads;
+  MioOp mio;
+  LsuOp lsu;
+};
+
 }  // namespace
 
 class Sm::Subcore {
@@ -66,6 +75,7 @@ class Sm::Subcore {
   Subcore(Sm& sm, std::uint32_t index, StatGroup& stats)
       : sm_(sm), index_(index), scheduler_(make_scheduler(sm.params_.scheduler)), lg_(sm), mio_(sm) {
     const SmParams& p = sm.params_;
+    mio_queue_.reserve(p.mio_queue_depth);
     const PipeParams* pipes[kPipeCount] = {&p.int_alu, &p.fp_alu, &p.fma, &p.vote, &p.branch, &p.misc};
     for (int i = 0; i < kPipeCount; ++i) pipes_[i].set_rate(1.0 / pipes[i]->issue_interval);
     reducer_.set_rate(1.0 / p.warp_reduction.issue_interval);
@@ -127,10 +137,12 @@ class Sm::Subcore {
 
   void set_program(const std::vector<InstTiming>* timing) { timing_ = timing; }
 
-  // Releases source registers the LSU and MIO have read since the last call.
+  // The L1's LG queue or the MIO's input freed slots: throttled warps and the
+  // MIO queue's head may move.
   void collect_credits() {
-    release_reads(lg_.take_credits(), lg_reads_, true);
-    release_reads(mio_.take_credits(), mio_reads_, false);
+    lg_.take_credits();
+    mio_.take_credits();
+    mark_dirty();
   }
 
   void evaluate(Cycle now) {
@@ -138,6 +150,7 @@ class Sm::Subcore {
       sm_.subcore_due_[index_] = now + 1;
       return;
     }
+    if (!mio_queue_.empty()) dispatch_queue_head(now);
     // Unless nothing happened since the last pass classified the warps for
     // this very cycle, bring them to `now`.
     if (dirty_ || now != accounted_until_) update(now);
@@ -179,9 +192,11 @@ class Sm::Subcore {
     update(after);
     Cycle next = eligible_bits_ ? after : kNever;
     for (std::uint64_t m = timer_bits_; m && next > after; m &= m - 1) next = std::min(next, hot_[std::countr_zero(m)].unblock_at);
+    if (!mio_queue_.empty()) {
+      // An instruction leaves next cycle if one can; otherwise the credit of the unit it waits for wakes us.
+      if (next_to_leave() >= 0) next = after;
+    }
     sm_.subcore_due_[index_] = dirty_ ? 0 : next;
-    if (!lg_reads_.empty()) lg_.watch_credits();
-    if (!mio_reads_.empty()) mio_.watch_credits();
   }
 
   // Brings accounting up to `now` for warps about to change residency: their
@@ -228,8 +243,8 @@ class Sm::Subcore {
   void update(Cycle t) {
     // Queue room is read once per pass; a throttled warp is revisited only when
     // its queue has room again.
-    lg_room_ = lg_.has_room(1);
-    mio_room_ = mio_.has_room(1);
+    lg_room_ = lg_queued_ + lg_.messages_in_flight() < sm_.params_.lg_issue_limit;
+    mio_room_ = mio_queue_.size() < sm_.params_.mio_queue_depth;
     std::uint64_t candidates = dirty_bits_ | eligible_bits_;
     if (lg_room_) candidates |= lg_bits_;
     if (mio_room_) candidates |= mio_bits_;
@@ -263,7 +278,6 @@ class Sm::Subcore {
       }
     }
     if (lg_bits_) lg_.watch_credits();
-    if (mio_bits_) mio_.watch_credits();
   }
 
   void clear_bits(std::uint64_t bit) {
@@ -309,20 +323,26 @@ class Sm::Subcore {
         if (!mio_room_) h.state = WarpState::MioThrottle;
         break;
       case Route::Lsu: case Route::Membar:
-        if (!lg_room_) h.state = WarpState::LgThrottle;
+        h.state = lg_throttle_state();
         break;
       case Route::LsuReduced:
-        if (!lg_room_) {
-          h.state = WarpState::LgThrottle;
-        } else if (!reducer_.free(t)) {
+        h.state = lg_throttle_state();
+        if (h.state == WarpState::NotSelected && !reducer_.free(t)) {
           h.state = WarpState::LgThrottle;
           h.unblock_at = reducer_.free_at();
         }
         break;
       case Route::Barrier:
-        if (sm_.kernel_.flush_atomics_at_barrier && !lg_room_) h.state = WarpState::LgThrottle;
+        if (sm_.kernel_.flush_atomics_at_barrier) h.state = lg_throttle_state();
         break;
     }
+  }
+
+  // An LG instruction needs a place among the sub-core's LG instructions in
+  // flight, then one in the MIO queue it passes through.
+  WarpState lg_throttle_state() const {
+    if (!lg_room_) return WarpState::LgThrottle;
+    return mio_room_ ? WarpState::NotSelected : WarpState::MioThrottle;
   }
 
   void classify(const Warp& w, WarpHot& h, Cycle t) {
@@ -382,31 +402,67 @@ class Sm::Subcore {
     structural(h, t);
   }
 
-  // The unit read the operands of its oldest `credits` instructions; a source
-  // register stays pending while a younger queued instruction still reads it.
-  void release_reads(std::uint64_t credits, std::deque<ReadRelease>& fifo, bool is_long) {
-    const auto kind = is_long ? Scoreboard::LongRead : Scoreboard::ShortRead;
-    for (; credits > 0; --credits) {
-      const ReadRelease r = fifo.front();
-      fifo.pop_front();
-      Warp& w = sm_.warp(r.slot);
-      std::uint64_t still_read_low = 0;
-      for (const ReadRelease& q : fifo)
-        if (q.slot == r.slot) still_read_low |= q.low_regs;
-      for (int i = 0; i < r.count; ++i) {
-        const std::uint16_t reg = r.regs[i];
-        bool still_read = reg < 64 ? ((still_read_low >> reg) & 1) != 0 : false;
-        if (reg >= 64)
-          for (const ReadRelease& q : fifo)
-            if (q.slot == r.slot)
-              for (int j = 0; j < q.count && !still_read; ++j) still_read = q.regs[j] == reg;
-        if (!still_read) w.scoreboard.clear(kind, reg);
-      }
-      mark_warp_dirty(r.slot);
+  // The MIO queue's instructions read their operands as they leave it, one
+  // per cycle, each for the MIO or the L1's LG queue. Those bound for the L1's
+  // data path (global and shared memory) leave in issue order, so that an LG
+  // instruction waiting for room in the LG queue holds up the shared-memory
+  // instructions behind it; the other MIO instructions pass them.
+  void dispatch_queue_head(Cycle now) {
+    const int i = next_to_leave();
+    if (i < 0) return;
+    QueuedInstruction& e = mio_queue_[i];
+    if (e.to_lg) {
+      // The LG queue stays in order behind a RED still being reduced.
+      lg_in_order_from_ = std::max(lg_in_order_from_, now + e.reduction_latency);
+      lg_.try_send(std::move(e.lsu), lg_in_order_from_ - now);
+      --lg_queued_;
+    } else {
+      mio_.try_send(e.mio);
     }
+    const ReadRelease reads = e.reads;
+    const bool is_long = e.to_lg;
+    mio_queue_.erase(mio_queue_.begin() + i);
+    release_operands(reads, is_long);
   }
 
-  void push_reads(std::deque<ReadRelease>& fifo, Warp& w, const InstTiming& s, bool is_long) {
+  // The queue entry that leaves next, or -1; a blocked destination is asked to wake us when it frees room.
+  int next_to_leave() {
+    const bool lg_room = lg_.has_room(1), mio_room = mio_.has_room(1);
+    bool data_path_blocked = false;
+    for (std::size_t i = 0; i < mio_queue_.size(); ++i) {
+      const QueuedInstruction& e = mio_queue_[i];
+      const bool data_path = e.to_lg || e.mio.op == OpClass::Shared;
+      if (data_path && data_path_blocked) continue;
+      if (e.to_lg ? lg_room : mio_room) return static_cast<int>(i);
+      if (e.to_lg) lg_.watch_credits();
+      else mio_.watch_credits();
+      data_path_blocked |= data_path;
+    }
+    return -1;
+  }
+
+  // A source register stays owed while another queued instruction of the warp still reads it.
+  void release_operands(const ReadRelease& r, bool is_long) {
+    const auto kind = is_long ? Scoreboard::LongRead : Scoreboard::ShortRead;
+    Warp& w = sm_.warp(r.slot);
+    std::uint64_t still_read_low = 0;
+    for (const QueuedInstruction& q : mio_queue_)
+      if (q.reads.slot == r.slot) still_read_low |= q.reads.low_regs;
+    for (int i = 0; i < r.count; ++i) {
+      const std::uint16_t reg = r.regs[i];
+      bool still_read = reg < 64 ? ((still_read_low >> reg) & 1) != 0 : false;
+      if (reg >= 64)
+        for (std::size_t q = 0; q < mio_queue_.size() && !still_read; ++q) {
+          const ReadRelease& other = mio_queue_[q].reads;
+          if (other.slot == r.slot)
+            for (int j = 0; j < other.count && !still_read; ++j) still_read = other.regs[j] == reg;
+        }
+      if (!still_read) w.scoreboard.clear(kind, reg);
+    }
+    mark_warp_dirty(r.slot);
+  }
+
+  static ReadRelease operand_reads(Warp& w, const InstTiming& s, bool is_long) {
     ReadRelease r;
     r.slot = w.slot;
     for (int i = 0; i < s.num_src; ++i) {
@@ -414,12 +470,16 @@ class Sm::Subcore {
       if (s.src[i] < 64) r.low_regs |= std::uint64_t(1) << s.src[i];
       w.scoreboard.set(is_long ? Scoreboard::LongRead : Scoreboard::ShortRead, s.src[i]);
     }
-    fifo.push_back(r);
+    return r;
   }
 
-  void send_lsu(Warp& w, const InstTiming& tm, LsuOp::Kind kind, Cycle now) {
+  void queue_lsu(Warp& w, const InstTiming& tm, LsuOp::Kind kind, ReadRelease reads, Cycle now) {
     const trace::StaticInst& s = sm_.kernel_.info->program[w.index()];
-    LsuOp op;
+    QueuedInstruction& q = queue_back();
+    q.to_lg = true;
+    q.reads = reads;
+    LsuOp& op = q.lsu;
+    op = LsuOp{};
     op.kind = kind;
     op.warp_slot = w.slot;
     op.op = s.op;
@@ -433,17 +493,18 @@ class Sm::Subcore {
       w.stream.operands(op.address, op.value);
       if (trace::is_atomic(s.op) && sm_.hooks_.on_atomic) sm_.hooks_.on_atomic(s, op.active_mask, op.address, op.value);
     }
-    Cycle ready = now;
     if (tm.route == Route::LsuReduced) {
       ++reduced_instructions_;
       lanes_combined_ += combine_same_word_lanes(op);
       reducer_.occupy(now, 1);
-      ready += sm_.params_.warp_reduction.latency;
+      q.reduction_latency = sm_.params_.warp_reduction.latency;
     }
-    // The LG queue stays in order behind a RED still being reduced: the L1
-    // reads operands in queue order, which is how their registers are released.
-    lg_in_order_from_ = std::max(lg_in_order_from_, ready);
-    lg_.try_send(std::move(op), lg_in_order_from_ - now);
+    ++lg_queued_;
+  }
+
+  // A new entry at the MIO queue's tail; issue checked that there is room.
+  QueuedInstruction& queue_back() {
+    return mio_queue_.emplace_back();
   }
 
   void issue(Warp& w, Cycle now) {
@@ -471,8 +532,10 @@ class Sm::Subcore {
         if (tm.shared_bytes_per_lane > 0)
           op.wavefronts = static_cast<std::uint8_t>(std::max(1u, (lanes * tm.shared_bytes_per_lane + 127) / 128));
         for (int i = 0; i < tm.num_dst; ++i) w.scoreboard.set(Scoreboard::ShortWrite, tm.dst[i]);
-        push_reads(mio_reads_, w, tm, false);
-        mio_.try_send(op);
+        QueuedInstruction& q = queue_back();
+        q.to_lg = false;
+        q.reads = operand_reads(w, tm, false);
+        q.mio = op;
         break;
       }
       case Route::Lsu: case Route::LsuReduced:
@@ -483,19 +546,14 @@ class Sm::Subcore {
           ++atomic_instructions_;
         }
         ++w.outstanding_memory;
-        push_reads(lg_reads_, w, tm, true);
-        send_lsu(w, tm, LsuOp::Kind::Memory, now);
+        queue_lsu(w, tm, LsuOp::Kind::Memory, operand_reads(w, tm, true), now);
         break;
       case Route::Membar:
         w.waiting_membar = true;
-        lg_reads_.push_back(ReadRelease{w.slot, 0, {}});
-        send_lsu(w, tm, LsuOp::Kind::Membar, now);
+        queue_lsu(w, tm, LsuOp::Kind::Membar, ReadRelease{w.slot, 0, {}}, now);
         break;
       case Route::Barrier:
-        if (sm_.kernel_.flush_atomics_at_barrier) {
-          lg_reads_.push_back(ReadRelease{w.slot, 0, {}});
-          send_lsu(w, tm, LsuOp::Kind::BarrierFlush, now);
-        }
+        if (sm_.kernel_.flush_atomics_at_barrier) queue_lsu(w, tm, LsuOp::Kind::BarrierFlush, ReadRelease{w.slot, 0, {}}, now);
         w.at_barrier = true;
         break;
     }
@@ -537,6 +595,9 @@ class Sm::Subcore {
   RateServer pipes_[kPipeCount];
   RateServer reducer_;  // the warp-reduction unit (SmParams::warp_reduction)
   Cycle lg_in_order_from_ = 0;  // the last LG queue entry's arrival at the L1
+  // Issued MIO and LG instructions in issue order, operands not yet read.
+  std::vector<QueuedInstruction> mio_queue_;
+  std::uint32_t lg_queued_ = 0;  // LG instructions in mio_queue_
   OutPort<LsuOp> lg_;
   OutPort<MioOp> mio_;
   std::vector<SchedulerCandidate> eligible_;
@@ -547,7 +608,6 @@ class Sm::Subcore {
   };
   std::array<StateTally, kWarpStateCount> tallies_{};
   std::array<std::uint64_t, trace::kOpClassCount> issued_by_class_{};
-  std::deque<ReadRelease> lg_reads_, mio_reads_;
   std::array<WarpHot, 64> hot_;  // this sub-core's warp slots; the first warps_ are used
 };
 

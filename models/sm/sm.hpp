@@ -1,5 +1,6 @@
 // One streaming multiprocessor: sub-cores, each with its warp scheduler,
-// scoreboard and fixed-latency pipes, issuing into the MIO and LSU (LG) queues.
+// scoreboard and fixed-latency pipes, and an in-order MIO queue through which
+// MIO and LG instructions leave for the MIO and the L1's LG queue.
 // The SM runs only when a sub-core can issue, a timer it set expires, or a
 // message (completion, queue credit, CTA launch) arrives. Warp states are
 // accounted over the idle stretches in between, so idle cycles cost nothing.
@@ -40,6 +41,8 @@ struct SmParams {
   std::string scheduler = "gto";
   Cycle min_reissue_interval = 1;
   Cycle branch_resolve_latency = 4;
+  std::uint32_t mio_queue_depth = 8;
+  std::uint32_t lg_issue_limit = 16;
   PipeParams int_alu, fp_alu, fma, vote, branch, misc;
   WarpReductionParams warp_reduction;
 
@@ -53,6 +56,10 @@ struct SmParams {
     b.choice("scheduler", scheduler, scheduler_policies(), "warp scheduling policy");
     b.integer("min_reissue_interval", min_reissue_interval, 1, 64, "cycles between two instructions of one warp");
     b.integer("branch_resolve_latency", branch_resolve_latency, 1, 1000, "cycles a warp waits after a branch before it can issue");
+    b.integer("mio_queue_depth", mio_queue_depth, 1, 64,
+              "per sub-core, in-order queue of MIO and LG instructions whose operands are still to be read");
+    b.integer("lg_issue_limit", lg_issue_limit, 1, 256,
+              "per sub-core, LG instructions between issue and the L1 taking them (beyond it: lg_throttle)");
     ParamBinder pipes = b.sub("pipes");
     int_alu.declare(pipes.sub("int_alu"));
     fp_alu.declare(pipes.sub("fp_alu"));
@@ -138,7 +145,7 @@ class Sm : public Unit {
   // Per sub-core, kept here so that an evaluation touches idle sub-cores not at all:
   std::vector<Cycle> subcore_due_;            // next cycle it must run (0: now)
   struct Credits {
-    LinkCredits lg, mio;  // queue slots the L1 and MIO freed (operands read)
+    LinkCredits lg, mio;  // slots the L1's LG queue and the MIO's input freed
   };
   std::vector<Credits> credits_;
   std::vector<CtaSlot> ctas_;

@@ -233,6 +233,8 @@ class OutPort {
     return sent_messages_ - credits_->messages < max_messages_ &&
            sent_flits_ - credits_->flits + flits <= capacity_flits_;
   }
+  // Messages sent that the receiver has not yet freed.
+  std::uint64_t messages_in_flight() const { return sent_messages_ - credits_->messages; }
   // Asks to be woken when the receiver next frees a slot (used to learn of credit returns).
   void watch_credits() { credits_->wake_sender = true; }
   // Messages the receiver has freed since the last call.

@@ -94,7 +94,7 @@ kernels=(
 )
 # Probe of shared loads behind backed-up REDs (workloads/microbench/lds_red.cu):
 # 256 threads, 8 CTAs/SM; 2112 CTAs, 2 waves. Not in the default FILTER.
-for p in l0-same l1-same l4-same l4-distinct; do
+for p in l0-same l1-same l2-same l4-same l8-same l4-distinct; do
   loads=${p%%-*}; loads=${loads#l}; pattern=${p#*-}
   kernels+=("probe/lds-red/$p|lds_red|lds_red<$loads>|--loads $loads --pattern $pattern --blocks 2112 --iterations 32|")
 done
