@@ -59,13 +59,13 @@ struct ReadRelease {
   std::uint64_t low_regs = 0;  // the registers below 64 (dense ids: usually all), as a mask
 };
 
-// An instruction in a sub-core's MIO queue.
+// An instruction in a sub-core's MIO queue. An LG instruction's LsuOp waits
+// apart (Subcore::lg_payloads_), so that entries stay small to scan and move.
 struct QueuedInstruction {
   bool to_lg = false;
   Cycle reduction_latency = 0;  // LG: the warp-reduction unit's, between reading the operands and the LG queue
   ReadRelease reads;
   MioOp mio;
-  LsuOp lsu;
 };
 
 }  // namespace
@@ -76,6 +76,7 @@ class Sm::Subcore {
       : sm_(sm), index_(index), scheduler_(make_scheduler(sm.params_.scheduler)), lg_(sm), mio_(sm) {
     const SmParams& p = sm.params_;
     mio_queue_.reserve(p.mio_queue_depth);
+    lg_payloads_ = RingBuffer<LsuOp>(p.mio_queue_depth);
     const PipeParams* pipes[kPipeCount] = {&p.int_alu, &p.fp_alu, &p.fma, &p.vote, &p.branch, &p.misc};
     for (int i = 0; i < kPipeCount; ++i) pipes_[i].set_rate(1.0 / pipes[i]->issue_interval);
     reducer_.set_rate(1.0 / p.warp_reduction.issue_interval);
@@ -243,7 +244,7 @@ class Sm::Subcore {
   void update(Cycle t) {
     // Queue room is read once per pass; a throttled warp is revisited only when
     // its queue has room again.
-    lg_room_ = lg_queued_ + lg_.messages_in_flight() < sm_.params_.lg_issue_limit;
+    lg_room_ = lg_payloads_.size() + lg_.messages_in_flight() < sm_.params_.lg_issue_limit;
     mio_room_ = mio_queue_.size() < sm_.params_.mio_queue_depth;
     std::uint64_t candidates = dirty_bits_ | eligible_bits_;
     if (lg_room_) candidates |= lg_bits_;
@@ -414,8 +415,9 @@ class Sm::Subcore {
     if (e.to_lg) {
       // The LG queue stays in order behind a RED still being reduced.
       lg_in_order_from_ = std::max(lg_in_order_from_, now + e.reduction_latency);
-      lg_.try_send(std::move(e.lsu), lg_in_order_from_ - now);
-      --lg_queued_;
+      // LG instructions leave in issue order, so this one's payload is the oldest.
+      lg_.try_send(std::move(lg_payloads_.front()), lg_in_order_from_ - now);
+      lg_payloads_.pop_front();
     } else {
       mio_.try_send(e.mio);
     }
@@ -478,8 +480,8 @@ class Sm::Subcore {
     QueuedInstruction& q = queue_back();
     q.to_lg = true;
     q.reads = reads;
-    LsuOp& op = q.lsu;
-    op = LsuOp{};
+    lg_payloads_.push_back(LsuOp{});
+    LsuOp& op = lg_payloads_.at(lg_payloads_.size() - 1);
     op.kind = kind;
     op.warp_slot = w.slot;
     op.op = s.op;
@@ -499,7 +501,6 @@ class Sm::Subcore {
       reducer_.occupy(now, 1);
       q.reduction_latency = sm_.params_.warp_reduction.latency;
     }
-    ++lg_queued_;
   }
 
   // A new entry at the MIO queue's tail; issue checked that there is room.
@@ -597,7 +598,7 @@ class Sm::Subcore {
   Cycle lg_in_order_from_ = 0;  // the last LG queue entry's arrival at the L1
   // Issued MIO and LG instructions in issue order, operands not yet read.
   std::vector<QueuedInstruction> mio_queue_;
-  std::uint32_t lg_queued_ = 0;  // LG instructions in mio_queue_
+  RingBuffer<LsuOp> lg_payloads_;  // of the LG instructions in mio_queue_, oldest first
   OutPort<LsuOp> lg_;
   OutPort<MioOp> mio_;
   std::vector<SchedulerCandidate> eligible_;
