@@ -23,7 +23,7 @@ struct WarpReductionParams {
   void declare(ParamBinder b) {
     b.boolean("enabled", enabled, "combine same-word lanes of RED instructions in the sub-core before the LG queue");
     b.real("issue_interval", issue_interval, 0.01, 1024, "cycles between two RED instructions entering one sub-core's unit");
-    b.integer("latency", latency, 0, 10000, "cycles from a RED's issue to its combined form entering the LG queue");
+    b.integer("latency", latency, 0, 10000, "cycles from a RED leaving the MIO queue to its combined form entering the LG queue");
   }
 };
 
