@@ -423,6 +423,8 @@ class Sm::Subcore {
     }
     const ReadRelease reads = e.reads;
     const bool is_long = e.to_lg;
+    // A full queue's departure gives the warps it throttled a place.
+    if (mio_queue_.size() == sm_.params_.mio_queue_depth) mark_dirty();
     mio_queue_.erase(mio_queue_.begin() + i);
     release_operands(reads, is_long);
   }
@@ -447,6 +449,7 @@ class Sm::Subcore {
   void release_operands(const ReadRelease& r, bool is_long) {
     const auto kind = is_long ? Scoreboard::LongRead : Scoreboard::ShortRead;
     Warp& w = sm_.warp(r.slot);
+    bool released = false;
     std::uint64_t still_read_low = 0;
     for (const QueuedInstruction& q : mio_queue_)
       if (q.reads.slot == r.slot) still_read_low |= q.reads.low_regs;
@@ -459,9 +462,13 @@ class Sm::Subcore {
           if (other.slot == r.slot)
             for (int j = 0; j < other.count && !still_read; ++j) still_read = other.regs[j] == reg;
         }
-      if (!still_read) w.scoreboard.clear(kind, reg);
+      if (!still_read && w.scoreboard.pending(kind, reg)) {
+        w.scoreboard.clear(kind, reg);
+        released = true;
+      }
     }
-    mark_warp_dirty(r.slot);
+    // Only a register no longer owed can change what the warp waits for.
+    if (released) mark_warp_dirty(r.slot);
   }
 
   static ReadRelease operand_reads(Warp& w, const InstTiming& s, bool is_long) {
