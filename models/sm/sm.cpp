@@ -73,10 +73,10 @@ struct QueuedInstruction {
 class Sm::Subcore {
  public:
   Subcore(Sm& sm, std::uint32_t index, StatGroup& stats)
-      : sm_(sm), index_(index), scheduler_(make_scheduler(sm.params_.scheduler)), lg_(sm), mio_(sm) {
+      : sm_(sm), index_(index), scheduler_(make_scheduler(sm.params_.scheduler)),
+        lg_payloads_(sm.params_.mio_queue_depth), lg_(sm), mio_(sm) {
     const SmParams& p = sm.params_;
     mio_queue_.reserve(p.mio_queue_depth);
-    lg_payloads_ = RingBuffer<LsuOp>(p.mio_queue_depth);
     const PipeParams* pipes[kPipeCount] = {&p.int_alu, &p.fp_alu, &p.fma, &p.vote, &p.branch, &p.misc};
     for (int i = 0; i < kPipeCount; ++i) pipes_[i].set_rate(1.0 / pipes[i]->issue_interval);
     reducer_.set_rate(1.0 / p.warp_reduction.issue_interval);
@@ -484,7 +484,7 @@ class Sm::Subcore {
 
   void queue_lsu(Warp& w, const InstTiming& tm, LsuOp::Kind kind, ReadRelease reads, Cycle now) {
     const trace::StaticInst& s = sm_.kernel_.info->program[w.index()];
-    QueuedInstruction& q = queue_back();
+    QueuedInstruction& q = mio_queue_.emplace_back();  // issue checked that there is room
     q.to_lg = true;
     q.reads = reads;
     lg_payloads_.push_back(LsuOp{});
@@ -508,11 +508,6 @@ class Sm::Subcore {
       reducer_.occupy(now, 1);
       q.reduction_latency = sm_.params_.warp_reduction.latency;
     }
-  }
-
-  // A new entry at the MIO queue's tail; issue checked that there is room.
-  QueuedInstruction& queue_back() {
-    return mio_queue_.emplace_back();
   }
 
   void issue(Warp& w, Cycle now) {
@@ -540,7 +535,7 @@ class Sm::Subcore {
         if (tm.shared_bytes_per_lane > 0)
           op.wavefronts = static_cast<std::uint8_t>(std::max(1u, (lanes * tm.shared_bytes_per_lane + 127) / 128));
         for (int i = 0; i < tm.num_dst; ++i) w.scoreboard.set(Scoreboard::ShortWrite, tm.dst[i]);
-        QueuedInstruction& q = queue_back();
+        QueuedInstruction& q = mio_queue_.emplace_back();  // issue checked that there is room
         q.to_lg = false;
         q.reads = operand_reads(w, tm, false);
         q.mio = op;
