@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "traces/trace.hpp"
@@ -67,25 +68,31 @@ struct LaneOp {
   std::uint32_t updates = 1;  // lane updates folded into this one
 };
 
-// Operation lists travel by handle so that packets stay small in buffers.
+// Operation lists travel by handle so that packets stay small in buffers. A
+// handle names a fixed slot of 32 operations (a request holds at most one lane
+// per word of a line) in chunks that never move, so a slot's address is one
+// step from its handle and stays valid while more are acquired; the packet
+// carries the count (MemPacket::op_count).
 class LaneOpPool {
  public:
-  using Ops = std::vector<LaneOp>;
+  static constexpr std::uint32_t kSlotOps = 32;
   std::uint32_t acquire() {
     if (free_.empty()) {
-      pool_.emplace_back();
-      return static_cast<std::uint32_t>(pool_.size() - 1);
+      if (slots_ % kChunkSlots == 0) chunks_.push_back(std::make_unique<Slot[]>(kChunkSlots));
+      return slots_++;
     }
     std::uint32_t h = free_.back();
     free_.pop_back();
-    pool_[h].clear();
     return h;
   }
-  Ops& ops(std::uint32_t handle) { return pool_[handle]; }
+  LaneOp* ops(std::uint32_t handle) { return chunks_[handle / kChunkSlots][handle % kChunkSlots].data(); }
   void release(std::uint32_t handle) { free_.push_back(handle); }
 
  private:
-  std::vector<Ops> pool_;
+  static constexpr std::uint32_t kChunkSlots = 64;
+  using Slot = std::array<LaneOp, kSlotOps>;
+  std::vector<std::unique_ptr<Slot[]>> chunks_;
+  std::uint32_t slots_ = 0;
   std::vector<std::uint32_t> free_;
 };
 

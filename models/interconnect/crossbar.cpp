@@ -8,7 +8,7 @@ Crossbar::Crossbar(const sc_core::sc_module_name& name, const CrossbarParams& p,
                    std::uint32_t outputs, StatRegistry& stats)
     : Unit(name), params_(p), input_links_(inputs, RateServer(p.input_flits_per_cycle)),
       output_links_(outputs, RateServer(p.output_flits_per_cycle)), active_(inputs), busy_outputs_(outputs),
-      output_queues_(outputs), output_queue_flits_(outputs, 0) {
+      output_queues_(outputs), output_queue_flits_(outputs, 0), head_waits_(inputs) {
   StatGroup& g = stats.group(std::string(basename()), "");
   for (std::uint32_t i = 0; i < inputs; ++i) {
     inputs_.push_back(std::make_unique<InPort<MemPacket>>(*this, p.input_buffer_flits));
@@ -26,6 +26,11 @@ void Crossbar::evaluate() {
   Cycle next = kNever;
   // Inputs to output queues.
   active_.visit([&](std::uint32_t i) {
+    // An input whose head waits for a full queue stays as it is until that
+    // queue drains; checked here without touching the input's buffer.
+    if (const HeadWait& w = head_waits_[i]; w.flits && output_queue_flits_[w.output] + w.flits > params_.output_queue_flits)
+      return true;
+    head_waits_[i].flits = 0;
     InPort<MemPacket>& in = *inputs_[i];
     while (!in.empty()) {
       if (!in.ready(now)) { next = std::min(next, in.next_ready()); break; }
@@ -33,7 +38,10 @@ void Crossbar::evaluate() {
       MemPacket& packet = in.front();
       const std::uint32_t o = packet.destination;
       const std::uint32_t flits = packet.flits();
-      if (output_queue_flits_[o] + flits > params_.output_queue_flits) break;  // woken when the queue drains
+      if (output_queue_flits_[o] + flits > params_.output_queue_flits) {  // woken when the queue drains
+        head_waits_[i] = HeadWait{o, flits};
+        break;
+      }
       input_links_[i].occupy(now, flits);
       output_queue_flits_[o] += flits;
       output_queues_[o].push_back(packet);

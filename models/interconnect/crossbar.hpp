@@ -51,6 +51,11 @@ class Crossbar : public Unit {
   ActiveInputs busy_outputs_;  // outputs whose queue holds packets
   std::vector<std::deque<MemPacket>> output_queues_;
   std::vector<std::uint32_t> output_queue_flits_;
+  struct HeadWait {
+    std::uint32_t output = 0;
+    std::uint32_t flits = 0;  // 0: the input's head is not waiting for a full queue
+  };
+  std::vector<HeadWait> head_waits_;
   std::uint64_t packets_ = 0;
   std::uint64_t flits_ = 0;
   std::uint64_t output_busy_scaled_ = 0;

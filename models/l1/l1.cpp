@@ -141,7 +141,7 @@ void L1::send_evicted(const BufferedUpdate& update) {
   p.atomic_op = update.kind;
   p.atomic_type = update.type;
   p.ops = pool_.acquire();
-  pool_.ops(p.ops).push_back(update.op);
+  pool_.ops(p.ops)[0] = update.op;
   p.op_count = 1;
   outgoing_.push_back(p);
   ++outstanding_writes_;
@@ -208,7 +208,8 @@ void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
     p.atomic_op = op.atomic_op;
     p.atomic_type = op.atomic_type;
     p.ops = pool_.acquire();
-    auto& ops = pool_.ops(p.ops);
+    LaneOp* ops = pool_.ops(p.ops);
+    std::uint32_t op_count = 0;
     std::uint64_t sector_mask = 0;
     for (std::uint32_t m = op.active_mask; m; m &= m - 1) {
       const int lane = std::countr_zero(m);
@@ -217,13 +218,13 @@ void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
         // An atomic that bypasses the buffer must follow any buffered update of its word.
         if (auto pending = atomic_buffer_->take(op.address[lane])) send_evicted(*pending);
       }
-      ops.push_back(LaneOp{op.address[lane], op.value[lane], op.updates[lane]});
+      ops[op_count++] = LaneOp{op.address[lane], op.value[lane], op.updates[lane]};
       sector_mask |= std::uint64_t(1) << (((op.address[lane] - line) / params_.sector_bytes) % 64);
     }
-    p.op_count = static_cast<std::uint16_t>(ops.size());
+    p.op_count = static_cast<std::uint16_t>(op_count);
     p.sectors = static_cast<std::uint8_t>(std::popcount(sector_mask));
     sectors_sent += p.sectors;
-    atomic_ops_to_l2_ += ops.size();
+    atomic_ops_to_l2_ += op_count;
     ++atomic_packets_to_l2_;
     outgoing_.push_back(p);
     ++f.remaining;

@@ -73,30 +73,35 @@ void L2Slice::apply(AtomicCell& cell, const LaneOp& op, AtomicOp kind, DataType 
 void L2Slice::preload(std::uint64_t line) { tags_.insert(line, false); }
 
 Cycle L2Slice::run_atomic(MemPacket& packet, Cycle start) {
-  auto& ops = pool_.ops(packet.ops);
+  const LaneOp* ops = pool_.ops(packet.ops);
+  const std::size_t op_count = packet.op_count;
   // A unit applies a request's lanes sector by sector. A request holds at most
   // one lane per word (the L1 sends same-word lanes in separate rounds), so a
-  // word's updates are separate requests, and each waits until the
-  // read-modify-write of the word's previous update has had its interval.
+  // word's updates are separate requests, and each word waits until the
+  // read-modify-write of its previous update has had its interval. A request
+  // waiting for its words does not hold up the unit: it serves the requests
+  // behind it meanwhile (probe/atom: 32 same-word rounds of every warp on its
+  // own word keep the slices busy, while one word updated from every SM takes
+  // the interval per update).
   std::array<AtomicCell*, 32> cells{};  // a request carries at most one lane of a warp per word
-  if (ops.size() > cells.size()) throw std::logic_error("an atomic request carries more than 32 lanes");
-  memory_.reserve(ops.size());
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    cells[i] = &memory_[ops[i].address];
-    start = std::max<Cycle>(start, cells[i]->next_update);
-  }
+  static_assert(LaneOpPool::kSlotOps <= std::tuple_size_v<decltype(cells)>);
+  memory_.reserve(op_count);
+  for (std::size_t i = 0; i < op_count; ++i) cells[i] = &memory_[ops[i].address];
   RateServer& unit = rop_units_[(packet.line / params_.line_bytes) % rop_units_.size()];
-  start = std::max(start, unit.free_at());
+  const Cycle unit_start = std::max(start, unit.free_at());
   std::uint64_t before = *unit.busy_scaled();
-  Cycle done = unit.occupy(start, packet.sectors);
+  const double cost = packet.kind == MemPacket::Kind::Atomic ? params_.rop_return_cost : 1.0;
+  Cycle done = unit.occupy(unit_start, packet.sectors, cost);
   rop_busy_scaled_ += (*unit.busy_scaled() - before) / rop_units_.size();
-  const Cycle next_update = start + static_cast<Cycle>(params_.rop_same_address_interval + 0.5);
-  for (std::size_t i = 0; i < ops.size(); ++i) {
+  const Cycle interval = static_cast<Cycle>(params_.rop_same_address_interval + 0.5);
+  for (std::size_t i = 0; i < op_count; ++i) {
     apply(*cells[i], ops[i], packet.atomic_op, packet.atomic_type);
-    cells[i]->next_update = next_update;
+    const Cycle update_start = std::max(unit_start, cells[i]->next_update);
+    cells[i]->next_update = update_start + interval;
+    done = std::max(done, update_start + 1);
     atomic_updates_ += ops[i].updates;
   }
-  atomic_ops_ += ops.size();
+  atomic_ops_ += op_count;
   ++atomic_packets_;
   return done + params_.rop_latency;
 }
@@ -193,6 +198,9 @@ void L2Slice::evaluate() {
     if (!accept(requests_.front(), now, false)) break;
     requests_.pop();
   }
+  // The next request's lane operations were written by an L1 long ago; fetch
+  // them into the host's cache while the other units run.
+  if (!requests_.empty() && requests_.front().op_count) __builtin_prefetch(pool_.ops(requests_.front().ops));
 
   while (!pending_replies_.empty() && pending_replies_.top().ready <= now) {
     if (!replies_.try_send(pending_replies_.top().packet)) break;  // woken by the crossbar's credit

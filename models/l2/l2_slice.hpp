@@ -34,6 +34,7 @@ struct L2Params {
   double rop_ops_per_cycle = 1;
   Cycle rop_latency = 1;
   double rop_same_address_interval = 1;
+  double rop_return_cost = 1;
   std::string start = "cold";
 
   void declare(ParamBinder b) {
@@ -53,6 +54,8 @@ struct L2Params {
     b.real("rop_ops_per_cycle", rop_ops_per_cycle, 0.001, 64, "sectors of atomic requests one ROP unit applies per SM cycle (a request's lanes in one sector together)");
     b.integer("rop_latency", rop_latency, 1, 10000, "cycles from an atomic's start in the ROP to its reply");
     b.real("rop_same_address_interval", rop_same_address_interval, 0, 1000, "cycles between the starts of two requests updating one word (read-modify-write dependency)");
+    b.real("rop_return_cost", rop_return_cost, 1, 16,
+           "ROP time per sector of an atomic that returns the old values, in sectors of reduction time");
     b.choice("start", start, {"cold", "footprint"},
              "the slices' contents when a kernel starts: cold, what earlier kernels of the run left (nothing for the first); "
              "footprint, also every line the kernel's global memory instructions touch, put in in trace order (as after "

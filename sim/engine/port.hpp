@@ -279,17 +279,21 @@ class RateServer {
   bool free(Cycle now) const { return next_free_ < (now + 1) * kScale; }
   // Occupies the server for `units` of work starting no earlier than `now`;
   // returns the cycle at which that work has passed through.
-  Cycle occupy(Cycle now, std::uint64_t units) {
-    std::uint64_t start = std::max(next_free_, now * kScale);
-    std::uint64_t cost = units * cost_per_unit_;
-    next_free_ = start + cost;
-    busy_scaled_ += cost;
-    return (next_free_ + kScale - 1) / kScale;
+  Cycle occupy(Cycle now, std::uint64_t units) { return occupy_scaled(now, units * cost_per_unit_); }
+  // The same for work that costs `weight` times as much per unit.
+  Cycle occupy(Cycle now, std::uint64_t units, double weight) {
+    return occupy_scaled(now, static_cast<std::uint64_t>(static_cast<double>(units * cost_per_unit_) * weight + 0.5));
   }
   std::uint64_t busy_cycles() const { return busy_scaled_ / kScale; }
   const std::uint64_t* busy_scaled() const { return &busy_scaled_; }
 
  private:
+  Cycle occupy_scaled(Cycle now, std::uint64_t cost) {
+    std::uint64_t start = std::max(next_free_, now * kScale);
+    next_free_ = start + cost;
+    busy_scaled_ += cost;
+    return (next_free_ + kScale - 1) / kScale;
+  }
   std::uint64_t cost_per_unit_ = kScale;
   std::uint64_t next_free_ = 0;
   std::uint64_t busy_scaled_ = 0;

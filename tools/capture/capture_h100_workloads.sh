@@ -22,7 +22,7 @@
 #   and atomsim for the trace check and compare); FILTER: a regular expression over
 #   names such as splat3d/sws/backward, by default every kernel of the full-size dataset
 #   (not the threshold study's, which capture_h100_thresholds.sh names, nor the
-#   probe/lds-red/ probe's);
+#   probe/lds-red/ and probe/atom/ probes');
 #   PHASES: comma-separated, default measure,trace,compare.
 #   WORKLOADS_BIN, if set, is a folder with the runners already built for sm_90
 #   (build/workloads); otherwise they are built here with nvcc. TRACE_BUFFER_MIB
@@ -49,7 +49,7 @@ else
   bin=$(mktemp -d)
   trap 'rm -rf "$bin"' EXIT
   if [[ $phases =~ ,(measure|trace), ]]; then
-    for w in sort/onesweep sparse/sparse_grid mpm/mpm splat3d/splat3d microbench/lds_red; do
+    for w in sort/onesweep sparse/sparse_grid mpm/mpm splat3d/splat3d microbench/lds_red microbench/atom_return; do
       nvcc -O3 -std=c++17 -arch=sm_90 -lineinfo -I"$root" -DATOMSIM_SPLAT3D_MESH="\"$mesh\"" -o "$bin/$(basename $w)" "$root/workloads/$w.cu"
     done
   fi
@@ -97,6 +97,12 @@ kernels=(
 for p in l0-same l1-same l2-same l4-same l8-same l4-distinct; do
   loads=${p%%-*}; loads=${loads#l}; pattern=${p#*-}
   kernels+=("probe/lds-red/$p|lds_red|lds_red<$loads>|--loads $loads --pattern $pattern --blocks 2112 --iterations 32|")
+done
+# Probe of atomics that return (workloads/microbench/atom_return.cu) against
+# the same updates as REDs: 256 threads, 8 CTAs/SM; 2112 CTAs, 2 waves. Not in
+# the default FILTER.
+for p in red-private1 atom-private1 red-private32 atom-private32 red-hot atom-hot atom-or-hot; do
+  kernels+=("probe/atom/$p|atom_return|atom_return|--op ${p%-*} --pattern ${p##*-} --iterations 16|")
 done
 for t in 1 4 8 12 16 20 24 28 32; do
   for v in sws swb; do

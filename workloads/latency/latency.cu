@@ -3,7 +3,8 @@
 // Chains: FFMA, integer add (IADD3), SHFL.IDX, MUFU.RCP, shared-memory load
 // (plus its address arithmetic),
 // L1-hit load, L2-hit load (ld.global.cg) and DRAM load (pointer chase over a
-// buffer larger than the L2). Warm-up pass first; median of repeats.
+// buffer larger than the L2, through lines no launch loaded before). Warm-up
+// pass first, except for DRAM; median of repeats.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -90,6 +91,18 @@ __global__ void global_chain(const unsigned* chain, unsigned* out, long long* cy
   if (threadIdx.x == 0) *cycles = t1 - t0;
 }
 
+// A chase through lines no earlier launch touched: no warm-up, starting at
+// `start`, so that every load misses the L2 (a warm-up over the same hops, or
+// a repeat from the same start, finds them in the L2).
+__global__ void cold_chain(const unsigned* chain, unsigned start, unsigned* out, long long* cycles, int steps) {
+  unsigned p = start;
+  long long t0 = clock64();
+  for (int i = 0; i < steps; ++i) p = __ldcg(chain + p);
+  long long t1 = clock64();
+  out[threadIdx.x] = p;
+  if (threadIdx.x == 0) *cycles = t1 - t0;
+}
+
 template <class Launch>
 double median_cycles(Launch launch, long long* d_cycles, int ops, int repeats = 9) {
   std::vector<double> v;
@@ -114,13 +127,15 @@ int main() {
   CHECK(cudaMalloc(&d_fout, 1024 * sizeof(float)));
   // Chains for global loads: 128-byte stride within 16 KB (L1 hit), 4 MB (L2 hit, .cg),
   // and a 1 GB random chase at 4 KB granularity (DRAM).
-  auto make_chain = [](size_t bytes, size_t stride, bool shuffle) {
+  // `hops_out`, when given, receives the chain's hops in chase order.
+  auto make_chain = [](size_t bytes, size_t stride, bool shuffle, std::vector<unsigned>* hops_out = nullptr) {
     size_t n = bytes / sizeof(unsigned), hops = bytes / stride;
     std::vector<unsigned> order(hops);
     for (size_t i = 0; i < hops; ++i) order[i] = static_cast<unsigned>(i * (stride / sizeof(unsigned)));
     if (shuffle) { srand(7); for (size_t i = hops - 1; i > 0; --i) std::swap(order[i], order[rand() % (i + 1)]); }
     std::vector<unsigned> chain(n, 0);
     for (size_t i = 0; i < hops; ++i) chain[order[i]] = order[(i + 1) % hops];
+    if (hops_out) *hops_out = order;
     unsigned* d;
     CHECK(cudaMalloc(&d, bytes));
     CHECK(cudaMemcpy(d, chain.data(), bytes, cudaMemcpyHostToDevice));
@@ -128,7 +143,8 @@ int main() {
   };
   unsigned* l1 = make_chain(16 << 10, 128, false);
   unsigned* l2 = make_chain(4 << 20, 128, true);
-  unsigned* dram = make_chain(size_t(1) << 30, 4096, true);
+  std::vector<unsigned> dram_hops;
+  unsigned* dram = make_chain(size_t(1) << 30, 4096, true, &dram_hops);
 
   double ffma = median_cycles([&] { ffma_chain<<<1, 32>>>(d_fout, d_cycles, 1.0f); }, d_cycles, kChain);
   double iadd = median_cycles([&] { iadd_chain<<<1, 32>>>(d_out, d_cycles, 3u); }, d_cycles, kChain);
@@ -137,7 +153,9 @@ int main() {
   double lds = median_cycles([&] { shared_chain<<<1, 32>>>(d_out, d_cycles); }, d_cycles, kChain);
   double ldl1 = median_cycles([&] { global_chain<false><<<1, 1>>>(l1, d_out, d_cycles, 2048); }, d_cycles, 2048);
   double ldl2 = median_cycles([&] { global_chain<true><<<1, 1>>>(l2, d_out, d_cycles, 2048); }, d_cycles, 2048);
-  double lddram = median_cycles([&] { global_chain<true><<<1, 1>>>(dram, d_out, d_cycles, 2048); }, d_cycles, 2048, 5);
+  int launch = 0;  // each launch starts 8192 hops past the previous one's start, on lines not yet loaded
+  double lddram = median_cycles([&] { cold_chain<<<1, 1>>>(dram, dram_hops[(launch++ * 8192) % dram_hops.size()], d_out, d_cycles, 2048); },
+                                d_cycles, 2048, 9);
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("{\"device\":\"%s\",\"ffma\":%.2f,\"iadd\":%.2f,\"shfl\":%.2f,\"rcp\":%.2f,\"lds\":%.2f,"
