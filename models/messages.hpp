@@ -24,6 +24,7 @@ struct MioOp {
   std::uint8_t wavefronts = 1;
   std::uint8_t num_dst = 0;
   std::array<std::uint16_t, kMaxDestinations> dst{};
+  std::uint8_t write_barrier = trace::ControlBits::kNoBarrier;  // the warp's dependency barrier its completion frees
   std::uint32_t flits() const { return 1; }
 };
 
@@ -38,6 +39,7 @@ struct LsuOp {
   trace::DataType atomic_type = trace::DataType::None;
   std::uint8_t num_dst = 0;
   std::array<std::uint16_t, kMaxDestinations> dst{};
+  std::uint8_t write_barrier = trace::ControlBits::kNoBarrier;  // the warp's dependency barrier its completion frees
   std::uint32_t active_mask = 0;
   std::array<std::uint64_t, 32> address{};
   std::array<std::uint64_t, 32> value{};
@@ -58,6 +60,7 @@ struct Completion {
   std::uint8_t num_dst = 0;
   std::array<std::uint16_t, kMaxDestinations> dst{};
   bool also_acks_memory = false;  // a load/atomic result also retires the memory op
+  std::uint8_t write_barrier = trace::ControlBits::kNoBarrier;  // the instruction's, freed by this completion
   std::uint32_t flits() const { return 1; }
 };
 

@@ -56,8 +56,8 @@ inline GpuParams h100_with(std::vector<std::string> overrides) {
   return load_gpu_params(std::string(ATOMSIM_SOURCE_DIR) + "/configs/h100.toml", overrides);
 }
 
-// One kernel; `program` is SASS text; `stream(warp)` lists the records of each warp.
-inline std::string write_kernel(const std::string& name, const std::vector<std::string>& program, std::uint32_t ctas,
+// One kernel of `program`'s instructions; `stream(warp)` lists the records of each warp.
+inline std::string write_program(const std::string& name, std::vector<trace::StaticInst> program, std::uint32_t ctas,
                                 std::uint32_t warps_per_cta,
                                 const std::function<std::vector<trace::WarpInst>(std::uint64_t)>& stream) {
   trace::KernelInfo k;
@@ -65,7 +65,7 @@ inline std::string write_kernel(const std::string& name, const std::vector<std::
   k.grid = {ctas, 1, 1};
   k.block = {warps_per_cta * 32, 1, 1};
   k.registers_per_thread = 32;
-  for (std::size_t i = 0; i < program.size(); ++i) k.program.push_back(trace::parse_sass_instruction(program[i], 16 * i));
+  k.program = std::move(program);
   std::string path = temp_trace(name + ".trace");
   trace::TraceWriter w(path);
   w.begin_kernel(k);
@@ -74,6 +74,39 @@ inline std::string write_kernel(const std::string& name, const std::vector<std::
   w.end_kernel();
   w.finish();
   return path;
+}
+
+// The same, `program` as SASS text.
+inline std::string write_kernel(const std::string& name, const std::vector<std::string>& program, std::uint32_t ctas,
+                                std::uint32_t warps_per_cta,
+                                const std::function<std::vector<trace::WarpInst>(std::uint64_t)>& stream) {
+  std::vector<trace::StaticInst> parsed;
+  for (std::size_t i = 0; i < program.size(); ++i) parsed.push_back(trace::parse_sass_instruction(program[i], 16 * i));
+  return write_program(name, std::move(parsed), ctas, warps_per_cta, stream);
+}
+
+// The control bits of a 128-bit encoding's second word as cuobjdump prints it.
+struct Control {
+  unsigned stall = 1, write_barrier = 7, read_barrier = 7, wait_mask = 0;
+  std::uint64_t high_word() const {
+    const std::uint64_t bits = stall | (write_barrier << 5) | (read_barrier << 8) | (wait_mask << 11);
+    return bits << 41;
+  }
+};
+
+// A cuobjdump --dump-sass listing of one function "k", each instruction with its two encoding words.
+inline std::string listing_with_control(const std::vector<std::pair<std::string, Control>>& program) {
+  std::string out = "\t\tFunction : k\n";
+  char line[256];
+  for (std::size_t i = 0; i < program.size(); ++i) {
+    std::snprintf(line, sizeof line, "        /*%04zx*/                   %s ;  /* 0x000000000000794d */\n", 16 * i,
+                  program[i].first.c_str());
+    out += line;
+    std::snprintf(line, sizeof line, "                                          /* 0x%016llx */\n",
+                  static_cast<unsigned long long>(program[i].second.high_word()));
+    out += line;
+  }
+  return out;
 }
 
 inline trace::WarpInst record(std::uint32_t index, std::uint32_t mask = 0xFFFFFFFF) {

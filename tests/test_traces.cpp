@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sim_helpers.hpp"
 #include "traces/format.hpp"
 #include "traces/reader.hpp"
 #include "traces/sass.hpp"
@@ -172,7 +173,7 @@ TEST_CASE("trace damage is reported with the file and byte offset, never a crash
     std::uint32_t h = format::fnv1a(reinterpret_cast<unsigned char*>(copy.data()), 28);
     std::memcpy(copy.data() + 28, &h, 4);
     write_all(bad, copy);
-    REQUIRE_THROWS_WITH(TraceReader(bad), Catch::Contains("unsupported trace version 2.0") && Catch::Contains("byte offset 0"));
+    REQUIRE_THROWS_WITH(TraceReader(bad), Catch::Contains("unsupported trace version 2.1") && Catch::Contains("byte offset 0"));
   }
   SECTION("not a trace, or no file") {
     write_all(bad, std::vector<char>(100, 'x'));
@@ -252,6 +253,62 @@ TEST_CASE("uniform and strided addresses cost a few bytes per record", "[traces]
   REQUIRE(s.raw_bytes == 22u * 20000);
   REQUIRE(s.file_bytes < s.raw_bytes);
   std::remove(path.c_str());
+}
+
+TEST_CASE("SASS listings give each instruction the control bits of its encoding and traces keep them", "[traces][sass]") {
+  using atomsim::testing::Control;
+  const std::string listing = atomsim::testing::listing_with_control({
+      {"REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR6][R10.64], R13", Control{4, 7, 0, 0}},
+      {"LDS R20, [R4]", Control{1, 2, 7, 0}},
+      {"@P0 BRA 0x0", Control{5, 7, 7, 0b101}},
+  });
+  std::vector<StaticInst> program = parse_sass_function(listing, "k");
+  REQUIRE(program.size() == 3);
+  for (const auto& s : program) REQUIRE(s.control.present);
+  REQUIRE(program[0].control.stall() == 4);
+  REQUIRE(program[0].control.read_barrier() == 0);
+  REQUIRE(program[0].control.write_barrier() == ControlBits::kNoBarrier);
+  REQUIRE(program[1].control.write_barrier() == 2);
+  REQUIRE(program[2].control.wait_mask() == 0b101);
+  REQUIRE(program[2].control.stall() == 5);
+  // The encoding of a real sm_90 loop branch: stall 5, waits on barrier 0.
+  const ControlBits bra = ControlBits::from_encoding_high_word(0x001fea000383ffffull);
+  REQUIRE(bra.stall() == 5);
+  REQUIRE(bra.wait_mask() == 0b1);
+  REQUIRE(bra.write_barrier() == ControlBits::kNoBarrier);
+
+  // A listing without the second word (older GPUs, or text only) has none.
+  std::string one_word = listing;
+  for (std::size_t at; (at = one_word.find("\n                                          /*")) != std::string::npos;)
+    one_word.erase(at, one_word.find('\n', at + 1) - at);
+  for (const auto& s : parse_sass_function(one_word, "k")) REQUIRE_FALSE(s.control.present);
+
+  // Through a trace: kept where known, absent where not, refused out of range.
+  auto round_trip = [&](std::vector<StaticInst> p) {
+    const std::string path = temp_path("control.trace");
+    KernelInfo k;
+    k.name = "k";
+    k.program = std::move(p);
+    {
+      TraceWriter w(path);
+      w.begin_kernel(k);
+      w.end_kernel();
+      w.finish();
+    }
+    KernelInfo back = TraceReader(path).kernel(0);
+    std::remove(path.c_str());
+    return back.program;
+  };
+  program[1].control = ControlBits{};
+  std::vector<StaticInst> back = round_trip(program);
+  REQUIRE(back[0].control.present);
+  REQUIRE(back[0].control.raw == program[0].control.raw);
+  REQUIRE_FALSE(back[1].control.present);
+  REQUIRE(back[2].control.raw == program[2].control.raw);
+  for (auto& s : program) s.control = ControlBits{};
+  for (const auto& s : round_trip(program)) REQUIRE_FALSE(s.control.present);
+  program[0].control = ControlBits{1u << 22, true};
+  REQUIRE_THROWS_WITH(round_trip(program), Catch::Contains("kernel chunk") && Catch::Contains("control bits out of range"));
 }
 
 TEST_CASE("SASS text gives op class, registers, width and atomic kind", "[traces][sass]") {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <memory>
 
@@ -152,6 +153,11 @@ void ByteReader::fail(const std::string& what) const {
                                origin_->part, origin_->offset, pos_, what));
 }
 
+namespace {
+constexpr std::uint8_t kControlSection = 1;
+constexpr std::uint32_t kNoControl = 0xffffffffu;  // an instruction whose encoding the producer did not know
+}  // namespace
+
 std::vector<unsigned char> encode_kernel(const KernelInfo& k) {
   ByteWriter w;
   w.str(k.name);
@@ -170,6 +176,11 @@ std::vector<unsigned char> encode_kernel(const KernelInfo& k) {
     w.u8(s.access_bytes);
     w.u8(static_cast<std::uint8_t>(s.atomic_op));
     w.u8(static_cast<std::uint8_t>(s.atomic_type));
+  }
+  // Version 1.1: the compiler's control bits, when the producer knew them.
+  if (std::any_of(k.program.begin(), k.program.end(), [](const StaticInst& s) { return s.control.present; })) {
+    w.u8(kControlSection);
+    for (const auto& s : k.program) w.u32(s.control.present ? s.control.raw : kNoControl);
   }
   return w.bytes;
 }
@@ -206,6 +217,15 @@ KernelInfo decode_kernel(ByteReader& in) {
     s.atomic_type = static_cast<DataType>(aty);
     if (is_global_memory(s.op) && (s.access_bytes == 0 || s.access_bytes > 16)) in.fail("memory access width out of range");
     if (is_atomic(s.op) && s.atomic_op == AtomicOp::None) in.fail("atomic instruction without an operation");
+  }
+  if (!in.done()) {
+    if (in.u8() != kControlSection) in.fail("unknown section after the program");
+    for (auto& s : k.program) {
+      const std::uint32_t raw = in.u32();
+      if (raw == kNoControl) continue;
+      if (raw & ~ControlBits::kMask) in.fail("control bits out of range");
+      s.control = ControlBits{raw, true};
+    }
   }
   return k;
 }

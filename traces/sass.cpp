@@ -5,6 +5,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <optional>
 #include <unordered_map>
 
 namespace atomsim::trace {
@@ -210,6 +211,20 @@ StaticInst parse_sass_instruction(std::string_view text, std::uint64_t pc) {
   return s;
 }
 
+namespace {
+// The value of a line (or its rest) that holds only one encoding word, "/* 0x000fe20000000800 */".
+std::optional<std::uint64_t> encoding_word(std::string_view line) {
+  line = trim(line);
+  if (!line.starts_with("/*") || !line.ends_with("*/")) return std::nullopt;
+  std::string_view word = trim(line.substr(2, line.size() - 4));
+  if (word.size() != 18 || !word.starts_with("0x")) return std::nullopt;
+  std::uint64_t value = 0;
+  auto [p, ec] = std::from_chars(word.data() + 2, word.data() + word.size(), value, 16);
+  if (ec != std::errc() || p != word.data() + word.size()) return std::nullopt;
+  return value;
+}
+}  // namespace
+
 std::vector<StaticInst> parse_sass_function(std::string_view listing, std::string_view function,
                                             std::vector<std::string>* text_out) {
   std::string header = fmt::format("Function : {}", function);
@@ -234,6 +249,16 @@ std::vector<StaticInst> parse_sass_function(std::string_view listing, std::strin
     if (semi == std::string_view::npos) continue;
     program.push_back(parse_sass_instruction(text.substr(0, semi), pc));
     if (text_out) text_out->emplace_back(trim(text.substr(0, semi)));
+    // A 128-bit encoding follows as two words, the second alone on the next
+    // line; its high bits are the control bits.
+    if (encoding_word(text.substr(semi + 1)) && pos < body.size()) {
+      std::size_t next_eol = body.find('\n', pos);
+      std::string_view next = body.substr(pos, next_eol == std::string_view::npos ? std::string_view::npos : next_eol - pos);
+      if (auto high = encoding_word(next)) {
+        program.back().control = ControlBits::from_encoding_high_word(*high);
+        pos = next_eol == std::string_view::npos ? body.size() : next_eol + 1;
+      }
+    }
   }
   if (program.empty()) throw TraceError(fmt::format("SASS listing has no instructions for {}", function));
   return program;

@@ -50,6 +50,26 @@ inline constexpr std::uint16_t kUniformPredicateBase = 328;  // UP0..UP6
 inline constexpr std::uint16_t kSpace = 336;
 }  // namespace reg
 
+// The scheduling word the compiler gives each instruction on Volta and later
+// GPUs (bits 105-125 of the 128-bit encoding): cycles before the warp's next
+// instruction may issue, the dependency barrier (one of six per warp) the
+// instruction's result or its operand reads hold until done, and the barriers
+// it waits on. A GPU has no register scoreboard for variable-latency results:
+// these barriers are the dependences.
+struct ControlBits {
+  static constexpr std::uint8_t kNoBarrier = 7;
+  static constexpr std::uint32_t kMask = (1u << 21) - 1;
+  std::uint32_t raw = 0;  // the 21 bits, stall count lowest
+  bool present = false;   // the producer knew the encoding
+  static ControlBits from_encoding_high_word(std::uint64_t high) { return {static_cast<std::uint32_t>(high >> 41) & kMask, true}; }
+  std::uint8_t stall() const { return raw & 0xf; }
+  bool yield() const { return (raw >> 4) & 1; }
+  std::uint8_t write_barrier() const { return (raw >> 5) & 7; }
+  std::uint8_t read_barrier() const { return (raw >> 8) & 7; }
+  std::uint8_t wait_mask() const { return (raw >> 11) & 0x3f; }
+  std::uint8_t reuse() const { return (raw >> 17) & 0xf; }
+};
+
 struct StaticInst {
   std::uint64_t pc = 0;
   OpClass op = OpClass::Misc;
@@ -61,6 +81,7 @@ struct StaticInst {
   std::uint8_t access_bytes = 0;  // per lane, memory operations only
   AtomicOp atomic_op = AtomicOp::None;
   DataType atomic_type = DataType::None;
+  ControlBits control;
 };
 
 struct Dim3 {

@@ -31,6 +31,8 @@ TraceSummary validate_trace(const std::string& path) {
     ks.registers_per_thread = info.registers_per_thread;
     ks.shared_bytes = info.shared_bytes;
     ks.warps = info.total_warps();
+    ks.static_instructions = info.program.size();
+    for (const auto& inst : info.program) ks.with_control_bits += inst.control.present;
     summary.kernels.push_back(ks);
   }
   // Records seen per (kernel, warp), and the segment each chain expects next.

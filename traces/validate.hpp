@@ -30,6 +30,8 @@ struct KernelSummary {
   Dim3 grid, block;
   std::uint32_t registers_per_thread = 0, shared_bytes = 0;
   std::uint64_t warps = 0;
+  std::uint64_t static_instructions = 0;
+  std::uint64_t with_control_bits = 0;  // static instructions whose control bits the trace carries
   std::uint64_t warp_instructions = 0;
   std::uint64_t thread_instructions = 0;
   std::array<std::uint64_t, kOpClassCount> by_class{};

@@ -44,6 +44,7 @@ std::uint32_t L1::allocate_inflight(const LsuOp& op) {
   f.remaining = 0;
   f.completion = Completion{};
   f.completion.warp_slot = op.warp_slot;
+  f.completion.write_barrier = op.write_barrier;
   if (op.op == OpClass::LoadGlobal || op.op == OpClass::Atom) {
     f.completion.kind = Completion::Kind::Registers;
     f.completion.num_dst = op.num_dst;

@@ -39,12 +39,13 @@ void Mio::evaluate() {
       RateServer& pipe = pipe_for(q.front().op, latency);
       if (!pipe.free(now)) continue;
       const MioOp& op = q.front();
-      if (op.num_dst > 0) {
+      if (op.num_dst > 0 || op.write_barrier != trace::ControlBits::kNoBarrier) {
         Completion c;
         c.kind = Completion::Kind::Registers;
         c.warp_slot = op.warp_slot;
         c.num_dst = op.num_dst;
         c.dst = op.dst;
+        c.write_barrier = op.write_barrier;
         if (!to_sm_.try_send(c, latency - 1)) return;  // woken by the SM's credit
       }
       dispatch_.occupy(now, 1);

@@ -31,6 +31,14 @@ struct alignas(64) InstTiming {  // one cache line each
   std::array<std::uint16_t, 6> src{};
   std::array<std::uint16_t, kMaxDestinations> dst{};
   std::uint16_t latency = 1;
+  // The compiler's control bits, where the program has them and the
+  // configuration uses them (sm.dependences): then they, not the registers,
+  // say what the instruction waits for.
+  bool control_bits = false;
+  std::uint8_t stall = 1;
+  std::uint8_t wait_mask = 0;
+  std::uint8_t write_barrier = trace::ControlBits::kNoBarrier;
+  std::uint8_t read_barrier = trace::ControlBits::kNoBarrier;
   RegSet src_set, dst_set;
 };
 
@@ -54,6 +62,7 @@ struct WarpHot {
 
 struct ReadRelease {
   std::uint16_t slot = 0;
+  std::uint8_t barrier = trace::ControlBits::kNoBarrier;  // with control bits: freed by the read instead of the registers
   std::uint8_t count = 0;
   std::array<std::uint16_t, 6> regs{};
   std::uint64_t low_regs = 0;  // the registers below 64 (dense ids: usually all), as a mask
@@ -361,7 +370,11 @@ class Sm::Subcore {
     const Scoreboard& sb = w.scoreboard;
     WarpState blocked = WarpState::NotSelected;
     Cycle ready = 0;
-    if (tm.operands_in_sets && !sb.pending_in(Scoreboard::LongWrite, Scoreboard::ShortWrite, tm.src_set) &&
+    if (tm.control_bits) {
+      if (const std::uint8_t held = w.barriers.held(tm.wait_mask))
+        blocked = w.barriers.held_by_lg(held) ? WarpState::LongScoreboard : WarpState::ShortScoreboard;
+      ready = w.barriers.free_at(tm.wait_mask);
+    } else if (tm.operands_in_sets && !sb.pending_in(Scoreboard::LongWrite, Scoreboard::ShortWrite, tm.src_set) &&
         !sb.pending_in(Scoreboard::LongWrite, Scoreboard::LongRead, tm.dst_set) &&
         !sb.pending_in(Scoreboard::ShortWrite, Scoreboard::ShortRead, tm.dst_set)) {
       // The common case: nothing owed by the LSU or MIO.
@@ -426,7 +439,7 @@ class Sm::Subcore {
     // A full queue's departure gives the warps it throttled a place.
     if (mio_queue_.size() == sm_.params_.mio_queue_depth) mark_dirty();
     mio_queue_.erase(mio_queue_.begin() + i);
-    release_operands(reads, is_long);
+    release_operands(reads, is_long, now);
   }
 
   // The queue entry that leaves next, or -1; a blocked destination is asked to wake us when it frees room.
@@ -446,9 +459,16 @@ class Sm::Subcore {
   }
 
   // A source register stays owed while another queued instruction of the warp still reads it.
-  void release_operands(const ReadRelease& r, bool is_long) {
-    const auto kind = is_long ? Scoreboard::LongRead : Scoreboard::ShortRead;
+  void release_operands(const ReadRelease& r, bool is_long, Cycle now) {
     Warp& w = sm_.warp(r.slot);
+    if (r.barrier != trace::ControlBits::kNoBarrier) {
+      if (w.barriers.release(r.barrier, is_long)) {
+        mark_warp_dirty(r.slot);
+        sm_.maybe_retire(w, now + 1);  // an exited warp stays until its barriers are free
+      }
+      return;
+    }
+    const auto kind = is_long ? Scoreboard::LongRead : Scoreboard::ShortRead;
     bool released = false;
     std::uint64_t still_read_low = 0;
     for (const QueuedInstruction& q : mio_queue_)
@@ -474,6 +494,13 @@ class Sm::Subcore {
   static ReadRelease operand_reads(Warp& w, const InstTiming& s, bool is_long) {
     ReadRelease r;
     r.slot = w.slot;
+    if (s.control_bits) {
+      if (s.read_barrier != trace::ControlBits::kNoBarrier) {
+        r.barrier = s.read_barrier;
+        w.barriers.hold(r.barrier, is_long);
+      }
+      return r;
+    }
     for (int i = 0; i < s.num_src; ++i) {
       r.regs[r.count++] = s.src[i];
       if (s.src[i] < 64) r.low_regs |= std::uint64_t(1) << s.src[i];
@@ -497,6 +524,7 @@ class Sm::Subcore {
     op.atomic_type = s.atomic_type;
     op.num_dst = tm.num_dst;
     op.dst = tm.dst;
+    if (kind == LsuOp::Kind::Memory) op.write_barrier = hold_write_barrier(w, tm, true);
     op.active_mask = w.active_mask();
     if (kind == LsuOp::Kind::Memory) {
       w.stream.operands(op.address, op.value);
@@ -510,6 +538,13 @@ class Sm::Subcore {
     }
   }
 
+  // The dependency barrier an MIO or LG instruction's completion frees, held from issue.
+  static std::uint8_t hold_write_barrier(Warp& w, const InstTiming& tm, bool lg) {
+    if (!tm.control_bits || tm.write_barrier == trace::ControlBits::kNoBarrier) return trace::ControlBits::kNoBarrier;
+    w.barriers.hold(tm.write_barrier, lg);
+    return tm.write_barrier;
+  }
+
   void issue(Warp& w, Cycle now) {
     const InstTiming& tm = (*timing_)[w.index()];
     ++warp_instructions_;
@@ -520,7 +555,10 @@ class Sm::Subcore {
     switch (tm.route) {
       case Route::Pipe:
         pipes_[tm.pipe].occupy(now, 1);
-        for (int i = 0; i < tm.num_dst; ++i) w.scoreboard.add_result(tm.dst[i], now + tm.latency, now);
+        if (!tm.control_bits)
+          for (int i = 0; i < tm.num_dst; ++i) w.scoreboard.add_result(tm.dst[i], now + tm.latency, now);
+        else if (tm.write_barrier != trace::ControlBits::kNoBarrier)
+          w.barriers.free_at(tm.write_barrier, now + tm.latency);
         if (tm.resolves_branch) {
           w.resolving_branch = true;
           w.next_issue = now + tm.latency;
@@ -534,7 +572,8 @@ class Sm::Subcore {
         op.dst = tm.dst;
         if (tm.shared_bytes_per_lane > 0)
           op.wavefronts = static_cast<std::uint8_t>(std::max(1u, (lanes * tm.shared_bytes_per_lane + 127) / 128));
-        for (int i = 0; i < tm.num_dst; ++i) w.scoreboard.set(Scoreboard::ShortWrite, tm.dst[i]);
+        if (tm.control_bits) op.write_barrier = hold_write_barrier(w, tm, false);
+        else for (int i = 0; i < tm.num_dst; ++i) w.scoreboard.set(Scoreboard::ShortWrite, tm.dst[i]);
         QueuedInstruction& q = mio_queue_.emplace_back();  // issue checked that there is room
         q.to_lg = false;
         q.reads = operand_reads(w, tm, false);
@@ -542,7 +581,7 @@ class Sm::Subcore {
         break;
       }
       case Route::Lsu: case Route::LsuReduced:
-        if (tm.op == OpClass::LoadGlobal || tm.op == OpClass::Atom)
+        if (!tm.control_bits && (tm.op == OpClass::LoadGlobal || tm.op == OpClass::Atom))
           for (int i = 0; i < tm.num_dst; ++i) w.scoreboard.set(Scoreboard::LongWrite, tm.dst[i]);
         if (trace::is_atomic(tm.op)) {
           atomic_lane_ops_ += lanes;
@@ -553,14 +592,15 @@ class Sm::Subcore {
         break;
       case Route::Membar:
         w.waiting_membar = true;
-        queue_lsu(w, tm, LsuOp::Kind::Membar, ReadRelease{w.slot, 0, {}}, now);
+        queue_lsu(w, tm, LsuOp::Kind::Membar, ReadRelease{.slot = w.slot}, now);
         break;
       case Route::Barrier:
-        if (sm_.kernel_.flush_atomics_at_barrier) queue_lsu(w, tm, LsuOp::Kind::BarrierFlush, ReadRelease{w.slot, 0, {}}, now);
+        if (sm_.kernel_.flush_atomics_at_barrier) queue_lsu(w, tm, LsuOp::Kind::BarrierFlush, ReadRelease{.slot = w.slot}, now);
         w.at_barrier = true;
         break;
     }
-    w.next_issue = std::max(w.next_issue, now + sm_.params_.min_reissue_interval);
+    // The compiler's stall count, where the program has one, is the interval to the warp's next instruction.
+    w.next_issue = std::max(w.next_issue, now + (tm.control_bits ? std::max<Cycle>(1, tm.stall) : sm_.params_.min_reissue_interval));
     fetch(w);
     if (!w.has_inst) {  // lanes leave through guarded EXITs; the warp is done when its stream ends
       w.exited = true;
@@ -625,9 +665,18 @@ std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams
     if (dense[reg] == UINT16_MAX) dense[reg] = next_dense++;
     return dense[reg];
   };
+  const bool control_bits = p.dependences == "control_bits" &&
+                            std::all_of(k.program.begin(), k.program.end(), [](const trace::StaticInst& s) { return s.control.present; });
   for (const auto& s : k.program) {
     InstTiming t;
     t.op = s.op;
+    if (control_bits) {
+      t.control_bits = true;
+      t.stall = s.control.stall();
+      t.wait_mask = s.control.wait_mask();
+      t.write_barrier = s.control.write_barrier();
+      t.read_barrier = s.control.read_barrier();
+    }
     t.num_src = s.num_src;
     t.num_dst = s.num_dst;
     for (int i = 0; i < s.num_src; ++i) t.src[i] = renumber(s.src[i]);
@@ -780,7 +829,7 @@ void Sm::check_barrier(CtaSlot& c, Cycle now) {
 }
 
 void Sm::maybe_retire(Warp& w, Cycle end) {
-  if (!w.exited || w.outstanding_memory > 0 || !w.resident) return;
+  if (!w.exited || w.outstanding_memory > 0 || w.barriers.held(0x3f) || !w.resident) return;
   // A warp retiring during its sub-core's evaluation was accounted for that
   // cycle by the evaluation itself; otherwise bring accounting up to `end`.
   subcore_of(w.slot).settle(end);
@@ -799,6 +848,7 @@ void Sm::maybe_retire(Warp& w, Cycle end) {
 
 void Sm::handle_completion(const Completion& c, bool from_lsu, Cycle now) {
   Warp& w = warps_[c.warp_slot];
+  if (c.write_barrier != trace::ControlBits::kNoBarrier) w.barriers.release(c.write_barrier, from_lsu);
   switch (c.kind) {
     case Completion::Kind::Registers:
       for (int i = 0; i < c.num_dst; ++i)

@@ -40,6 +40,7 @@ struct SmParams {
   std::uint64_t shared_memory_bytes = 228 << 10;
   std::string scheduler = "gto";
   Cycle min_reissue_interval = 1;
+  std::string dependences = "registers";
   Cycle branch_resolve_latency = 4;
   std::uint32_t mio_queue_depth = 8;
   std::uint32_t lg_issue_limit = 16;
@@ -54,7 +55,12 @@ struct SmParams {
     b.integer("register_allocation_unit", register_allocation_unit, 1, 4096, "registers are allocated per warp in multiples of this");
     b.integer("shared_memory_bytes", shared_memory_bytes, 0, 1 << 24, "shared memory available to CTAs per SM");
     b.choice("scheduler", scheduler, scheduler_policies(), "warp scheduling policy");
-    b.integer("min_reissue_interval", min_reissue_interval, 1, 64, "cycles between two instructions of one warp");
+    b.integer("min_reissue_interval", min_reissue_interval, 1, 64,
+              "cycles between two instructions of one warp (with control_bits dependences: where a program has no control bits)");
+    b.choice("dependences", dependences, {"registers", "control_bits"},
+             "what a warp's instruction waits for: registers, its registers' writes and reads still owed (a scoreboard, "
+             "with the pipes' latencies); control_bits, the compiler's dependency barriers and stall counts, where the "
+             "trace carries them for the whole program (registers otherwise)");
     b.integer("branch_resolve_latency", branch_resolve_latency, 1, 1000, "cycles a warp waits after a branch before it can issue");
     b.integer("mio_queue_depth", mio_queue_depth, 1, 64,
               "per sub-core, in-order queue of MIO and LG instructions whose operands are still to be read");

@@ -6,6 +6,7 @@
 #include <bitset>
 #include <cstdint>
 #include <algorithm>
+#include <stdexcept>
 
 #include "models/sm/stall.hpp"
 #include "sim/engine/unit.hpp"
@@ -109,6 +110,44 @@ class alignas(64) Scoreboard {
   std::array<std::array<std::uint64_t, kKinds>, kWords - 1> high_{};
 };
 
+// The six dependency barriers of a warp, as the compiler's control bits use
+// them (trace::ControlBits): how many issued instructions still hold each, and
+// for the instructions of fixed-latency pipes that set one, when it frees. An
+// instruction waits until every barrier of its mask is free. Which unit holds
+// a barrier names the stall: LG instructions long_scoreboard, the MIO's short.
+class DependencyBarriers {
+ public:
+  static constexpr int kCount = 6;
+  void hold(std::uint8_t b, bool lg) {
+    ++held_[b];
+    held_mask_ |= bit(b);
+    if (lg && ++held_by_lg_[b] == 1) lg_mask_ |= bit(b);
+  }
+  // Returns whether the barrier became free.
+  bool release(std::uint8_t b, bool lg) {
+    if (held_[b] == 0 || (lg && held_by_lg_[b] == 0)) throw std::logic_error("a dependency barrier freed more often than held");
+    if (lg && --held_by_lg_[b] == 0) lg_mask_ &= ~bit(b);
+    if (--held_[b] > 0) return false;
+    held_mask_ &= ~bit(b);
+    return true;
+  }
+  void free_at(std::uint8_t b, Cycle at) { timed_[b] = std::max(timed_[b], at); }
+  std::uint8_t held(std::uint8_t mask) const { return held_mask_ & mask; }
+  std::uint8_t held_by_lg(std::uint8_t mask) const { return lg_mask_ & mask; }
+  Cycle free_at(std::uint8_t mask) const {
+    Cycle at = 0;
+    for (int b = 0; b < kCount; ++b)
+      if (mask & bit(b)) at = std::max(at, timed_[b]);
+    return at;
+  }
+
+ private:
+  static std::uint8_t bit(std::uint8_t b) { return static_cast<std::uint8_t>(1u << b); }
+  std::uint8_t held_mask_ = 0, lg_mask_ = 0;
+  std::array<std::uint16_t, kCount> held_{}, held_by_lg_{};
+  std::array<Cycle, kCount> timed_{};
+};
+
 // Fields in the order an issue touches them: the warp's scheduling state and
 // the hot part of its trace stream (whose current record is the warp's next
 // instruction) share the first cache line, the scoreboard follows.
@@ -126,6 +165,7 @@ struct alignas(64) Warp {
   std::uint32_t cta_slot = 0;
   Cycle launched_at = 0;
   Scoreboard scoreboard;
+  DependencyBarriers barriers;  // used instead of the scoreboard where the program has control bits
 
   std::uint32_t index() const { return stream.index(); }
   std::uint32_t active_mask() const { return stream.active_mask(); }
