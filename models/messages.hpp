@@ -16,9 +16,16 @@ inline constexpr int kMaxDestinations = 4;
 
 // A warp instruction handed from a sub-core to the MIO (shared memory,
 // shuffles, special math).
+// The MIO pipe an instruction takes: bit manipulation (BREV, FLO, POPC) and
+// the other instructions the compiler gives a result barrier without a pipe of
+// their own (S2R, LDC) share one with warp-wide reductions (REDUX), whose
+// results come later.
+enum class MioPipe : std::uint8_t { Shuffle, Shared, Sfu, Bits, Redux };
+
 struct MioOp {
   std::uint16_t warp_slot = 0;
   trace::OpClass op = trace::OpClass::Shuffle;
+  MioPipe pipe = MioPipe::Shuffle;
   // Cycles the instruction holds its MIO pipe: for shared memory, 128-byte pieces of register
   // data (active lanes x bytes each); one for anything else.
   std::uint8_t wavefronts = 1;

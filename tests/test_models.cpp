@@ -367,6 +367,7 @@ TEST_CASE("MIO: shared dispatch at one per cycle, results after the pipe latency
   shuffle.num_dst = 1;
   MioOp sfu = shuffle;
   sfu.op = trace::OpClass::Sfu;
+  sfu.pipe = MioPipe::Sfu;
   for (int i = 0; i < 3; ++i) a.schedule(0, shuffle);
   for (int i = 0; i < 2; ++i) b.schedule(0, sfu);
   a.start();

@@ -453,3 +453,49 @@ TEST_CASE("SM: with control bits the stall count spaces a warp's instructions an
   REQUIRE(short_waits[3] == 0);
   std::remove(path.c_str());
 }
+
+namespace {
+// Cycles per step of a dependent chain made of `pcs` (in order) of one function
+// of the latency probe's listing (traces/h100/latency/latency.sass), run by one
+// warp of `lanes` lanes: the difference between chains of 400 and 200 steps, so
+// that the start (a first miss, the launch) drops out.
+double chain_step_cycles(const GpuParams& params, const std::string& function, const std::vector<std::uint64_t>& pcs,
+                         std::uint32_t lanes = 0xFFFFFFFF) {
+  const auto program = trace::parse_sass_function(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.sass"), function);
+  std::vector<trace::StaticInst> step;
+  for (std::uint64_t pc : pcs)
+    for (const auto& s : program)
+      if (s.pc == pc) step.push_back(s);
+  REQUIRE(step.size() == pcs.size());
+  auto warp_cycles = [&](int steps) {
+    auto path = write_program(function, step, 1, 1, [&](std::uint64_t) {
+      std::vector<trace::WarpInst> s;
+      for (int i = 0; i < steps; ++i)
+        for (std::uint32_t k = 0; k < step.size(); ++k) s.push_back(record(k, lanes));
+      return s;
+    });
+    KernelRun run = run_one(params, path);
+    std::remove(path.c_str());
+    double cycles = 0;
+    for (const auto& [name, stat] : run.stats.at("smsp"))
+      if (name.starts_with("stall.")) cycles += stat.total;
+    return cycles;
+  };
+  return (warp_cycles(400) - warp_cycles(200)) / 200;
+}
+}  // namespace
+
+TEST_CASE("SM: the latency probe's chains with their control bits take the H100's time per step", "[models][sm]") {
+  // traces/h100/latency/latency.json: SM cycles per dependent step on the H100.
+  const auto params = h100_with(kOneSm);
+  const auto within_half_a_cycle = [](double simulated, double measured) {
+    INFO("simulated " << simulated << " against " << measured << " measured");
+    REQUIRE(std::abs(simulated - measured) <= 0.5);
+  };
+  within_half_a_cycle(chain_step_cycles(params, "_Z10shfl_chainPjPxj", {0x00d0}), 25.99);
+  within_half_a_cycle(chain_step_cycles(params, "_Z12shared_chainPjPx", {0x01f0, 0x0200}), 29.07);
+  within_half_a_cycle(chain_step_cycles(params, "_Z12global_chainILb0EEvPKjPjPxi", {0x0180, 0x0190}, 1), 55.03);
+  // BREV and REDUX with the add after each (and REDUX's move from its uniform register).
+  within_half_a_cycle(chain_step_cycles(params, "_Z9var_chainIL5VarOp0EEvPjPxj", {0x00b0, 0x00c0}), 20.50 + 2.58);
+  within_half_a_cycle(chain_step_cycles(params, "_Z9var_chainIL5VarOp3EEvPjPxj", {0x00c0, 0x00d0, 0x00e0}), 44.53 + 2.58);
+}

@@ -6,7 +6,7 @@ namespace atomsim::model {
 
 Mio::Mio(const sc_core::sc_module_name& name, const MioParams& p, std::uint32_t subcores, StatRegistry& stats)
     : Unit(name), params_(p), to_sm_(*this), dispatch_(p.dispatch_per_cycle), shuffle_(p.shuffles_per_cycle),
-      shared_(p.shared_per_cycle), sfu_(p.sfu_per_cycle) {
+      shared_(p.shared_per_cycle), sfu_(p.sfu_per_cycle), bits_(p.bits_per_cycle) {
   StatGroup& g = stats.group("mio", basename());
   for (std::uint32_t s = 0; s < subcores; ++s) {
     queues_.push_back(std::make_unique<InPort<MioOp>>(*this, p.queue_depth));
@@ -16,14 +16,19 @@ Mio::Mio(const sc_core::sc_module_name& name, const MioParams& p, std::uint32_t 
   g.add_busy("shuffle_utilization", shuffle_.busy_scaled(), "busy fraction of the shuffle/match pipe");
   g.add_busy("shared_utilization", shared_.busy_scaled(), "busy fraction of the shared-memory pipe");
   g.add_busy("sfu_utilization", sfu_.busy_scaled(), "busy fraction of the special-function pipe");
+  g.add_busy("bits_utilization", bits_.busy_scaled(), "busy fraction of the bit-manipulation and reduction pipe");
 }
 
-RateServer& Mio::pipe_for(trace::OpClass op, Cycle& latency) {
-  switch (op) {
-    case trace::OpClass::Shared: latency = params_.shared_latency; return shared_;
-    case trace::OpClass::Sfu: latency = params_.sfu_latency; return sfu_;
-    default: latency = params_.shuffle_latency; return shuffle_;
+RateServer& Mio::pipe_for(MioPipe pipe, Cycle& latency) {
+  switch (pipe) {
+    case MioPipe::Shared: latency = params_.shared_latency; return shared_;
+    case MioPipe::Sfu: latency = params_.sfu_latency; return sfu_;
+    case MioPipe::Bits: latency = params_.bits_latency; return bits_;
+    case MioPipe::Redux: latency = params_.redux_latency; return bits_;
+    case MioPipe::Shuffle: break;
   }
+  latency = params_.shuffle_latency;
+  return shuffle_;
 }
 
 void Mio::evaluate() {
@@ -36,7 +41,7 @@ void Mio::evaluate() {
       InPort<MioOp>& q = *queues_[(round_robin_ + k) % n];
       if (!q.ready(now)) continue;
       Cycle latency = 0;
-      RateServer& pipe = pipe_for(q.front().op, latency);
+      RateServer& pipe = pipe_for(q.front().pipe, latency);
       if (!pipe.free(now)) continue;
       const MioOp& op = q.front();
       if (op.num_dst > 0 || op.write_barrier != trace::ControlBits::kNoBarrier) {
@@ -61,7 +66,7 @@ void Mio::evaluate() {
   for (auto& q : queues_) {
     if (q->empty()) continue;
     Cycle latency = 0;
-    Cycle pipe_free = pipe_for(q->front().op, latency).free_at();
+    Cycle pipe_free = pipe_for(q->front().pipe, latency).free_at();
     next = std::min(next, std::max({q->next_ready(), dispatch_.free_at(), pipe_free, now + 1}));
   }
   if (next != kNever) wake_at(next);

@@ -1,5 +1,5 @@
-// The SM's MIO: a shared unit that takes shared-memory, shuffle/match and
-// special-function instructions from one input per sub-core (filled from the
+// The SM's MIO: a shared unit that takes shared-memory, shuffle/match,
+// special-function and other variable-latency instructions from one input per sub-core (filled from the
 // sub-core's MIO queue once their operands are read), dispatches them to their
 // pipelines and returns their results after a fixed latency.
 #pragma once
@@ -22,6 +22,9 @@ struct MioParams {
   Cycle shuffle_latency = 24;
   Cycle shared_latency = 30;
   Cycle sfu_latency = 20;
+  double bits_per_cycle = 0.5;
+  Cycle bits_latency = 20;
+  Cycle redux_latency = 40;
   void declare(ParamBinder b) {
     b.integer("queue_depth", queue_depth, 1, 256, "per sub-core, instructions the MIO holds after their operands were read");
     b.real("dispatch_per_cycle", dispatch_per_cycle, 0.01, 16, "instructions the MIO takes from its queues per cycle (whole SM)");
@@ -32,6 +35,10 @@ struct MioParams {
     b.integer("shuffle_latency", shuffle_latency, 1, 10000, "cycles from dispatch to a shuffle's result");
     b.integer("shared_latency", shared_latency, 1, 10000, "cycles from dispatch to a shared load's result");
     b.integer("sfu_latency", sfu_latency, 1, 10000, "cycles from dispatch to a special-function result");
+    b.real("bits_per_cycle", bits_per_cycle, 0.01, 16,
+           "BREV, FLO, POPC, REDUX and other variable-latency instructions without a pipe of their own, per cycle (whole SM)");
+    b.integer("bits_latency", bits_latency, 1, 10000, "cycles from dispatch to a BREV, FLO or POPC result (and S2R, LDC)");
+    b.integer("redux_latency", redux_latency, 1, 10000, "cycles from dispatch to a REDUX (warp-wide reduction) result");
   }
 };
 
@@ -45,11 +52,11 @@ class Mio : public Unit {
   void evaluate() override;
 
  private:
-  RateServer& pipe_for(trace::OpClass op, Cycle& latency);
+  RateServer& pipe_for(MioPipe pipe, Cycle& latency);
   const MioParams params_;
   std::vector<std::unique_ptr<InPort<MioOp>>> queues_;
   OutPort<Completion> to_sm_;
-  RateServer dispatch_, shuffle_, shared_, sfu_;
+  RateServer dispatch_, shuffle_, shared_, sfu_, bits_;
   std::uint32_t round_robin_ = 0;
   std::uint64_t instructions_ = 0;
 };

@@ -28,6 +28,7 @@ struct alignas(64) InstTiming {  // one cache line each
   std::uint8_t num_dst = 0;
   bool operands_in_sets = true;  // every register is below RegSet::kLimit
   std::uint8_t shared_bytes_per_lane = 0;  // shared-memory instructions: what each lane moves
+  MioPipe mio_pipe = MioPipe::Shuffle;     // MIO instructions: which of the MIO's pipes
   std::array<std::uint16_t, 6> src{};
   std::array<std::uint16_t, kMaxDestinations> dst{};
   std::uint16_t latency = 1;
@@ -568,6 +569,7 @@ class Sm::Subcore {
         MioOp op;
         op.warp_slot = w.slot;
         op.op = tm.op;
+        op.pipe = tm.mio_pipe;
         op.num_dst = tm.num_dst;
         op.dst = tm.dst;
         if (tm.shared_bytes_per_lane > 0)
@@ -717,6 +719,16 @@ std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams
       case OpClass::Membar: t.route = Route::Membar; break;
       case OpClass::Exit: pipe(kBranch, p.branch); break;
     }
+    // The compiler gives a result barrier only to instructions of variable
+    // latency: on the GPU those leave through the MIO (S2R, LDC, BREV, FLO,
+    // POPC, REDUX ...), whatever pipe their kind suggests.
+    if (t.control_bits && t.route == Route::Pipe && t.write_barrier != trace::ControlBits::kNoBarrier &&
+        s.op != OpClass::Branch && s.op != OpClass::Exit)
+      t.route = Route::Mio;
+    t.mio_pipe = s.op == OpClass::Shared ? MioPipe::Shared
+               : s.op == OpClass::Sfu ? MioPipe::Sfu
+               : s.op == OpClass::Shuffle ? MioPipe::Shuffle
+               : trace::opcode_base(s.mnemonic) == "REDUX" ? MioPipe::Redux : MioPipe::Bits;
     out.push_back(t);
   }
   return out;

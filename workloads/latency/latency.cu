@@ -1,6 +1,7 @@
 // Latency microbenchmarks for the h100 configuration: one warp times a chain
 // of dependent operations with clock64() and reports cycles per operation.
-// Chains: FFMA, integer add (IADD3), SHFL.IDX, MUFU.RCP, shared-memory load
+// Chains: FFMA, integer add (IADD3), SHFL.IDX, MUFU.RCP, BREV, FLO, POPC and
+// REDUX (each with an add, and also their rate on a full SM), shared-memory load
 // (plus its address arithmetic),
 // L1-hit load, L2-hit load (ld.global.cg) and DRAM load (pointer chase over a
 // buffer larger than the L2, through lines no launch loaded before). Warm-up
@@ -75,6 +76,51 @@ __global__ void shared_chain(unsigned* out, long long* cycles) {
   for (int i = 0; i < kChain; ++i) p = next[p];
   long long t1 = clock64();
   out[threadIdx.x] = p;
+  if (threadIdx.x == 0) *cycles = t1 - t0;
+}
+
+// Instructions the compiler gives a result barrier though they look like ALU
+// work (BREV, FLO, POPC, REDUX): each step is the instruction and an integer
+// add (so that no two of them fold), the add's latency measured by iadd_chain.
+enum class VarOp { Brev, Flo, Popc, Redux };
+template <VarOp op>
+__device__ __forceinline__ unsigned var_step(unsigned x, unsigned seed) {
+  if constexpr (op == VarOp::Brev) asm volatile("brev.b32 %0, %0;\n\tadd.u32 %0, %0, %1;" : "+r"(x) : "r"(seed));
+  if constexpr (op == VarOp::Flo) asm volatile("bfind.u32 %0, %0;\n\tadd.u32 %0, %0, %1;" : "+r"(x) : "r"(seed));
+  if constexpr (op == VarOp::Popc) asm volatile("popc.b32 %0, %0;\n\tadd.u32 %0, %0, %1;" : "+r"(x) : "r"(seed));
+  if constexpr (op == VarOp::Redux)
+    asm volatile("redux.sync.or.b32 %0, %0, 0xffffffff;\n\tadd.u32 %0, %0, %1;" : "+r"(x) : "r"(seed));
+  return x;
+}
+
+template <VarOp op>
+__global__ void var_chain(unsigned* out, long long* cycles, unsigned seed) {
+  unsigned x = seed + threadIdx.x;
+  long long t0 = clock64();
+#pragma unroll 64
+  for (int i = 0; i < kChain; ++i) x = var_step<op>(x, seed);
+  long long t1 = clock64();
+  out[threadIdx.x] = x;
+  if (threadIdx.x == 0) *cycles = t1 - t0;
+}
+
+// Throughput on one SM: 32 warps (every sub-core), each with 8 independent
+// chains; thread 0's cycles for kChain / 8 steps of all 8.
+template <VarOp op>
+__global__ void var_throughput(unsigned* out, long long* cycles, unsigned seed) {
+  unsigned x[8];
+  for (int c = 0; c < 8; ++c) x[c] = seed + threadIdx.x * 8 + c;
+  __syncthreads();
+  long long t0 = clock64();
+#pragma unroll 4
+  for (int i = 0; i < kChain / 8; ++i)
+#pragma unroll
+    for (int c = 0; c < 8; ++c) x[c] = var_step<op>(x[c], seed);
+  __syncthreads();
+  long long t1 = clock64();
+  unsigned sum = 0;
+  for (int c = 0; c < 8; ++c) sum += x[c];
+  out[threadIdx.x] = sum;
   if (threadIdx.x == 0) *cycles = t1 - t0;
 }
 
@@ -156,10 +202,28 @@ int main() {
   int launch = 0;  // each launch starts 8192 hops past the previous one's start, on lines not yet loaded
   double lddram = median_cycles([&] { cold_chain<<<1, 1>>>(dram, dram_hops[(launch++ * 8192) % dram_hops.size()], d_out, d_cycles, 2048); },
                                 d_cycles, 2048, 9);
+  // Per step: the instruction and its add (the compiler fuses no adds here,
+  // and spaces each by its stall count: see latency.sass); per throughput
+  // kernel: 32 warps x kChain steps.
+  double var_latency[4], var_rate[4];
+  auto measure = [&](auto latency_kernel, auto rate_kernel, int i) {
+    var_latency[i] = median_cycles([&] { latency_kernel<<<1, 32>>>(d_out, d_cycles, 3u); }, d_cycles, kChain);
+    const double cycles = median_cycles([&] { rate_kernel<<<1, 1024>>>(d_out, d_cycles, 3u); }, d_cycles, 1);
+    var_rate[i] = 32.0 * kChain / cycles;
+  };
+  measure(var_chain<VarOp::Brev>, var_throughput<VarOp::Brev>, 0);
+  measure(var_chain<VarOp::Flo>, var_throughput<VarOp::Flo>, 1);
+  measure(var_chain<VarOp::Popc>, var_throughput<VarOp::Popc>, 2);
+  measure(var_chain<VarOp::Redux>, var_throughput<VarOp::Redux>, 3);
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("{\"device\":\"%s\",\"ffma\":%.2f,\"iadd\":%.2f,\"shfl\":%.2f,\"rcp\":%.2f,\"lds\":%.2f,"
-              "\"ldg_l1_hit\":%.2f,\"ldg_l2_hit\":%.2f,\"ldg_dram\":%.2f,\"unit\":\"SM cycles per dependent operation\"}\n",
-              prop.name, ffma, iadd, shfl, rcp, lds, ldl1, ldl2, lddram);
+              "\"ldg_l1_hit\":%.2f,\"ldg_l2_hit\":%.2f,\"ldg_dram\":%.2f,\"unit\":\"SM cycles per dependent operation\","
+              "\"step_with_add\":{\"brev\":%.2f,\"flo\":%.2f,\"popc\":%.2f,\"redux\":%.2f,"
+              "\"unit\":\"SM cycles per dependent step of the instruction and an integer add\"},"
+              "\"per_sm_cycle\":{\"brev\":%.3f,\"flo\":%.3f,\"popc\":%.3f,\"redux\":%.3f,"
+              "\"unit\":\"warp instructions per SM cycle, 32 warps of 8 independent chains\"}}\n",
+              prop.name, ffma, iadd, shfl, rcp, lds, ldl1, ldl2, lddram, var_latency[0], var_latency[1], var_latency[2],
+              var_latency[3], var_rate[0], var_rate[1], var_rate[2], var_rate[3]);
   return 0;
 }
