@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include "sim_helpers.hpp"
 
 using namespace atomsim;
@@ -486,16 +488,18 @@ double chain_step_cycles(const GpuParams& params, const std::string& function, c
 }  // namespace
 
 TEST_CASE("SM: the latency probe's chains with their control bits take the H100's time per step", "[models][sm]") {
-  // traces/h100/latency/latency.json: SM cycles per dependent step on the H100.
+  // SM cycles per dependent step on the H100; repeated runs of the probe differ by up to a cycle.
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.json"));
   const auto params = h100_with(kOneSm);
-  const auto within_half_a_cycle = [](double simulated, double measured) {
-    INFO("simulated " << simulated << " against " << measured << " measured");
-    REQUIRE(std::abs(simulated - measured) <= 0.5);
+  const auto within_a_cycle = [](double simulated, double on_h100) {
+    INFO("simulated " << simulated << " against " << on_h100 << " measured");
+    REQUIRE(std::abs(simulated - on_h100) <= 1.0);
   };
-  within_half_a_cycle(chain_step_cycles(params, "_Z10shfl_chainPjPxj", {0x00d0}), 25.99);
-  within_half_a_cycle(chain_step_cycles(params, "_Z12shared_chainPjPx", {0x01f0, 0x0200}), 29.07);
-  within_half_a_cycle(chain_step_cycles(params, "_Z12global_chainILb0EEvPKjPjPxi", {0x0180, 0x0190}, 1), 55.03);
+  within_a_cycle(chain_step_cycles(params, "_Z10shfl_chainPjPxj", {0x00d0}), measured["shfl"]);
+  within_a_cycle(chain_step_cycles(params, "_Z12shared_chainPjPx", {0x01f0, 0x0200}), measured["lds"]);
+  within_a_cycle(chain_step_cycles(params, "_Z12global_chainILb0EEvPKjPjPxi", {0x0180, 0x0190}, 1), measured["ldg_l1_hit"]);
   // BREV and REDUX with the add after each (and REDUX's move from its uniform register).
-  within_half_a_cycle(chain_step_cycles(params, "_Z9var_chainIL5VarOp0EEvPjPxj", {0x00b0, 0x00c0}), 20.50 + 2.58);
-  within_half_a_cycle(chain_step_cycles(params, "_Z9var_chainIL5VarOp3EEvPjPxj", {0x00c0, 0x00d0, 0x00e0}), 44.53 + 2.58);
+  within_a_cycle(chain_step_cycles(params, "_Z9var_chainIL5VarOp0EEvPjPxj", {0x00b0, 0x00c0}), measured["step_with_add"]["brev"]);
+  within_a_cycle(chain_step_cycles(params, "_Z9var_chainIL5VarOp3EEvPjPxj", {0x00c0, 0x00d0, 0x00e0}),
+                 measured["step_with_add"]["redux"]);
 }
