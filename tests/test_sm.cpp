@@ -487,7 +487,7 @@ double chain_step_cycles(const GpuParams& params, const std::string& function, c
 }
 }  // namespace
 
-TEST_CASE("SM: the latency probe's chains with their control bits take the H100's time per step", "[models][sm]") {
+TEST_CASE("SM: the latency probe's chains and loop with their control bits take the H100's time per step", "[models][sm]") {
   // SM cycles per dependent step on the H100; repeated runs of the probe differ by up to a cycle.
   const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.json"));
   const auto params = h100_with(kOneSm);
@@ -502,4 +502,7 @@ TEST_CASE("SM: the latency probe's chains with their control bits take the H100'
   within_a_cycle(chain_step_cycles(params, "_Z9var_chainIL5VarOp0EEvPjPxj", {0x00b0, 0x00c0}), measured["step_with_add"]["brev"]);
   within_a_cycle(chain_step_cycles(params, "_Z9var_chainIL5VarOp3EEvPjPxj", {0x00c0, 0x00d0, 0x00e0}),
                  measured["step_with_add"]["redux"]);
+  // A loop's iteration: its stall counts add up to 27 cycles, the taken branch back costs the rest.
+  within_a_cycle(chain_step_cycles(params, "_Z10loop_chainPjPxji", {0x0090, 0x00a0, 0x00b0, 0x00c0, 0x00d0}),
+                 measured["loop_iteration"]);
 }

@@ -1,7 +1,8 @@
 // Latency microbenchmarks for the h100 configuration: one warp times a chain
 // of dependent operations with clock64() and reports cycles per operation.
 // Chains: FFMA, integer add (IADD3), SHFL.IDX, MUFU.RCP, BREV, FLO, POPC and
-// REDUX (each with an add, and also their rate on a full SM), shared-memory load
+// REDUX (each with an add, and also their rate on a full SM), a loop's
+// iteration (its taken branch), shared-memory load
 // (plus its address arithmetic),
 // L1-hit load, L2-hit load (ld.global.cg) and DRAM load (pointer chase over a
 // buffer larger than the L2, through lines no launch loaded before). Warm-up
@@ -124,6 +125,19 @@ __global__ void var_throughput(unsigned* out, long long* cycles, unsigned seed) 
   if (threadIdx.x == 0) *cycles = t1 - t0;
 }
 
+// A loop the compiler keeps as a loop (one multiply-add, the counter, the
+// compare and the taken branch back): cycles per iteration, for what a taken
+// branch costs.
+__global__ void loop_chain(unsigned* out, long long* cycles, unsigned seed, int n) {
+  unsigned x = seed + threadIdx.x;
+  long long t0 = clock64();
+#pragma unroll 1
+  for (int i = 0; i < n; ++i) x = x * seed + i;
+  long long t1 = clock64();
+  out[threadIdx.x] = x;
+  if (threadIdx.x == 0) *cycles = t1 - t0;
+}
+
 // Pointer chase through `chain` (indices); `cg` bypasses the L1.
 template <bool cg>
 __global__ void global_chain(const unsigned* chain, unsigned* out, long long* cycles, int steps) {
@@ -202,6 +216,7 @@ int main() {
   int launch = 0;  // each launch starts 8192 hops past the previous one's start, on lines not yet loaded
   double lddram = median_cycles([&] { cold_chain<<<1, 1>>>(dram, dram_hops[(launch++ * 8192) % dram_hops.size()], d_out, d_cycles, 2048); },
                                 d_cycles, 2048, 9);
+  const double loop = median_cycles([&] { loop_chain<<<1, 32>>>(d_out, d_cycles, 3u, kChain); }, d_cycles, kChain);
   // Per step: the instruction and its add (the compiler fuses no adds here,
   // and spaces each by its stall count: see latency.sass); per throughput
   // kernel: 32 warps x kChain steps.
@@ -219,11 +234,11 @@ int main() {
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("{\"device\":\"%s\",\"ffma\":%.2f,\"iadd\":%.2f,\"shfl\":%.2f,\"rcp\":%.2f,\"lds\":%.2f,"
               "\"ldg_l1_hit\":%.2f,\"ldg_l2_hit\":%.2f,\"ldg_dram\":%.2f,\"unit\":\"SM cycles per dependent operation\","
-              "\"step_with_add\":{\"brev\":%.2f,\"flo\":%.2f,\"popc\":%.2f,\"redux\":%.2f,"
+              "\"loop_iteration\":%.2f,\"step_with_add\":{\"brev\":%.2f,\"flo\":%.2f,\"popc\":%.2f,\"redux\":%.2f,"
               "\"unit\":\"SM cycles per dependent step of the instruction and an integer add\"},"
               "\"per_sm_cycle\":{\"brev\":%.3f,\"flo\":%.3f,\"popc\":%.3f,\"redux\":%.3f,"
               "\"unit\":\"warp instructions per SM cycle, 32 warps of 8 independent chains\"}}\n",
-              prop.name, ffma, iadd, shfl, rcp, lds, ldl1, ldl2, lddram, var_latency[0], var_latency[1], var_latency[2],
+              prop.name, ffma, iadd, shfl, rcp, lds, ldl1, ldl2, lddram, loop, var_latency[0], var_latency[1], var_latency[2],
               var_latency[3], var_rate[0], var_rate[1], var_rate[2], var_rate[3]);
   return 0;
 }
