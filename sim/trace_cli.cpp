@@ -100,6 +100,11 @@ void trace_dump(const std::string& path, std::size_t kernel, std::uint64_t warp,
     const trace::StaticInst& s = k.program[inst.index];
     out << fmt::format("{:>8}  pc 0x{:04x}  {:<8} mask {:08x}  {}", n, s.pc, trace::op_class_name(s.op), inst.active_mask,
                        s.mnemonic);
+    if (s.control.present) {
+      auto barrier = [](std::uint8_t b) { return b == trace::ControlBits::kNoBarrier ? std::string("-") : std::to_string(b); };
+      out << fmt::format("  [stall {} write {} read {} wait {:06b}]", s.control.stall(), barrier(s.control.write_barrier()),
+                         barrier(s.control.read_barrier()), s.control.wait_mask());
+    }
     if (trace::is_global_memory(s.op) && inst.active_mask) {
       int first = std::countr_zero(inst.active_mask);
       out << fmt::format("  lane{} addr 0x{:x}", first, inst.address[first]);

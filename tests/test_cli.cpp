@@ -117,8 +117,15 @@ TEST_CASE("CLI: run writes the JSON document and trace tools read what gen wrote
   CliResult g = cli("gen microbench --out " + trace + " --blocks 4 --warps-per-block 2 --iterations 2 --variant swb");
   REQUIRE(g.code == 0);
   REQUIRE(cli("trace validate " + trace).out.find("valid") != std::string::npos);
-  REQUIRE(cli("trace info " + trace).out.find("microbench_swb<9>") != std::string::npos);
-  REQUIRE(cli("trace dump " + trace + " --limit 5").out.find("pc 0x0000") != std::string::npos);
+  const std::string info = cli("trace info " + trace).out;
+  REQUIRE(info.find("microbench_swb<9>") != std::string::npos);
+  // The generator reads the kernel's SASS listing with its encodings: every instruction has control bits.
+  REQUIRE(info.find("control bits: ") != std::string::npos);
+  REQUIRE(info.find("(sm.dependences=control_bits can use them)") != std::string::npos);
+  const std::string dump = cli("trace dump " + trace + " --limit 5").out;
+  REQUIRE(dump.find("pc 0x0000") != std::string::npos);
+  // LDC R1, c[0x0][0x28] of every sm_90 kernel: stall 1, no barriers.
+  REQUIRE(dump.find("[stall 1 write - read - wait 000000]") != std::string::npos);
   std::string json = testing::temp_trace("cli.json");
   CliResult r = cli("run -q --trace " + trace + " --set gpu.sms=4 --json " + json);
   REQUIRE(r.code == 0);
