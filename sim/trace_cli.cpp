@@ -70,8 +70,11 @@ void print_summary(const trace::TraceSummary& s, std::ostream& out) {
     for (int c = 0; c < trace::kOpClassCount; ++c)
       if (k.by_class[c]) classes += fmt::format(" {}={}", trace::op_class_name(static_cast<trace::OpClass>(c)), k.by_class[c]);
     out << "  by class:" << classes << "\n";
-    out << fmt::format("  control bits: {} of {} static instructions{}\n", k.with_control_bits, k.static_instructions,
-                       k.with_control_bits == k.static_instructions ? " (sm.dependences=control_bits can use them)" : "");
+    out << fmt::format("  control bits: {} of {} static instructions ({})\n", k.with_control_bits, k.static_instructions,
+                       k.control_bits_usable ? "sm.dependences=control_bits uses them"
+                       : k.with_control_bits == k.static_instructions
+                           ? "a DEPBAR, whose count the trace lacks: simulated with registers"
+                           : "simulated with registers");
     print_atomic_shapes(k, out);
   }
 }

@@ -121,7 +121,7 @@ TEST_CASE("CLI: run writes the JSON document and trace tools read what gen wrote
   REQUIRE(info.find("microbench_swb<9>") != std::string::npos);
   // The generator reads the kernel's SASS listing with its encodings: every instruction has control bits.
   REQUIRE(info.find("control bits: ") != std::string::npos);
-  REQUIRE(info.find("(sm.dependences=control_bits can use them)") != std::string::npos);
+  REQUIRE(info.find("(sm.dependences=control_bits uses them)") != std::string::npos);
   const std::string dump = cli("trace dump " + trace + " --limit 5").out;
   REQUIRE(dump.find("pc 0x0000") != std::string::npos);
   // LDC R1, c[0x0][0x28] of every sm_90 kernel: stall 1, no barriers.

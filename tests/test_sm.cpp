@@ -414,6 +414,26 @@ TEST_CASE("SM: with control bits a warp waits where the compiler put the wait on
   std::remove(path.c_str());
 }
 
+TEST_CASE("SM: a program with a DEPBAR runs on registers, as its barrier count is not in the trace", "[models][sm]") {
+  // Independent FFMAs the compiler spaced 6 cycles apart, then a DEPBAR: the stall counts are not used.
+  std::vector<std::pair<std::string, Control>> code;
+  for (int r = 10; r < 20; ++r) code.push_back({"FFMA R" + std::to_string(r) + ", R2, R3, R4", Control{6, 7, 7, 0}});
+  code.push_back({"DEPBAR.LE SB0, 0x1", Control{1, 7, 7, 0}});
+  const auto program = trace::parse_sass_function(listing_with_control(code), "k");
+  REQUIRE_FALSE(trace::control_bits_usable(trace::KernelInfo{"k", {}, {}, 0, 0, program}));
+  auto path = write_program("depbar", program, 1, 1, [](std::uint64_t) {
+    std::vector<trace::WarpInst> s;
+    for (int i = 0; i < 100; ++i) s.push_back(record(i % 10));
+    s.push_back(record(10));
+    return s;
+  });
+  const auto params = h100_with({"gpu.sms=1", "l2.slices=2", "l2.partitions=1", "sm.dependences=control_bits"});
+  KernelRun run = run_one(params, path);
+  // min_reissue_interval, not the stall count of 6, spaces the FFMAs.
+  REQUIRE(total(run, "smsp", "stall.wait") == 100.0 * static_cast<double>(params.sm.min_reissue_interval - 1));
+  std::remove(path.c_str());
+}
+
 TEST_CASE("SM: with control bits the stall count spaces a warp's instructions and an MIO result's barrier is short_scoreboard",
           "[models][sm]") {
   auto control = h100_with({"gpu.sms=1", "l2.slices=2", "l2.partitions=1", "sm.dependences=control_bits"});

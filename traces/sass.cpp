@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -224,6 +225,12 @@ std::optional<std::uint64_t> encoding_word(std::string_view line) {
   return value;
 }
 }  // namespace
+
+bool control_bits_usable(const KernelInfo& kernel) {
+  return std::all_of(kernel.program.begin(), kernel.program.end(), [](const StaticInst& s) {
+    return s.control.present && opcode_base(s.mnemonic) != "DEPBAR";
+  });
+}
 
 std::vector<StaticInst> parse_sass_function(std::string_view listing, std::string_view function,
                                             std::vector<std::string>* text_out) {

@@ -22,6 +22,11 @@ std::uint8_t access_width(std::string_view mnemonic);
 // The guard predicate, when present, is recorded as a source.
 StaticInst parse_sass_instruction(std::string_view text, std::uint64_t pc);
 
+// Whether a simulation can take the program's dependences from its control
+// bits: every instruction has them, and none is a DEPBAR, which waits for a
+// barrier's count to fall to an operand the trace does not carry.
+bool control_bits_usable(const KernelInfo& kernel);
+
 // Extracts the instructions of one function from a cuobjdump --dump-sass listing;
 // `text`, when given, receives each instruction's text. Throws TraceError when
 // the function is not in the listing.

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "traces/format.hpp"
+#include "traces/sass.hpp"
 #include "traces/reader.hpp"
 
 namespace atomsim::trace {
@@ -33,6 +34,7 @@ TraceSummary validate_trace(const std::string& path) {
     ks.warps = info.total_warps();
     ks.static_instructions = info.program.size();
     for (const auto& inst : info.program) ks.with_control_bits += inst.control.present;
+    ks.control_bits_usable = control_bits_usable(info);
     summary.kernels.push_back(ks);
   }
   // Records seen per (kernel, warp), and the segment each chain expects next.

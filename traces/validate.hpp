@@ -32,6 +32,7 @@ struct KernelSummary {
   std::uint64_t warps = 0;
   std::uint64_t static_instructions = 0;
   std::uint64_t with_control_bits = 0;  // static instructions whose control bits the trace carries
+  bool control_bits_usable = false;     // trace::control_bits_usable
   std::uint64_t warp_instructions = 0;
   std::uint64_t thread_instructions = 0;
   std::array<std::uint64_t, kOpClassCount> by_class{};

@@ -667,8 +667,7 @@ std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams
     if (dense[reg] == UINT16_MAX) dense[reg] = next_dense++;
     return dense[reg];
   };
-  const bool control_bits = p.dependences == "control_bits" &&
-                            std::all_of(k.program.begin(), k.program.end(), [](const trace::StaticInst& s) { return s.control.present; });
+  const bool control_bits = p.dependences == "control_bits" && trace::control_bits_usable(k);
   for (const auto& s : k.program) {
     InstTiming t;
     t.op = s.op;
