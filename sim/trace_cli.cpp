@@ -57,7 +57,7 @@ void print_atomic_shapes(const trace::KernelSummary& k, std::ostream& out) {
 
 void print_summary(const trace::TraceSummary& s, std::ostream& out) {
   out << fmt::format("format v{}.{}, {} bytes, {} chunks, {} bytes of records uncompressed ({:.1f}x)\n",
-                     trace::format::kVersionMajor, trace::format::kVersionMinor, s.file_bytes, s.chunks, s.raw_bytes,
+                     trace::format::kVersionMajor, s.version_minor, s.file_bytes, s.chunks, s.raw_bytes,
                      s.file_bytes ? static_cast<double>(s.raw_bytes) / static_cast<double>(s.file_bytes) : 0.0);
   for (std::size_t i = 0; i < s.kernels.size(); ++i) {
     const auto& k = s.kernels[i];

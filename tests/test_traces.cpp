@@ -295,7 +295,9 @@ TEST_CASE("SASS listings give each instruction the control bits of its encoding 
       w.end_kernel();
       w.finish();
     }
-    KernelInfo back = TraceReader(path).kernel(0);
+    TraceReader reader(path);
+    REQUIRE(reader.version_minor() == 1);
+    KernelInfo back = reader.kernel(0);
     std::remove(path.c_str());
     return back.program;
   };

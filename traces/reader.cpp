@@ -70,6 +70,7 @@ TraceReader::TraceReader(const std::string& path) : file_(std::make_shared<Trace
   unsigned char header[format::kFileHeaderSize];
   f.read(0, header, sizeof header);
   if (auto err = format::check_file_header(header); !err.empty()) f.fail(0, err);
+  std::memcpy(&version_minor_, header + 10, sizeof version_minor_);
   if (f.size() < format::kFileHeaderSize + format::kTrailerSize) f.fail(f.size(), "truncated: no trailer");
   unsigned char trailer[format::kTrailerSize];
   std::uint64_t trailer_at = f.size() - format::kTrailerSize;

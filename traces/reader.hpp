@@ -63,6 +63,8 @@ class TraceReader {
   const std::string& path() const;
   std::uint64_t file_size() const;
   std::size_t kernel_count() const { return kernels_.size(); }
+  // The format version the file was written in (its header's minor; the major is always this build's).
+  std::uint16_t version_minor() const { return version_minor_; }
   const KernelInfo& kernel(std::size_t i) const { return kernels_.at(i); }
   // Number of records the index promises for a warp.
   std::uint64_t warp_records(std::size_t kernel, std::uint64_t warp);
@@ -76,6 +78,7 @@ class TraceReader {
   const std::vector<WarpEntry>& index(std::size_t kernel);
 
   std::shared_ptr<TraceFile> file_;
+  std::uint16_t version_minor_ = 0;
   std::vector<KernelInfo> kernels_;
   std::vector<std::uint64_t> index_offsets_;
   std::size_t cached_index_kernel_ = SIZE_MAX;

@@ -19,6 +19,7 @@ TraceSummary validate_trace(const std::string& path) {
   TraceReader reader(path);
   TraceSummary summary;
   summary.file_bytes = reader.file_size();
+  summary.version_minor = reader.version_minor();
   std::ifstream in(path, std::ios::binary);
   auto fail = [&](std::uint64_t offset, const std::string& what) {
     throw TraceError(fmt::format("{}: byte offset {}: {}", path, offset, what));

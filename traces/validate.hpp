@@ -45,6 +45,7 @@ struct KernelSummary {
 };
 
 struct TraceSummary {
+  std::uint16_t version_minor = 0;  // of format v1, as the file's header says
   std::uint64_t file_bytes = 0;
   std::uint64_t raw_bytes = 0;  // decompressed record payload
   std::uint64_t chunks = 0;
