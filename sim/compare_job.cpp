@@ -16,6 +16,8 @@
 
 #include "sim/report.hpp"
 #include "tools/compare/comparison.hpp"
+#include "traces/reader.hpp"
+#include "traces/sass.hpp"
 
 namespace atomsim {
 
@@ -145,6 +147,11 @@ int compare_job(const CompareOptions& given, std::ostream& out) {
     if (simulated[i].warp_instructions != measured[i].warp_instructions)
       out << fmt::format("note: {}: simulated {} warp instructions, the GPU executed {}\n", measured[i].id,
                          simulated[i].warp_instructions, measured[i].warp_instructions);
+  // Captures from before traces carried control bits, or kernels with a DEPBAR, run on registers.
+  if (params.sm.dependences == "control_bits")
+    for (const auto& k : measured)
+      if (!k.trace.empty() && !trace::control_bits_usable(trace::TraceReader(k.trace.string()).kernel(0)))
+        out << fmt::format("note: {}: the trace's control bits cannot be used; simulated with registers\n", k.id);
   auto comparison = compare::build_comparison(measured, simulated, params.name, options.instructions);
   compare::print_comparison(out, comparison);
   if (!options.json_out.empty()) write_file_atomically(options.json_out, compare::comparison_json(comparison).dump(1) + "\n");
