@@ -18,8 +18,9 @@ enum PipeIndex : std::uint8_t { kIntAlu, kFpAlu, kFma, kVote, kBranch, kMisc, kP
 
 // What the SM needs of a static instruction, compactly. Registers are renumbered
 // densely per kernel (in order of first use) so that the registers a kernel
-// uses share the first words of each warp's scoreboard.
-struct alignas(64) InstTiming {  // one cache line each
+// uses share the first words of each warp's scoreboard. Two cache lines since
+// the control bits joined (no cost measured: docs/performance.md).
+struct alignas(64) InstTiming {
   OpClass op = OpClass::Misc;
   Route route = Route::Pipe;
   std::uint8_t pipe = kMisc;
@@ -840,7 +841,7 @@ void Sm::check_barrier(CtaSlot& c, Cycle now) {
 }
 
 void Sm::maybe_retire(Warp& w, Cycle end) {
-  if (!w.exited || w.outstanding_memory > 0 || w.barriers.held(0x3f) || !w.resident) return;
+  if (!w.exited || w.outstanding_memory > 0 || w.barriers.any_held() || !w.resident) return;
   // A warp retiring during its sub-core's evaluation was accounted for that
   // cycle by the evaluation itself; otherwise bring accounting up to `end`.
   subcore_of(w.slot).settle(end);

@@ -133,6 +133,7 @@ class DependencyBarriers {
   }
   void free_at(std::uint8_t b, Cycle at) { timed_[b] = std::max(timed_[b], at); }
   std::uint8_t held(std::uint8_t mask) const { return held_mask_ & mask; }
+  bool any_held() const { return held_mask_ != 0; }
   std::uint8_t held_by_lg(std::uint8_t mask) const { return lg_mask_ & mask; }
   Cycle free_at(std::uint8_t mask) const {
     Cycle at = 0;
