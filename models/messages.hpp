@@ -14,14 +14,14 @@ namespace atomsim::model {
 // Registers one instruction writes, at most: a 128-bit load fills four.
 inline constexpr int kMaxDestinations = 4;
 
-// A warp instruction handed from a sub-core to the MIO (shared memory,
-// shuffles, special math).
 // The MIO pipe an instruction takes: bit manipulation (BREV, FLO, POPC) and
 // the other instructions the compiler gives a result barrier without a pipe of
 // their own (S2R, LDC) share one with warp-wide reductions (REDUX), whose
 // results come later.
 enum class MioPipe : std::uint8_t { Shuffle, Shared, Sfu, Bits, Redux };
 
+// A warp instruction handed from a sub-core to the MIO (shared memory,
+// shuffles, special math, bit manipulation).
 struct MioOp {
   std::uint16_t warp_slot = 0;
   trace::OpClass op = trace::OpClass::Shuffle;

@@ -62,12 +62,11 @@ struct ControlBits {
   std::uint32_t raw = 0;  // the 21 bits, stall count lowest
   bool present = false;   // the producer knew the encoding
   static ControlBits from_encoding_high_word(std::uint64_t high) { return {static_cast<std::uint32_t>(high >> 41) & kMask, true}; }
+  // The yield bit (4) and operand-reuse flags (17-20) stay in `raw`: the model does not use them.
   std::uint8_t stall() const { return raw & 0xf; }
-  bool yield() const { return (raw >> 4) & 1; }
   std::uint8_t write_barrier() const { return (raw >> 5) & 7; }
   std::uint8_t read_barrier() const { return (raw >> 8) & 7; }
   std::uint8_t wait_mask() const { return (raw >> 11) & 0x3f; }
-  std::uint8_t reuse() const { return (raw >> 17) & 0xf; }
 };
 
 struct StaticInst {

@@ -1,7 +1,8 @@
 // The SM's MIO: a shared unit that takes shared-memory, shuffle/match,
-// special-function and other variable-latency instructions from one input per sub-core (filled from the
-// sub-core's MIO queue once their operands are read), dispatches them to their
-// pipelines and returns their results after a fixed latency.
+// special-function and other variable-latency instructions from one input per
+// sub-core (filled from the sub-core's MIO queue once their operands are read),
+// dispatches them to their pipelines and returns their results after a fixed
+// latency.
 #pragma once
 
 #include <memory>

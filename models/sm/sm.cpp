@@ -560,7 +560,7 @@ class Sm::Subcore {
         if (!tm.control_bits)
           for (int i = 0; i < tm.num_dst; ++i) w.scoreboard.add_result(tm.dst[i], now + tm.latency, now);
         else if (tm.write_barrier != trace::ControlBits::kNoBarrier)
-          w.barriers.free_at(tm.write_barrier, now + tm.latency);
+          w.barriers.hold_until(tm.write_barrier, now + tm.latency);
         if (tm.resolves_branch) {
           w.resolving_branch = true;
           w.next_issue = now + tm.latency;

@@ -131,10 +131,12 @@ class DependencyBarriers {
     held_mask_ &= ~bit(b);
     return true;
   }
-  void free_at(std::uint8_t b, Cycle at) { timed_[b] = std::max(timed_[b], at); }
+  // A fixed-latency pipe's instruction holds barrier `b` until cycle `at`.
+  void hold_until(std::uint8_t b, Cycle at) { timed_[b] = std::max(timed_[b], at); }
   std::uint8_t held(std::uint8_t mask) const { return held_mask_ & mask; }
   bool any_held() const { return held_mask_ != 0; }
   std::uint8_t held_by_lg(std::uint8_t mask) const { return lg_mask_ & mask; }
+  // When the timed holds of the barriers in `mask` have all ended.
   Cycle free_at(std::uint8_t mask) const {
     Cycle at = 0;
     for (int b = 0; b < kCount; ++b)
