@@ -23,20 +23,20 @@ class TagArray {
   std::uint32_t sets() const { return sets_; }
 
  private:
-  struct Way {
-    std::uint64_t line = 0;
-    std::uint64_t last_use = 0;
-    bool valid = false;
-    bool dirty = false;
-  };
-  Way* find(std::uint64_t line);
-  const Way* find(std::uint64_t line) const;
-  std::uint32_t set_of(std::uint64_t line) const;
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t(0);  // no line address: lines are aligned
+  static constexpr std::size_t kAbsent = ~std::size_t(0);
+  // The way holding `line`, as an index into the arrays below, or kAbsent.
+  std::size_t find(std::uint64_t line) const;
+  std::size_t set_start(std::uint64_t line) const;
   std::uint32_t line_bytes_;
   std::uint32_t ways_;
   std::uint32_t sets_;
   std::uint64_t clock_ = 0;
-  std::vector<Way> ways_storage_;
+  // A set's tags lie side by side (16 ways in two host cache lines), so that a
+  // lookup reads only those; recency and dirty bits apart, touched on hits and fills.
+  std::vector<std::uint64_t> lines_;
+  std::vector<std::uint64_t> last_use_;
+  std::vector<std::uint8_t> dirty_;
 };
 
 }  // namespace atomsim::model

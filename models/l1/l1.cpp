@@ -184,21 +184,29 @@ void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
   // A lane's request is its line and its round (how many earlier lanes share
   // its word), one key: lines are at least 32 bytes, so a round (below 32)
   // fits in a line address's low bits. Sorted keys send lines in address
-  // order and each line's rounds in turn.
-  std::array<std::uint64_t, 32> request{};
-  scratch_.clear();
+  // order and each line's rounds in turn, a request's lanes in lane order.
+  struct LaneKey {
+    std::uint64_t key;
+    std::uint32_t lane;
+    bool operator<(const LaneKey& o) const { return key != o.key ? key < o.key : lane < o.lane; }
+  };
+  std::array<LaneKey, 32> by_key;
+  std::uint32_t n = 0;
   for (std::uint32_t m = op.active_mask; m; m &= m - 1) {
-    const int lane = std::countr_zero(m);
-    std::uint64_t round = 0;
-    for (std::uint32_t earlier = op.active_mask & ((1u << lane) - 1); earlier; earlier &= earlier - 1)
-      round += op.address[std::countr_zero(earlier)] == op.address[lane];
-    request[lane] = map_.line_of(op.address[lane]) | round;
-    scratch_.push_back(request[lane]);
+    const std::uint32_t lane = static_cast<std::uint32_t>(std::countr_zero(m));
+    by_key[n++] = LaneKey{op.address[lane], lane};
   }
-  std::sort(scratch_.begin(), scratch_.end());
-  scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
+  std::sort(by_key.begin(), by_key.begin() + n);  // by word, then lane: a word's lanes in round order
+  for (std::uint32_t i = 0; i < n;) {
+    std::uint32_t j = i;
+    const std::uint64_t word = by_key[i].key;
+    for (; j < n && by_key[j].key == word; ++j) by_key[j].key = map_.line_of(word) | (j - i);
+    i = j;
+  }
+  std::sort(by_key.begin(), by_key.begin() + n);
   std::uint64_t sectors_sent = 0;
-  for (std::uint64_t key : scratch_) {
+  for (std::uint32_t i = 0; i < n;) {
+    const std::uint64_t key = by_key[i].key;
     const std::uint64_t line = map_.line_of(key);
     MemPacket p;
     p.kind = op.op == OpClass::Atom ? MemPacket::Kind::Atomic : MemPacket::Kind::Reduction;
@@ -212,9 +220,8 @@ void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
     LaneOp* ops = pool_.ops(p.ops);
     std::uint32_t op_count = 0;
     std::uint64_t sector_mask = 0;
-    for (std::uint32_t m = op.active_mask; m; m &= m - 1) {
-      const int lane = std::countr_zero(m);
-      if (request[lane] != key) continue;
+    for (; i < n && by_key[i].key == key; ++i) {
+      const std::uint32_t lane = by_key[i].lane;
       if (atomic_buffer_) {
         // An atomic that bypasses the buffer must follow any buffered update of its word.
         if (auto pending = atomic_buffer_->take(op.address[lane])) send_evicted(*pending);

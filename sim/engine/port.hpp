@@ -27,7 +27,11 @@ class RingBuffer {
   std::size_t size() const { return size_; }
   T& front() { return slots_[head_]; }
   const T& front() const { return slots_[head_]; }
-  T& at(std::size_t i) { return slots_[(head_ + i) % slots_.size()]; }
+  T& at(std::size_t i) {
+    std::size_t k = head_ + i;  // below twice the capacity: no division
+    if (k >= slots_.size()) k -= slots_.size();
+    return slots_[k];
+  }
   void push_back(T value) {
     assert(!full());
     std::size_t tail = head_ + size_;

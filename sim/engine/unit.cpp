@@ -33,7 +33,8 @@ class WakeCalendar : public sc_core::sc_module {
   }
 
   void schedule(Unit& unit, Cycle cycle) {
-    const Cycle now = current_cycle();
+    // Inside an evaluation the cycle is known without asking SystemC.
+    const Cycle now = running_ != kNever ? running_ : current_cycle();
     if (cycle < now) cycle = now;
     if (cycle >= unit.pending_wake_) return;
     unit.pending_wake_ = cycle;
