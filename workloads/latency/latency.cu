@@ -1,7 +1,9 @@
 // Latency microbenchmarks for the h100 configuration: one warp times a chain
 // of dependent operations with clock64() and reports cycles per operation.
 // Chains: FFMA, integer add (IADD3), SHFL.IDX, MUFU.RCP, BREV, FLO, POPC and
-// REDUX (each with an add, and also their rate on a full SM), a loop's
+// REDUX (each with an add, and also their rate on a full SM), MATCH.ANY (with
+// an add, 1 to 32 distinct values in the warp, on a full and a half-populated
+// warp, and its rate and that of SHFL.IDX on a full SM), a loop's
 // iteration (its taken branch), shared-memory load
 // (plus its address arithmetic),
 // L1-hit load, L2-hit load (ld.global.cg) and DRAM load (pointer chase over a
@@ -125,6 +127,54 @@ __global__ void var_throughput(unsigned* out, long long* cycles, unsigned seed) 
   if (threadIdx.x == 0) *cycles = t1 - t0;
 }
 
+// MATCH.ANY, which DISTWAR's grouping (__match_any_sync) and the compiler's
+// convergence checks use: each step is the match and an integer add, the
+// chain starting with `groups` distinct values among the warp's lanes (lanes
+// equal before a step get the same mask, so they stay equal after it); lanes
+// from `active` on skip the chain, leaving a partial warp. The rate kernel
+// runs 32 warps of 8 independent chains, like var_throughput; with `shfl`
+// set it times SHFL.IDX the same way instead.
+__device__ __forceinline__ unsigned match_step(unsigned x, unsigned seed, unsigned lanes) {
+  asm volatile("match.any.sync.b32 %0, %0, %2;\n\tadd.u32 %0, %0, %1;" : "+r"(x) : "r"(seed), "r"(lanes));
+  return x;
+}
+__device__ __forceinline__ unsigned shfl_step(unsigned x, unsigned seed) {
+  asm volatile("shfl.sync.idx.b32 %0, %0, %1, 0x1f, 0xffffffff;\n\tadd.u32 %0, %0, %1;" : "+r"(x) : "r"(seed));
+  return x;
+}
+
+template <int groups, int active>
+__global__ void match_chain(unsigned* out, long long* cycles, unsigned seed) {
+  unsigned x = seed + threadIdx.x % groups;
+  long long t0 = clock64();
+  if (threadIdx.x < active) {
+    const unsigned lanes = __activemask();
+#pragma unroll 64
+    for (int i = 0; i < kChain; ++i) x = match_step(x, seed, lanes);
+  }
+  long long t1 = clock64();
+  out[threadIdx.x] = x;
+  if (threadIdx.x == 0) *cycles = t1 - t0;
+}
+
+template <int groups, bool shfl>
+__global__ void match_throughput(unsigned* out, long long* cycles, unsigned seed) {
+  unsigned x[8];
+  for (int c = 0; c < 8; ++c) x[c] = seed + 64u * c + threadIdx.x % 32 % groups;
+  __syncthreads();
+  long long t0 = clock64();
+#pragma unroll 4
+  for (int i = 0; i < kChain / 8; ++i)
+#pragma unroll
+    for (int c = 0; c < 8; ++c) x[c] = shfl ? shfl_step(x[c], seed) : match_step(x[c], seed, 0xffffffffu);
+  __syncthreads();
+  long long t1 = clock64();
+  unsigned sum = 0;
+  for (int c = 0; c < 8; ++c) sum += x[c];
+  out[threadIdx.x] = sum;
+  if (threadIdx.x == 0) *cycles = t1 - t0;
+}
+
 // A loop the compiler keeps as a loop (one multiply-add, the counter, the
 // compare and the taken branch back): cycles per iteration, for what a taken
 // branch costs.
@@ -220,9 +270,9 @@ int main() {
   // Per step: the instruction and its add (the compiler fuses no adds here,
   // and spaces each by its stall count: see latency.sass); per throughput
   // kernel: 32 warps x kChain steps.
-  double var_latency[4], var_rate[4];
+  double var_step_cycles[4], var_rate[4];
   auto measure = [&](auto latency_kernel, auto rate_kernel, int i) {
-    var_latency[i] = median_cycles([&] { latency_kernel<<<1, 32>>>(d_out, d_cycles, 3u); }, d_cycles, kChain);
+    var_step_cycles[i] = median_cycles([&] { latency_kernel<<<1, 32>>>(d_out, d_cycles, 3u); }, d_cycles, kChain);
     const double cycles = median_cycles([&] { rate_kernel<<<1, 1024>>>(d_out, d_cycles, 3u); }, d_cycles, 1);
     var_rate[i] = 32.0 * kChain / cycles;
   };
@@ -230,15 +280,35 @@ int main() {
   measure(var_chain<VarOp::Flo>, var_throughput<VarOp::Flo>, 1);
   measure(var_chain<VarOp::Popc>, var_throughput<VarOp::Popc>, 2);
   measure(var_chain<VarOp::Redux>, var_throughput<VarOp::Redux>, 3);
+  // MATCH.ANY: step latency (one warp) and rate (32 warps), by distinct values.
+  const int groups[4] = {1, 2, 8, 32};
+  double match_step_cycles[4], match_rate[4];
+  auto match = [&](auto chain, auto rate, int i) {
+    match_step_cycles[i] = median_cycles([&] { chain<<<1, 32>>>(d_out, d_cycles, 3u); }, d_cycles, kChain);
+    match_rate[i] = 32.0 * kChain / median_cycles([&] { rate<<<1, 1024>>>(d_out, d_cycles, 3u); }, d_cycles, 1);
+  };
+  match(match_chain<1, 32>, match_throughput<1, false>, 0);
+  match(match_chain<2, 32>, match_throughput<2, false>, 1);
+  match(match_chain<8, 32>, match_throughput<8, false>, 2);
+  match(match_chain<32, 32>, match_throughput<32, false>, 3);
+  const double match_half_warp = median_cycles([&] { match_chain<32, 16><<<1, 32>>>(d_out, d_cycles, 3u); }, d_cycles, kChain);
+  const double shfl_rate = 32.0 * kChain / median_cycles([&] { match_throughput<32, true><<<1, 1024>>>(d_out, d_cycles, 3u); }, d_cycles, 1);
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("{\"device\":\"%s\",\"ffma\":%.2f,\"iadd\":%.2f,\"shfl\":%.2f,\"rcp\":%.2f,\"lds\":%.2f,"
               "\"ldg_l1_hit\":%.2f,\"ldg_l2_hit\":%.2f,\"ldg_dram\":%.2f,\"unit\":\"SM cycles per dependent operation\","
               "\"loop_iteration\":%.2f,\"step_with_add\":{\"brev\":%.2f,\"flo\":%.2f,\"popc\":%.2f,\"redux\":%.2f,"
+              "\"match_values_%d\":%.2f,\"match_values_%d\":%.2f,\"match_values_%d\":%.2f,\"match_values_%d\":%.2f,"
+              "\"match_values_32_lanes_16\":%.2f,"
               "\"unit\":\"SM cycles per dependent step of the instruction and an integer add\"},"
               "\"per_sm_cycle\":{\"brev\":%.3f,\"flo\":%.3f,\"popc\":%.3f,\"redux\":%.3f,"
+              "\"match_values_%d\":%.3f,\"match_values_%d\":%.3f,\"match_values_%d\":%.3f,\"match_values_%d\":%.3f,"
+              "\"shfl\":%.3f,"
               "\"unit\":\"warp instructions per SM cycle, 32 warps of 8 independent chains\"}}\n",
-              prop.name, ffma, iadd, shfl, rcp, lds, ldl1, ldl2, lddram, loop, var_latency[0], var_latency[1], var_latency[2],
-              var_latency[3], var_rate[0], var_rate[1], var_rate[2], var_rate[3]);
+              prop.name, ffma, iadd, shfl, rcp, lds, ldl1, ldl2, lddram, loop, var_step_cycles[0], var_step_cycles[1], var_step_cycles[2],
+              var_step_cycles[3], groups[0], match_step_cycles[0], groups[1], match_step_cycles[1], groups[2],
+              match_step_cycles[2], groups[3], match_step_cycles[3], match_half_warp, var_rate[0], var_rate[1],
+              var_rate[2], var_rate[3], groups[0], match_rate[0], groups[1], match_rate[1], groups[2], match_rate[2],
+              groups[3], match_rate[3], shfl_rate);
   return 0;
 }
