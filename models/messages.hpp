@@ -17,8 +17,9 @@ inline constexpr int kMaxDestinations = 4;
 // The MIO pipe an instruction takes: bit manipulation (BREV, FLO, POPC) and
 // the other instructions the compiler gives a result barrier without a pipe of
 // their own (S2R, LDC) share one with warp-wide reductions (REDUX), whose
-// results come later.
-enum class MioPipe : std::uint8_t { Shuffle, Shared, Sfu, Bits, Redux };
+// results come later; matches (MATCH) share the shuffles' pipe with a latency
+// of their own.
+enum class MioPipe : std::uint8_t { Shuffle, Match, Shared, Sfu, Bits, Redux };
 
 // A warp instruction handed from a sub-core to the MIO (shared memory,
 // shuffles, special math, bit manipulation).

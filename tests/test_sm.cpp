@@ -476,6 +476,27 @@ TEST_CASE("SM: with control bits the stall count spaces a warp's instructions an
   std::remove(path.c_str());
 }
 
+TEST_CASE("SM: a MATCH takes the shuffle pipe and returns after the match latency", "[models][sm]") {
+  auto control = h100_with({"gpu.sms=1", "l2.slices=2", "l2.partitions=1", "sm.dependences=control_bits", "mio.match_latency=80"});
+  // A match setting barrier 2 and a shuffle setting barrier 3, each with a consumer waiting on it.
+  const std::vector<std::pair<std::string, Control>> program = {{"MATCH.ANY R20, R4", Control{1, 2, 7, 0}},
+                                                                {"IADD3 R21, R20, R2, RZ", Control{1, 7, 7, 0b100}},
+                                                                {"SHFL.IDX PT, R22, R4, R5, 0x1f", Control{1, 3, 7, 0}},
+                                                                {"IADD3 R23, R22, R2, RZ", Control{1, 7, 7, 0b1000}}};
+  auto path = write_program("match", trace::parse_sass_function(listing_with_control(program), "k"), 1, 1, [](std::uint64_t) {
+    std::vector<trace::WarpInst> s;
+    for (int i = 0; i < 10; ++i)
+      for (std::uint32_t k = 0; k < 4; ++k) s.push_back(record(k));
+    return s;
+  });
+  const auto waits = cycles_by_instruction(control, path, model::WarpState::ShortScoreboard);
+  std::remove(path.c_str());
+  REQUIRE(waits[1] >= 10 * static_cast<std::uint64_t>(control.mio.match_latency - 2));
+  REQUIRE(waits[1] <= 10 * static_cast<std::uint64_t>(control.mio.match_latency + 2));
+  REQUIRE(waits[3] >= 10 * static_cast<std::uint64_t>(control.mio.shuffle_latency - 2));
+  REQUIRE(waits[3] <= 10 * static_cast<std::uint64_t>(control.mio.shuffle_latency + 2));
+}
+
 namespace {
 // Cycles per step of a dependent chain made of `pcs` (in order) of one function
 // of the latency probe's listing (traces/h100/latency/latency.sass), run by one

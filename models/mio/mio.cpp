@@ -25,6 +25,7 @@ RateServer& Mio::pipe_for(MioPipe pipe, Cycle& latency) {
     case MioPipe::Sfu: latency = params_.sfu_latency; return sfu_;
     case MioPipe::Bits: latency = params_.bits_latency; return bits_;
     case MioPipe::Redux: latency = params_.redux_latency; return bits_;
+    case MioPipe::Match: latency = params_.match_latency; return shuffle_;
     case MioPipe::Shuffle: break;
   }
   latency = params_.shuffle_latency;

@@ -26,6 +26,7 @@ struct MioParams {
   double bits_per_cycle = 0.5;
   Cycle bits_latency = 20;
   Cycle redux_latency = 40;
+  Cycle match_latency = 24;
   void declare(ParamBinder b) {
     b.integer("queue_depth", queue_depth, 1, 256, "per sub-core, instructions the MIO holds after their operands were read");
     b.real("dispatch_per_cycle", dispatch_per_cycle, 0.01, 16, "instructions the MIO takes from its queues per cycle (whole SM)");
@@ -34,6 +35,7 @@ struct MioParams {
            "shared-memory wavefronts (128 bytes of register data: 32 lanes of 4 bytes) per cycle (whole SM)");
     b.real("sfu_per_cycle", sfu_per_cycle, 0.01, 16, "special-function warp instructions per cycle (whole SM)");
     b.integer("shuffle_latency", shuffle_latency, 1, 10000, "cycles from dispatch to a shuffle's result");
+    b.integer("match_latency", match_latency, 1, 10000, "cycles from dispatch to a match's (MATCH.ANY, MATCH.ALL) result; matches take the shuffle pipe");
     b.integer("shared_latency", shared_latency, 1, 10000, "cycles from dispatch to a shared load's result");
     b.integer("sfu_latency", sfu_latency, 1, 10000, "cycles from dispatch to a special-function result");
     b.real("bits_per_cycle", bits_per_cycle, 0.01, 16,

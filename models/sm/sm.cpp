@@ -727,7 +727,7 @@ std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams
       t.route = Route::Mio;
     t.mio_pipe = s.op == OpClass::Shared ? MioPipe::Shared
                : s.op == OpClass::Sfu ? MioPipe::Sfu
-               : s.op == OpClass::Shuffle ? MioPipe::Shuffle
+               : s.op == OpClass::Shuffle ? (trace::opcode_base(s.mnemonic) == "MATCH" ? MioPipe::Match : MioPipe::Shuffle)
                : trace::opcode_base(s.mnemonic) == "REDUX" ? MioPipe::Redux : MioPipe::Bits;
     out.push_back(t);
   }
