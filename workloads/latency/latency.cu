@@ -108,17 +108,15 @@ __global__ void var_chain(unsigned* out, long long* cycles, unsigned seed) {
 }
 
 // Throughput on one SM: 32 warps (every sub-core), each with 8 independent
-// chains; thread 0's cycles for kChain / 8 steps of all 8.
-template <VarOp op>
-__global__ void var_throughput(unsigned* out, long long* cycles, unsigned seed) {
-  unsigned x[8];
-  for (int c = 0; c < 8; ++c) x[c] = seed + threadIdx.x * 8 + c;
+// chains of `step`; thread 0's cycles for kChain / 8 steps of all 8.
+template <class Step>
+__device__ __forceinline__ void time_eight_chains(unsigned (&x)[8], Step step, unsigned* out, long long* cycles) {
   __syncthreads();
   long long t0 = clock64();
 #pragma unroll 4
   for (int i = 0; i < kChain / 8; ++i)
 #pragma unroll
-    for (int c = 0; c < 8; ++c) x[c] = var_step<op>(x[c], seed);
+    for (int c = 0; c < 8; ++c) x[c] = step(x[c]);
   __syncthreads();
   long long t1 = clock64();
   unsigned sum = 0;
@@ -127,13 +125,20 @@ __global__ void var_throughput(unsigned* out, long long* cycles, unsigned seed) 
   if (threadIdx.x == 0) *cycles = t1 - t0;
 }
 
+template <VarOp op>
+__global__ void var_throughput(unsigned* out, long long* cycles, unsigned seed) {
+  unsigned x[8];
+  for (int c = 0; c < 8; ++c) x[c] = seed + threadIdx.x * 8 + c;
+  time_eight_chains(x, [seed](unsigned v) { return var_step<op>(v, seed); }, out, cycles);
+}
+
 // MATCH.ANY, which DISTWAR's grouping (__match_any_sync) and the compiler's
 // convergence checks use: each step is the match and an integer add, the
 // chain starting with `groups` distinct values among the warp's lanes (lanes
 // equal before a step get the same mask, so they stay equal after it); lanes
 // from `active` on skip the chain, leaving a partial warp. The rate kernel
-// runs 32 warps of 8 independent chains, like var_throughput; with `shfl`
-// set it times SHFL.IDX the same way instead.
+// times 8 chains in each of 32 warps; with `shfl` set it times SHFL.IDX the
+// same way instead.
 __device__ __forceinline__ unsigned match_step(unsigned x, unsigned seed, unsigned lanes) {
   asm volatile("match.any.sync.b32 %0, %0, %2;\n\tadd.u32 %0, %0, %1;" : "+r"(x) : "r"(seed), "r"(lanes));
   return x;
@@ -161,18 +166,7 @@ template <int groups, bool shfl>
 __global__ void match_throughput(unsigned* out, long long* cycles, unsigned seed) {
   unsigned x[8];
   for (int c = 0; c < 8; ++c) x[c] = seed + 64u * c + threadIdx.x % 32 % groups;
-  __syncthreads();
-  long long t0 = clock64();
-#pragma unroll 4
-  for (int i = 0; i < kChain / 8; ++i)
-#pragma unroll
-    for (int c = 0; c < 8; ++c) x[c] = shfl ? shfl_step(x[c], seed) : match_step(x[c], seed, 0xffffffffu);
-  __syncthreads();
-  long long t1 = clock64();
-  unsigned sum = 0;
-  for (int c = 0; c < 8; ++c) sum += x[c];
-  out[threadIdx.x] = sum;
-  if (threadIdx.x == 0) *cycles = t1 - t0;
+  time_eight_chains(x, [seed](unsigned v) { return shfl ? shfl_step(v, seed) : match_step(v, seed, 0xffffffffu); }, out, cycles);
 }
 
 // A loop the compiler keeps as a loop (one multiply-add, the counter, the
