@@ -51,12 +51,18 @@ compare::SimulatedKernel simulate_here(const compare::MeasuredKernel& k, const G
   return summarize(kernel_json(runs[0], params));
 }
 
-// One captured kernel as a child `atomsim run`, so that several run at once.
+// One kernel as a child `atomsim run`, so that several run at once; a
+// generated microbenchmark's trace is written to `scratch` for it first.
 compare::SimulatedKernel simulate_child(const compare::MeasuredKernel& k, const CompareOptions& options,
                                         const std::filesystem::path& scratch, std::size_t index) {
   const auto json = scratch / fmt::format("kernel-{}.json", index);
   const auto log = scratch / fmt::format("kernel-{}.log", index);
-  std::vector<std::string> args = {"run", "-q", "--trace", k.trace.string(), "--config", options.simulate.config,
+  std::filesystem::path trace = k.trace;
+  if (trace.empty()) {
+    trace = scratch / fmt::format("kernel-{}.atr", index);
+    write_microbench_trace({k.params}, trace.string());
+  }
+  std::vector<std::string> args = {"run", "-q", "--trace", trace.string(), "--config", options.simulate.config,
                                    "--json", json.string()};
   for (const auto& o : options.simulate.overrides) args.insert(args.end(), {"--set", o});
   if (options.simulate.profile_instructions) args.push_back("--instructions");
@@ -71,7 +77,9 @@ compare::SimulatedKernel simulate_child(const compare::MeasuredKernel& k, const 
     throw std::runtime_error(fmt::format("{}: simulation failed (exit {}): {}", k.id, status, last));
   }
   std::ifstream in(json);
-  return summarize(nlohmann::json::parse(in).at("kernels").at(0));
+  auto simulated = summarize(nlohmann::json::parse(in).at("kernels").at(0));
+  if (k.trace.empty()) std::filesystem::remove(trace);
+  return simulated;
 }
 
 std::vector<compare::SimulatedKernel> simulate_all(const std::vector<compare::MeasuredKernel>& measured,
@@ -84,11 +92,9 @@ std::vector<compare::SimulatedKernel> simulate_all(const std::vector<compare::Me
     std::lock_guard lock(mutex);
     std::cerr << fmt::format("atomsim compare: [{}/{}] {}\n", ++started, measured.size(), k.id);
   };
-  // Captured kernels go to child processes when several jobs are asked for;
-  // generated microbenchmarks (no trace file) always run here, one at a time.
+  // Kernels go to child processes when several jobs are asked for.
   std::vector<std::size_t> here, children;
-  for (std::size_t i = 0; i < measured.size(); ++i)
-    (options.jobs > 1 && !measured[i].trace.empty() ? children : here).push_back(i);
+  for (std::size_t i = 0; i < measured.size(); ++i) (options.jobs > 1 ? children : here).push_back(i);
   if (!children.empty()) {
     const auto scratch = std::filesystem::temp_directory_path() / fmt::format("atomsim-compare-{}", ::getpid());
     std::filesystem::create_directories(scratch);

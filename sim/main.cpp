@@ -50,7 +50,7 @@ int sc_main(int argc, char** argv) {
   compare->add_option("--only", cmp.only, "regular expression on configuration ids");
   compare->add_option("--json", cmp.json_out, "write the comparison as JSON");
   compare->add_option("--plot", cmp.plot_out, "write stacked stall bars, measured vs simulated (SVG)");
-  compare->add_option("--jobs,-j", cmp.jobs, "captured kernels simulated at once, each in its own process")
+  compare->add_option("--jobs,-j", cmp.jobs, "kernels simulated at once, each in its own process")
       ->check(CLI::Range(1u, 1024u));
   compare->add_option("--instructions", cmp.instructions,
                       "per kernel, this many of the hottest instructions: PC-sample share against simulated "

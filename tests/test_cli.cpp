@@ -156,6 +156,10 @@ TEST_CASE("CLI: compare simulates dataset kernels and writes the table, JSON and
     REQUIRE(k["stall_distance"].get<double>() <= 1.0);
   }
   REQUIRE(slurp(svg).find("</svg>") != std::string::npos);
+  // Generated kernels in child processes, two at a time: the same table.
+  CliResult parallel = cli(std::string("compare -q -j 2 -d ") + ATOMSIM_SOURCE_DIR + "/traces/h100/microbench/grid --only 'lpp1-af0.25'");
+  REQUIRE(parallel.code == 0);
+  REQUIRE(parallel.out == r.out);
   std::remove(json.c_str());
   std::remove(svg.c_str());
   CliResult bad = cli(std::string("compare -d ") + ATOMSIM_SOURCE_DIR + "/traces/h100/microbench/grid --only nothing-like-this");
