@@ -3,7 +3,9 @@
 # simulated cycles per second and peak memory, for a microbenchmark trace of
 # more than 10 million warp-instructions and for one twice as long (memory
 # must not grow with trace length: the 4096 primitives bound the atomic memory
-# image, so only the trace grows). Usage: tools/bench/speed.sh [atomsim-binary]
+# image, so only the trace grows), then for a memory-bound one: the baseline
+# with every lane on a primitive of its own, each RED 32 single-lane requests
+# through the crossbars and slices. Usage: tools/bench/speed.sh [atomsim-binary]
 set -euo pipefail
 bin=${1:-build/atomsim}
 dir=$(mktemp -d)
@@ -16,3 +18,8 @@ for iterations in 4 8; do
   echo "trace: 528 CTAs x 8 warps, $iterations iterations, 4096 primitives x 9 parameters, baseline + SW-B + SW-S, $(du -h "$trace" | cut -f1)"
   "$bin" run --quiet --no-check --config h100 --trace "$trace" | grep -E "^microbench|^simulated"
 done
+trace=$dir/microbench-distinct.trace
+"$bin" gen microbench --out "$trace" --variant baseline --blocks 528 --warps-per-block 8 --iterations 2 \
+  --active-fraction 1.0 --lanes-per-primitive 1 --params 9 --primitives 4096 >/dev/null
+echo "trace: memory-bound, 528 CTAs x 8 warps, 2 iterations, baseline, one lane per primitive, $(du -h "$trace" | cut -f1)"
+"$bin" run --quiet --no-check --config h100 --trace "$trace" | grep -E "^simulated"
