@@ -34,6 +34,7 @@ compare::SimulatedKernel summarize(const nlohmann::json& kernel) {
     for (const auto& inst : kernel["instructions"]) {
       const auto pc = inst["pc"].get<std::uint64_t>();
       s.sass[pc] = inst["sass"].get<std::string>();
+      if (inst.contains("waits_on")) s.waits_on[pc] = inst["waits_on"].get<std::vector<std::uint64_t>>();
       for (const auto& [state, cycles] : inst["states"].items()) s.pc_warp_cycles[pc][state] = cycles.get<double>();
     }
   return s;

@@ -1,5 +1,6 @@
 #include "sim/gpu.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "models/l2/l2_slice.hpp"
 #include "models/mio/mio.hpp"
 #include "models/sm/sm.hpp"
+#include "traces/sass.hpp"
 
 namespace atomsim {
 
@@ -237,6 +239,16 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
   }
   run.cycles = current_cycle() - run.start;
   run.stats = stats_.summarize(before, stats_.snapshot(), run.cycles);
+  if (options.profile_instructions) {
+    // Only an instruction that ran can be what another waited for.
+    auto ran = [&run](std::size_t i) {
+      const auto& c = run.instructions[i].warp_cycles;
+      return std::any_of(c.begin(), c.end(), [](std::uint64_t v) { return v > 0; });
+    };
+    for (std::size_t i = 0; i < info.program.size(); ++i)
+      for (std::size_t producer : trace::barrier_producers(info.program, i, ran))
+        run.instructions[i].waits_on.push_back(info.program[producer].pc);
+  }
   for (auto& sm : u.sms) sm->set_hooks({});  // they hold references into this call
   if (options.check_atomics) {
     run.check = check_atomics();

@@ -45,6 +45,7 @@ struct KernelRun {
     std::uint64_t pc = 0;
     std::string sass;
     std::array<std::uint64_t, model::kWarpStateCount> warp_cycles{};
+    std::vector<std::uint64_t> waits_on;  // the instructions (pcs) whose dependency barriers it waits on
   };
   std::vector<InstructionProfile> instructions;
 };

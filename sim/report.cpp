@@ -84,7 +84,10 @@ nlohmann::json kernel_json(const KernelRun& run, const GpuParams& params) {
           states[model::warp_state_name(static_cast<model::WarpState>(st))] = inst.warp_cycles[st];
           total += inst.warp_cycles[st];
         }
-      if (total) per_instruction.push_back({{"pc", inst.pc}, {"sass", inst.sass}, {"warp_cycles", total}, {"states", states}});
+      if (!total) continue;
+      json row = {{"pc", inst.pc}, {"sass", inst.sass}, {"warp_cycles", total}, {"states", states}};
+      if (!inst.waits_on.empty()) row["waits_on"] = inst.waits_on;
+      per_instruction.push_back(std::move(row));
     }
     k["instructions"] = per_instruction;
   }

@@ -142,22 +142,33 @@ TEST_CASE("CLI: run writes the JSON document and trace tools read what gen wrote
 
 TEST_CASE("CLI: compare simulates dataset kernels and writes the table, JSON and plot", "[cli][compare]") {
   std::string json = testing::temp_trace("compare.json"), svg = testing::temp_trace("compare.svg");
-  CliResult r = cli(std::string("compare -q -d ") + ATOMSIM_SOURCE_DIR + "/traces/h100/microbench/grid --only 'lpp1-af0.25' --json " +
-                    json + " --plot " + svg);
+  CliResult r = cli(std::string("compare -q -d ") + ATOMSIM_SOURCE_DIR + "/traces/h100/microbench/grid --only 'lpp1-af0.25' " +
+                    "--instructions 4 --json " + json + " --plot " + svg);
   REQUIRE(r.code == 0);
   REQUIRE(r.out.find("summary: cycles mean |error|") != std::string::npos);
   REQUIRE(r.out.find("cannot be used") == std::string::npos);  // the generator's kernels have their control bits
+  REQUIRE(r.out.find("waits for") != std::string::npos);
   auto doc = nlohmann::json::parse(slurp(json));
   REQUIRE(doc["kernels"].size() == 3);
+  bool named_a_wait = false;
   for (const auto& k : doc["kernels"]) {
     // The simulated kernels are the ones the GPU ran: same warp-instruction counts.
     REQUIRE(k["simulated"]["warp_instructions"] == k["measured"]["warp_instructions"]);
     REQUIRE(k["stall_distance"].get<double>() >= 0.0);
     REQUIRE(k["stall_distance"].get<double>() <= 1.0);
+    // An instruction waiting on a dependency barrier names instructions that set it, which ran.
+    for (const auto& i : k["hottest_instructions"])
+      if (i.contains("waits_on") && i["simulated_reason"] == "long_scoreboard") {
+        named_a_wait = true;
+        REQUIRE(i["waits_on"].size() >= 1);
+        for (const auto& w : i["waits_on"]) REQUIRE_FALSE(w["sass"].get<std::string>().empty());
+      }
   }
+  REQUIRE(named_a_wait);
   REQUIRE(slurp(svg).find("</svg>") != std::string::npos);
   // Generated kernels in child processes, two at a time: the same table.
-  CliResult parallel = cli(std::string("compare -q -j 2 -d ") + ATOMSIM_SOURCE_DIR + "/traces/h100/microbench/grid --only 'lpp1-af0.25'");
+  CliResult parallel = cli(std::string("compare -q -j 2 -d ") + ATOMSIM_SOURCE_DIR +
+                           "/traces/h100/microbench/grid --only 'lpp1-af0.25' --instructions 4");
   REQUIRE(parallel.code == 0);
   REQUIRE(parallel.out == r.out);
   std::remove(json.c_str());

@@ -313,6 +313,31 @@ TEST_CASE("SASS listings give each instruction the control bits of its encoding 
   REQUIRE_THROWS_WITH(round_trip(program), Catch::Contains("kernel chunk") && Catch::Contains("control bits out of range"));
 }
 
+TEST_CASE("An instruction's control bits name what it may wait for: each barrier's nearest setter before it and last after it",
+          "[traces][sass]") {
+  using atomsim::testing::Control;
+  // Control{stall, write barrier, read barrier, wait mask}; 7 is no barrier.
+  const std::vector<StaticInst> program = parse_sass_function(atomsim::testing::listing_with_control({
+      {"LOP3.LUT R5, R10, R11, RZ, 0xc0, !PT", Control{1, 7, 7, 0b10}},         // 0: barrier 1, set last at 4 (the loop's previous iteration)
+      {"MATCH.ANY R10, R4", Control{1, 0, 7, 0}},                                 // 1: sets 0
+      {"REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR6][R12.64], R13", Control{1, 7, 2, 0}},  // 2: read barrier 2
+      {"IADD3 R12, R10, R2, RZ", Control{1, 7, 7, 0b101}},                       // 3: barriers 0 and 2
+      {"SHFL.IDX PT, R11, R4, R5, 0x1f", Control{1, 1, 7, 0b1}},                 // 4: sets 1, waits on 0
+  }), "k");
+  REQUIRE(barrier_producers(program, 0) == std::vector<std::size_t>{4});
+  REQUIRE(barrier_producers(program, 1).empty());
+  REQUIRE(barrier_producers(program, 3) == std::vector<std::size_t>{1, 2});
+  REQUIRE(barrier_producers(program, 4) == std::vector<std::size_t>{1});
+  // Barrier 0 set both before (1) and after (4) the instruction that waits on it: both named, before first.
+  std::vector<StaticInst> looped = program;
+  looped[4].control = ControlBits{looped[4].control.raw & ~(7u << 5), true};  // the SHFL now sets barrier 0
+  REQUIRE(looped[4].control.write_barrier() == 0);
+  REQUIRE(barrier_producers(looped, 3) == std::vector<std::size_t>{1, 4, 2});
+  std::vector<StaticInst> without = program;
+  for (auto& s : without) s.control = ControlBits{};
+  REQUIRE(barrier_producers(without, 3).empty());
+}
+
 TEST_CASE("SASS text gives op class, registers, width and atomic kind", "[traces][sass]") {
   StaticInst red = parse_sass_instruction("@!P1 REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR6][R10.64+0x4], R13", 0);
   REQUIRE(red.op == OpClass::Red);

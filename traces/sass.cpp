@@ -232,6 +232,27 @@ bool control_bits_usable(const KernelInfo& kernel) {
   });
 }
 
+std::vector<std::size_t> barrier_producers(const std::vector<StaticInst>& program, std::size_t index,
+                                           const std::function<bool(std::size_t)>& counts) {
+  std::vector<std::size_t> producers;
+  const ControlBits& c = program.at(index).control;
+  if (!c.present) return producers;
+  auto sets = [&](std::size_t i, std::uint8_t b) {
+    return (program[i].control.write_barrier() == b || program[i].control.read_barrier() == b) && (!counts || counts(i));
+  };
+  auto add = [&](std::size_t i) {
+    if (std::find(producers.begin(), producers.end(), i) == producers.end()) producers.push_back(i);
+  };
+  for (std::uint8_t b = 0; b < ControlBits::kNoBarrier - 1; ++b) {
+    if (!((c.wait_mask() >> b) & 1)) continue;
+    for (std::size_t i = index; i-- > 0;)
+      if (sets(i, b)) { add(i); break; }
+    for (std::size_t i = program.size(); i-- > index + 1;)
+      if (sets(i, b)) { add(i); break; }
+  }
+  return producers;
+}
+
 std::vector<StaticInst> parse_sass_function(std::string_view listing, std::string_view function,
                                             std::vector<std::string>* text_out) {
   std::string header = fmt::format("Function : {}", function);

@@ -3,6 +3,7 @@
 // and atomic kind. Used by trace producers that know a kernel's SASS.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,16 @@ StaticInst parse_sass_instruction(std::string_view text, std::uint64_t pc);
 // bits: every instruction has them, and none is a DEPBAR, which waits for a
 // barrier's count to fall to an operand the trace does not carry.
 bool control_bits_usable(const KernelInfo& kernel);
+
+// What instruction `index` of `program` may wait for through its control
+// bits: for each dependency barrier of its wait mask, the instructions that
+// set that barrier (as their write or read barrier) nearest before it in the
+// listing and, for a loop's previous iteration, last after it, among those
+// `counts` accepts (e.g. those that ran); their indices, without repeats, in
+// barrier order. Which of the two a warp waits for depends on the path it
+// took. Empty without control bits.
+std::vector<std::size_t> barrier_producers(const std::vector<StaticInst>& program, std::size_t index,
+                                           const std::function<bool(std::size_t)>& counts = {});
 
 // Extracts the instructions of one function from a cuobjdump --dump-sass listing;
 // `text`, when given, receives each instruction's text. Throws TraceError when

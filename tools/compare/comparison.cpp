@@ -84,6 +84,11 @@ std::vector<InstructionRow> hottest(const MeasuredKernel& m, const SimulatedKern
     InstructionRow r;
     r.pc = pc;
     if (auto it = sim.sass.find(pc); it != sim.sass.end()) r.sass = it->second;
+    if (auto it = sim.waits_on.find(pc); it != sim.waits_on.end())
+      for (std::uint64_t producer : it->second) {
+        auto named = sim.sass.find(producer);
+        r.waits_on.emplace_back(producer, named == sim.sass.end() ? std::string() : named->second);
+      }
     if (auto it = measured.share.find(pc); it != measured.share.end()) {
       r.measured_share = it->second;
       std::tie(r.measured_reason, r.measured_reason_share) = measured.top.at(pc);
@@ -160,15 +165,19 @@ void print_comparison(std::ostream& out, const Comparison& c) {
     out << fmt::format("\n{}: hottest instructions, share of PC samples (measured) and of warp-cycles (simulated), "
                        "and the reason taking most of each\n",
                        r.measured.id);
-    out << fmt::format("  {:<8}{:<36}{:>7}{:>7}  {:<26}{}\n", "pc", "sass", "meas", "sim", "measured", "simulated");
+    out << fmt::format("  {:<8}{:<36}{:>7}{:>7}  {:<26}{:<26}{}\n", "pc", "sass", "meas", "sim", "measured", "simulated",
+                       "waits for");
     for (const auto& i : r.hottest) {
       auto reason = [](const std::string& name, double share) {
         return name.empty() ? std::string("-") : fmt::format("{} {:.2f}", name, share);
       };
-      out << fmt::format("  {:<8}{:<36}{:>6.1f}%{:>6.1f}%  {:<26}{}\n", fmt::format("{:#06x}", i.pc),
+      std::string waits;
+      for (const auto& [pc, sass] : i.waits_on)
+        waits += fmt::format("{}{:#06x} {}", waits.empty() ? "" : ", ", pc, sass.substr(0, sass.find('.')));
+      out << fmt::format("  {:<8}{:<36}{:>6.1f}%{:>6.1f}%  {:<26}{:<26}{}\n", fmt::format("{:#06x}", i.pc),
                          i.sass.substr(0, 35), 100 * i.measured_share, 100 * i.simulated_share,
                          reason(i.measured_reason, i.measured_reason_share),
-                         reason(i.simulated_reason, i.simulated_reason_share));
+                         reason(i.simulated_reason, i.simulated_reason_share), waits.empty() ? "-" : waits);
     }
   }
 }
@@ -193,11 +202,17 @@ nlohmann::json comparison_json(const Comparison& c) {
     }
     if (!r.hottest.empty()) {
       nlohmann::json hot = nlohmann::json::array();
-      for (const auto& i : r.hottest)
+      for (const auto& i : r.hottest) {
         hot.push_back({{"pc", i.pc}, {"sass", i.sass}, {"measured_share", i.measured_share},
                        {"simulated_share", i.simulated_share}, {"measured_reason", i.measured_reason},
                        {"measured_reason_share", i.measured_reason_share}, {"simulated_reason", i.simulated_reason},
                        {"simulated_reason_share", i.simulated_reason_share}});
+        if (!i.waits_on.empty()) {
+          nlohmann::json waits = nlohmann::json::array();
+          for (const auto& [pc, sass] : i.waits_on) waits.push_back(nlohmann::json{{"pc", pc}, {"sass", sass}});
+          hot.back()["waits_on"] = waits;
+        }
+      }
       j["hottest_instructions"] = hot;
     }
     rows.push_back(std::move(j));

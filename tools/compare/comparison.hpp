@@ -22,6 +22,7 @@ struct SimulatedKernel {
   // With instruction profiling: per instruction offset, warp-cycles by state, and its SASS.
   std::map<std::uint64_t, std::map<std::string, double>> pc_warp_cycles;
   std::map<std::uint64_t, std::string> sass;
+  std::map<std::uint64_t, std::vector<std::uint64_t>> waits_on;  // per instruction, what its control bits wait for
 };
 
 // One instruction: its share of the kernel's PC samples and of its simulated
@@ -32,6 +33,7 @@ struct InstructionRow {
   double measured_share = 0, simulated_share = 0;
   std::string measured_reason, simulated_reason;
   double measured_reason_share = 0, simulated_reason_share = 0;  // of the instruction's own samples / warp-cycles
+  std::vector<std::pair<std::uint64_t, std::string>> waits_on;  // the instructions (pc, SASS) it waits for
 };
 
 struct ComparisonRow {
