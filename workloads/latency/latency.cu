@@ -3,7 +3,8 @@
 // Chains: FFMA, integer add (IADD3), SHFL.IDX, MUFU.RCP, BREV, FLO, POPC and
 // REDUX (each with an add, and also their rate on a full SM), MATCH.ANY (with
 // an add, 1 to 32 distinct values in the warp, on a full and a half-populated
-// warp, and its rate and that of SHFL.IDX on a full SM), a loop's
+// warp, and its rate and that of SHFL.IDX on a full SM; pairs of kinds mixed
+// on a full SM, for which share a pipe), a loop's
 // iteration (its taken branch), shared-memory load
 // (plus its address arithmetic),
 // L1-hit load, L2-hit load (ld.global.cg) and DRAM load (pointer chase over a
@@ -108,7 +109,8 @@ __global__ void var_chain(unsigned* out, long long* cycles, unsigned seed) {
 }
 
 // Throughput on one SM: 32 warps (every sub-core), each with 8 independent
-// chains of `step`; thread 0's cycles for kChain / 8 steps of all 8.
+// chains, chain c stepped by `step(x, c)`; thread 0's cycles for kChain / 8
+// steps of all 8.
 template <class Step>
 __device__ __forceinline__ void time_eight_chains(unsigned (&x)[8], Step step, unsigned* out, long long* cycles) {
   __syncthreads();
@@ -116,7 +118,7 @@ __device__ __forceinline__ void time_eight_chains(unsigned (&x)[8], Step step, u
 #pragma unroll 4
   for (int i = 0; i < kChain / 8; ++i)
 #pragma unroll
-    for (int c = 0; c < 8; ++c) x[c] = step(x[c]);
+    for (int c = 0; c < 8; ++c) x[c] = step(x[c], c);
   __syncthreads();
   long long t1 = clock64();
   unsigned sum = 0;
@@ -129,7 +131,7 @@ template <VarOp op>
 __global__ void var_throughput(unsigned* out, long long* cycles, unsigned seed) {
   unsigned x[8];
   for (int c = 0; c < 8; ++c) x[c] = seed + threadIdx.x * 8 + c;
-  time_eight_chains(x, [seed](unsigned v) { return var_step<op>(v, seed); }, out, cycles);
+  time_eight_chains(x, [seed](unsigned v, int) { return var_step<op>(v, seed); }, out, cycles);
 }
 
 // MATCH.ANY, which DISTWAR's grouping (__match_any_sync) and the compiler's
@@ -166,7 +168,27 @@ template <int groups, bool shfl>
 __global__ void match_throughput(unsigned* out, long long* cycles, unsigned seed) {
   unsigned x[8];
   for (int c = 0; c < 8; ++c) x[c] = seed + 64u * c + threadIdx.x % 32 % groups;
-  time_eight_chains(x, [seed](unsigned v) { return shfl ? shfl_step(v, seed) : match_step(v, seed, 0xffffffffu); }, out, cycles);
+  time_eight_chains(x, [seed](unsigned v, int) { return shfl ? shfl_step(v, seed) : match_step(v, seed, 0xffffffffu); },
+                    out, cycles);
+}
+
+// Two kinds of instruction mixed on one SM, half the chains each: their rate
+// together against each alone says whether they share a pipe (together no
+// faster than alone) or not (the rates add). Kinds: 0-3 the VarOps, 4 SHFL.IDX,
+// 5 MATCH.ANY with 32 distinct values.
+template <int kind>
+__device__ __forceinline__ unsigned any_step(unsigned x, unsigned seed) {
+  if constexpr (kind < 4) return var_step<static_cast<VarOp>(kind)>(x, seed);
+  else if constexpr (kind == 4) return shfl_step(x, seed);
+  else return match_step(x, seed, 0xffffffffu);
+}
+
+template <int first, int second>
+__global__ void pair_throughput(unsigned* out, long long* cycles, unsigned seed) {
+  unsigned x[8];
+  for (int c = 0; c < 8; ++c) x[c] = seed + 64u * c + threadIdx.x % 32;
+  time_eight_chains(x, [seed](unsigned v, int c) { return c % 2 ? any_step<second>(v, seed) : any_step<first>(v, seed); },
+                    out, cycles);
 }
 
 // A loop the compiler keeps as a loop (one multiply-add, the counter, the
@@ -287,6 +309,9 @@ int main() {
   match(match_chain<32, 32>, match_throughput<32, false>, 3);
   const double match_half_warp = median_cycles([&] { match_chain<32, 16><<<1, 32>>>(d_out, d_cycles, 3u); }, d_cycles, kChain);
   const double shfl_rate = 32.0 * kChain / median_cycles([&] { match_throughput<32, true><<<1, 1024>>>(d_out, d_cycles, 3u); }, d_cycles, 1);
+  auto pair_rate = [&](auto kernel) { return 32.0 * kChain / median_cycles([&] { kernel<<<1, 1024>>>(d_out, d_cycles, 3u); }, d_cycles, 1); };
+  const double brev_redux = pair_rate(pair_throughput<0, 3>), brev_flo = pair_rate(pair_throughput<0, 1>),
+               shfl_match = pair_rate(pair_throughput<4, 5>), shfl_brev = pair_rate(pair_throughput<4, 0>);
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("{\"device\":\"%s\",\"ffma\":%.2f,\"iadd\":%.2f,\"shfl\":%.2f,\"rcp\":%.2f,\"lds\":%.2f,"
@@ -298,11 +323,13 @@ int main() {
               "\"per_sm_cycle\":{\"brev\":%.3f,\"flo\":%.3f,\"popc\":%.3f,\"redux\":%.3f,"
               "\"match_values_%d\":%.3f,\"match_values_%d\":%.3f,\"match_values_%d\":%.3f,\"match_values_%d\":%.3f,"
               "\"shfl\":%.3f,"
-              "\"unit\":\"warp instructions per SM cycle, 32 warps of 8 independent chains\"}}\n",
+              "\"unit\":\"warp instructions per SM cycle, 32 warps of 8 independent chains\"},"
+              "\"per_sm_cycle_mixed\":{\"brev_redux\":%.3f,\"brev_flo\":%.3f,\"shfl_match\":%.3f,\"shfl_brev\":%.3f,"
+              "\"unit\":\"warp instructions per SM cycle, 32 warps of 8 chains, half of each kind\"}}\n",
               prop.name, ffma, iadd, shfl, rcp, lds, ldl1, ldl2, lddram, loop, var_step_cycles[0], var_step_cycles[1], var_step_cycles[2],
               var_step_cycles[3], groups[0], match_step_cycles[0], groups[1], match_step_cycles[1], groups[2],
               match_step_cycles[2], groups[3], match_step_cycles[3], match_half_warp, var_rate[0], var_rate[1],
               var_rate[2], var_rate[3], groups[0], match_rate[0], groups[1], match_rate[1], groups[2], match_rate[2],
-              groups[3], match_rate[3], shfl_rate);
+              groups[3], match_rate[3], shfl_rate, brev_redux, brev_flo, shfl_match, shfl_brev);
   return 0;
 }
