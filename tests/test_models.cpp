@@ -80,6 +80,47 @@ TEST_CASE("DRAM: a channel moves bytes at its rate, then adds its latency", "[mo
   REQUIRE(arrival_cycles(sink.received) == std::vector<Cycle>{106, 110, 114, 118});
 }
 
+TEST_CASE("L2 slice: a request from the other partition costs its fraction of extra lookups", "[models][l2]") {
+  // Eight reads of a cached line from an SM of the other partition, all at once:
+  // the last reply's distance from the first is the tag pipeline's time for the rest.
+  auto spread = [](double extra) {
+    reset_simulation_context();
+    StatRegistry stats;
+    L2Params p;
+    p.slices = 2;
+    p.partitions = 2;  // slice 0 in partition 0, SM 1 in partition 1
+    p.lookups_per_cycle = 1;
+    p.hit_latency = 10;
+    p.far_partition_extra_lookups = extra;
+    AddressMap map(p.address_map());
+    LaneOpPool pool;
+    L2Slice slice("slice", p, 0, map, pool, stats);
+    Dram dram("dram", DramParams{1, 128.0, 20, 8, 256}, 1, stats);
+    Source<MemPacket> source("source");
+    Sink<MemPacket> sink("sink", 64);
+    source.out.bind(slice.requests(), 1);
+    slice.replies().bind(sink.in, 1);
+    slice.to_dram().bind(dram.request(0), 1);
+    dram.reply(0).bind(slice.from_dram(), 1);
+    slice.preload(0x1000);
+    for (int i = 0; i < 8; ++i) {
+      MemPacket r = packet(MemPacket::Kind::Read, 0x1000);
+      r.source = 1;
+      source.schedule(0, r);
+    }
+    source.start();
+    sc_core::sc_start();
+    const std::vector<Cycle> t = arrival_cycles(sink.received);
+    REQUIRE(t.size() == 8);
+    return t.back() - t.front();
+  };
+  REQUIRE(spread(0) == 7);
+  REQUIRE(spread(1) == 14);
+  const Cycle half = spread(0.5);  // 7 x 1.5 lookups: 10 or 11 cycles, not rounded to either end
+  REQUIRE(half >= 10);
+  REQUIRE(half <= 11);
+}
+
 TEST_CASE("L2 slice: miss to DRAM, ROP throughput, same-address serialization that other words pass, functional updates", "[models][l2]") {
   reset_simulation_context();
   StatRegistry stats;

@@ -139,10 +139,13 @@ void L2Slice::serve(MemPacket& packet, Cycle start) {
 
 bool L2Slice::accept(MemPacket& packet, Cycle now, bool refill) {
   if (!refill) {
-    std::uint64_t lookups = packet.flits();
+    const std::uint64_t lookups = packet.flits();
+    // A request from the other partition costs its extra lookups as a
+    // fraction of the tag pipeline's time, not rounded per request.
+    double lookup_weight = 1;
     if (map_.partition_of_sm(packet.source) != map_.partition_of_slice(index_)) {
       ++far_requests_;
-      lookups += static_cast<std::uint64_t>(params_.far_partition_extra_lookups * lookups + 0.5);
+      lookup_weight += params_.far_partition_extra_lookups;
     }
     Cycle start = std::max(now, lookups_.free_at());
     bool hit = tags_.access(packet.line);
@@ -161,12 +164,12 @@ bool L2Slice::accept(MemPacket& packet, Cycle now, bool refill) {
         to_dram_.try_send(DramRequest{false, static_cast<std::uint16_t>(index_), packet.line, params_.line_bytes});
         it = mshrs_.emplace(packet.line, std::vector<MemPacket>{}).first;
       }
-      lookups_.occupy(now, lookups);
+      lookups_.occupy(now, lookups, lookup_weight);
       ++misses_;
       it->second.push_back(packet);
       return true;
     }
-    lookups_.occupy(now, lookups);
+    lookups_.occupy(now, lookups, lookup_weight);
     ++hits_;
     serve(packet, start + 1);
     return true;

@@ -48,7 +48,7 @@ struct L2Params {
     b.integer("hit_latency", hit_latency, 1, 10000, "cycles from lookup to reply for a hit");
     b.integer("mshrs", mshrs, 1, 4096, "outstanding line misses per slice");
     b.integer("input_buffer_flits", input_buffer_flits, 1, 4096, "request flits buffered at the slice input");
-    b.real("far_partition_extra_lookups", far_partition_extra_lookups, 0, 8, "extra lookups a request from the other partition costs");
+    b.real("far_partition_extra_lookups", far_partition_extra_lookups, 0, 8, "extra lookups a request from the other partition costs, per flit (a fraction costs that share of a lookup's time)");
     b.integer("far_partition_latency", far_partition_latency, 0, 10000, "extra cycles for a request from the other partition");
     b.integer("rop_units_per_slice", rop_units_per_slice, 1, 64, "ROP atomic units per slice");
     b.real("rop_ops_per_cycle", rop_ops_per_cycle, 0.001, 64, "sectors of atomic requests one ROP unit applies per SM cycle (a request's lanes in one sector together)");
