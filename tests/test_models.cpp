@@ -38,6 +38,25 @@ MemPacket packet(MemPacket::Kind kind, std::uint64_t line, std::uint8_t sectors 
   return p;
 }
 
+// One L2 slice (index 0) with a DRAM behind it, fed by a source and replying
+// into a sink; build it after reset_simulation_context().
+struct SliceBench {
+  explicit SliceBench(const L2Params& p)
+      : map(p.address_map()), slice("slice", p, 0, map, pool, stats), dram("dram", DramParams{1, 128.0, 20, 8, 256}, 1, stats) {
+    source.out.bind(slice.requests(), 1);
+    slice.replies().bind(sink.in, 1);
+    slice.to_dram().bind(dram.request(0), 1);
+    dram.reply(0).bind(slice.from_dram(), 1);
+  }
+  StatRegistry stats;
+  AddressMap map;
+  LaneOpPool pool;
+  L2Slice slice;
+  Dram dram;
+  Source<MemPacket> source{"source"};
+  Sink<MemPacket> sink{"sink", 1024};
+};
+
 }  // namespace
 
 TEST_CASE("crossbar: one flit per cycle per port, latency plus serialization", "[models][crossbar]") {
@@ -85,32 +104,22 @@ TEST_CASE("L2 slice: a request from the other partition costs its fraction of ex
   // the last reply's distance from the first is the tag pipeline's time for the rest.
   auto spread = [](double extra) {
     reset_simulation_context();
-    StatRegistry stats;
     L2Params p;
     p.slices = 2;
     p.partitions = 2;  // slice 0 in partition 0, SM 1 in partition 1
     p.lookups_per_cycle = 1;
     p.hit_latency = 10;
     p.far_partition_extra_lookups = extra;
-    AddressMap map(p.address_map());
-    LaneOpPool pool;
-    L2Slice slice("slice", p, 0, map, pool, stats);
-    Dram dram("dram", DramParams{1, 128.0, 20, 8, 256}, 1, stats);
-    Source<MemPacket> source("source");
-    Sink<MemPacket> sink("sink", 64);
-    source.out.bind(slice.requests(), 1);
-    slice.replies().bind(sink.in, 1);
-    slice.to_dram().bind(dram.request(0), 1);
-    dram.reply(0).bind(slice.from_dram(), 1);
-    slice.preload(0x1000);
+    SliceBench b(p);
+    b.slice.preload(0x1000);
     for (int i = 0; i < 8; ++i) {
       MemPacket r = packet(MemPacket::Kind::Read, 0x1000);
       r.source = 1;
-      source.schedule(0, r);
+      b.source.schedule(0, r);
     }
-    source.start();
+    b.source.start();
     sc_core::sc_start();
-    const std::vector<Cycle> t = arrival_cycles(sink.received);
+    const std::vector<Cycle> t = arrival_cycles(b.sink.received);
     REQUIRE(t.size() == 8);
     return t.back() - t.front();
   };
@@ -123,7 +132,6 @@ TEST_CASE("L2 slice: a request from the other partition costs its fraction of ex
 
 TEST_CASE("L2 slice: miss to DRAM, ROP throughput, same-address serialization that other words pass, functional updates", "[models][l2]") {
   reset_simulation_context();
-  StatRegistry stats;
   L2Params p;
   p.slices = 1;
   p.partitions = 1;
@@ -138,16 +146,11 @@ TEST_CASE("L2 slice: miss to DRAM, ROP throughput, same-address serialization th
   p.rop_latency = 5;
   p.rop_same_address_interval = 2;
   p.rop_return_cost = 3;
-  AddressMap map(p.address_map());
-  LaneOpPool pool;
-  L2Slice slice("slice", p, 0, map, pool, stats);
-  Dram dram("dram", DramParams{1, 128.0, 20, 8, 256}, 1, stats);
-  Source<MemPacket> source("source");
-  Sink<MemPacket> sink("sink", 1024);
-  source.out.bind(slice.requests(), 1);
-  slice.replies().bind(sink.in, 1);
-  slice.to_dram().bind(dram.request(0), 1);
-  dram.reply(0).bind(slice.from_dram(), 1);
+  SliceBench bench(p);
+  L2Slice& slice = bench.slice;
+  LaneOpPool& pool = bench.pool;
+  Source<MemPacket>& source = bench.source;
+  Sink<MemPacket>& sink = bench.sink;
 
   const std::uint64_t line = 0x1000;
   source.schedule(0, packet(MemPacket::Kind::Read, line));  // warms the line: miss, DRAM, fill
