@@ -138,9 +138,8 @@ __global__ void var_throughput(unsigned* out, long long* cycles, unsigned seed) 
 // convergence checks use: each step is the match and an integer add, the
 // chain starting with `groups` distinct values among the warp's lanes (lanes
 // equal before a step get the same mask, so they stay equal after it); lanes
-// from `active` on skip the chain, leaving a partial warp. The rate kernel
-// times 8 chains in each of 32 warps; with `shfl` set it times SHFL.IDX the
-// same way instead.
+// from `active` on skip the chain, leaving a partial warp. Its rate on a full
+// SM is kind_throughput's.
 __device__ __forceinline__ unsigned match_step(unsigned x, unsigned seed, unsigned lanes) {
   asm volatile("match.any.sync.b32 %0, %0, %2;\n\tadd.u32 %0, %0, %1;" : "+r"(x) : "r"(seed), "r"(lanes));
   return x;
@@ -164,18 +163,10 @@ __global__ void match_chain(unsigned* out, long long* cycles, unsigned seed) {
   if (threadIdx.x == 0) *cycles = t1 - t0;
 }
 
-template <int groups, bool shfl>
-__global__ void match_throughput(unsigned* out, long long* cycles, unsigned seed) {
-  unsigned x[8];
-  for (int c = 0; c < 8; ++c) x[c] = seed + 64u * c + threadIdx.x % 32 % groups;
-  time_eight_chains(x, [seed](unsigned v, int) { return shfl ? shfl_step(v, seed) : match_step(v, seed, 0xffffffffu); },
-                    out, cycles);
-}
-
-// Two kinds of instruction mixed on one SM, half the chains each: their rate
-// together against each alone says whether they share a pipe (together no
-// faster than alone) or not (the rates add). Kinds: 0-3 the VarOps, 4 SHFL.IDX,
-// 5 MATCH.ANY with 32 distinct values.
+// Rates on a full SM of one kind of instruction, or of two mixed, half the
+// chains each: two together no faster than each alone share a pipe; otherwise
+// their rates add. Kinds: 0-3 the VarOps, 4 SHFL.IDX, 5 MATCH.ANY (chains
+// starting with `groups` distinct values among a warp's lanes).
 template <int kind>
 __device__ __forceinline__ unsigned any_step(unsigned x, unsigned seed) {
   if constexpr (kind < 4) return var_step<static_cast<VarOp>(kind)>(x, seed);
@@ -183,10 +174,10 @@ __device__ __forceinline__ unsigned any_step(unsigned x, unsigned seed) {
   else return match_step(x, seed, 0xffffffffu);
 }
 
-template <int first, int second>
-__global__ void pair_throughput(unsigned* out, long long* cycles, unsigned seed) {
+template <int first, int second, int groups = 32>
+__global__ void kind_throughput(unsigned* out, long long* cycles, unsigned seed) {
   unsigned x[8];
-  for (int c = 0; c < 8; ++c) x[c] = seed + 64u * c + threadIdx.x % 32;
+  for (int c = 0; c < 8; ++c) x[c] = seed + 64u * c + threadIdx.x % 32 % groups;
   time_eight_chains(x, [seed](unsigned v, int c) { return c % 2 ? any_step<second>(v, seed) : any_step<first>(v, seed); },
                     out, cycles);
 }
@@ -296,22 +287,23 @@ int main() {
   measure(var_chain<VarOp::Flo>, var_throughput<VarOp::Flo>, 1);
   measure(var_chain<VarOp::Popc>, var_throughput<VarOp::Popc>, 2);
   measure(var_chain<VarOp::Redux>, var_throughput<VarOp::Redux>, 3);
-  // MATCH.ANY: step latency (one warp) and rate (32 warps), by distinct values.
+  // Rates on a full SM (32 warps of 8 chains), warp instructions per cycle.
+  auto rate = [&](auto kernel) { return 32.0 * kChain / median_cycles([&] { kernel<<<1, 1024>>>(d_out, d_cycles, 3u); }, d_cycles, 1); };
+  // MATCH.ANY: step latency (one warp) and rate, by distinct values.
   const int groups[4] = {1, 2, 8, 32};
   double match_step_cycles[4], match_rate[4];
-  auto match = [&](auto chain, auto rate, int i) {
+  auto match = [&](auto chain, auto throughput, int i) {
     match_step_cycles[i] = median_cycles([&] { chain<<<1, 32>>>(d_out, d_cycles, 3u); }, d_cycles, kChain);
-    match_rate[i] = 32.0 * kChain / median_cycles([&] { rate<<<1, 1024>>>(d_out, d_cycles, 3u); }, d_cycles, 1);
+    match_rate[i] = rate(throughput);
   };
-  match(match_chain<1, 32>, match_throughput<1, false>, 0);
-  match(match_chain<2, 32>, match_throughput<2, false>, 1);
-  match(match_chain<8, 32>, match_throughput<8, false>, 2);
-  match(match_chain<32, 32>, match_throughput<32, false>, 3);
+  match(match_chain<1, 32>, kind_throughput<5, 5, 1>, 0);
+  match(match_chain<2, 32>, kind_throughput<5, 5, 2>, 1);
+  match(match_chain<8, 32>, kind_throughput<5, 5, 8>, 2);
+  match(match_chain<32, 32>, kind_throughput<5, 5, 32>, 3);
   const double match_half_warp = median_cycles([&] { match_chain<32, 16><<<1, 32>>>(d_out, d_cycles, 3u); }, d_cycles, kChain);
-  const double shfl_rate = 32.0 * kChain / median_cycles([&] { match_throughput<32, true><<<1, 1024>>>(d_out, d_cycles, 3u); }, d_cycles, 1);
-  auto pair_rate = [&](auto kernel) { return 32.0 * kChain / median_cycles([&] { kernel<<<1, 1024>>>(d_out, d_cycles, 3u); }, d_cycles, 1); };
-  const double brev_redux = pair_rate(pair_throughput<0, 3>), brev_flo = pair_rate(pair_throughput<0, 1>),
-               shfl_match = pair_rate(pair_throughput<4, 5>), shfl_brev = pair_rate(pair_throughput<4, 0>);
+  const double shfl_rate = rate(kind_throughput<4, 4>);
+  const double brev_redux = rate(kind_throughput<0, 3>), brev_flo = rate(kind_throughput<0, 1>),
+               shfl_match = rate(kind_throughput<4, 5>), shfl_brev = rate(kind_throughput<4, 0>);
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("{\"device\":\"%s\",\"ffma\":%.2f,\"iadd\":%.2f,\"shfl\":%.2f,\"rcp\":%.2f,\"lds\":%.2f,"
