@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "sim_helpers.hpp"
 
@@ -528,6 +529,61 @@ double chain_step_cycles(const GpuParams& params, const std::string& function, c
 }
 }  // namespace
 
+namespace {
+// Warp instructions of one kind per SM cycle on a full SM: the loop of one of
+// the latency probe's rate kernels (time_eight_chains: 4 unrolled iterations
+// of 8 chains, 32 steps, each one instruction of the kind measured) run by 32
+// warps, from the difference between 40 and 20 trips so that the start drops out.
+double probe_rate(const GpuParams& params, const std::string& function) {
+  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.sass");
+  const auto program = trace::parse_sass_function(listing, function);
+  const auto begin = listing.find("Function : " + function);
+  REQUIRE(begin != std::string::npos);
+  std::smatch loop;
+  const std::string text = listing.substr(begin, listing.find("Function :", begin + 1) - begin);
+  REQUIRE(std::regex_search(text, loop, std::regex(R"(/\*([0-9a-f]{4})\*/ +@P0 BRA 0x([0-9a-f]+) ;)")));
+  const std::uint64_t branch = std::stoull(loop[1], nullptr, 16), target = std::stoull(loop[2], nullptr, 16);
+  std::vector<trace::StaticInst> body;
+  for (const auto& s : program)
+    if (s.pc >= target && s.pc <= branch) body.push_back(s);
+  auto cycles = [&](int trips) {
+    auto path = write_program(function, body, 1, 32, [&](std::uint64_t) {
+      std::vector<trace::WarpInst> s;
+      for (int i = 0; i < trips; ++i)
+        for (std::uint32_t k = 0; k < body.size(); ++k) s.push_back(record(k));
+      return s;
+    });
+    KernelRun run = run_one(params, path);
+    std::remove(path.c_str());
+    return static_cast<double>(run.cycles);
+  };
+  return 32.0 * 32 * (40 - 20) / (cycles(40) - cycles(20));
+}
+}  // namespace
+
+TEST_CASE("SM: the latency probe's rates on a full SM, one kind and two mixed, are the H100's", "[models][sm]") {
+  // Which instructions share a pipe: BREV with FLO, MATCH with REDUX; SHFL, BREV and MATCH each have their own.
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.json"));
+  const auto params = h100_with(kOneSm);
+  const auto within = [](double simulated, double on_h100) {
+    INFO("simulated " << simulated << " against " << on_h100 << " measured");
+    REQUIRE(std::abs(simulated - on_h100) <= 0.15 * on_h100);
+  };
+  const auto& single = measured["per_sm_cycle"];
+  const auto& mixed = measured["per_sm_cycle_mixed"];
+  within(probe_rate(params, "_Z14var_throughputIL5VarOp0EEvPjPxj"), single["brev"]);
+  within(probe_rate(params, "_Z14var_throughputIL5VarOp3EEvPjPxj"), single["redux"]);
+  within(probe_rate(params, "_Z15kind_throughputILi4ELi4ELi32EEvPjPxj"), single["shfl"]);
+  within(probe_rate(params, "_Z15kind_throughputILi5ELi5ELi1EEvPjPxj"), single["match_values_1"]);
+  within(probe_rate(params, "_Z15kind_throughputILi0ELi3ELi32EEvPjPxj"), mixed["brev_redux"]);
+  within(probe_rate(params, "_Z15kind_throughputILi0ELi1ELi32EEvPjPxj"), mixed["brev_flo"]);
+  within(probe_rate(params, "_Z15kind_throughputILi4ELi5ELi1EEvPjPxj"), mixed["shfl_match_values_1"]);
+  within(probe_rate(params, "_Z15kind_throughputILi4ELi0ELi32EEvPjPxj"), mixed["shfl_brev"]);
+  within(probe_rate(params, "_Z15kind_throughputILi4ELi3ELi32EEvPjPxj"), mixed["shfl_redux"]);
+  within(probe_rate(params, "_Z15kind_throughputILi5ELi0ELi1EEvPjPxj"), mixed["match_values_1_brev"]);
+  within(probe_rate(params, "_Z15kind_throughputILi5ELi3ELi1EEvPjPxj"), mixed["match_values_1_redux"]);
+}
+
 TEST_CASE("SM: the latency probe's chains and loop with their control bits take the H100's time per step", "[models][sm]") {
   // SM cycles per dependent step on the H100; repeated runs of the probe differ by up to a cycle.
   const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.json"));
@@ -543,6 +599,9 @@ TEST_CASE("SM: the latency probe's chains and loop with their control bits take 
   within_a_cycle(chain_step_cycles(params, "_Z9var_chainIL5VarOp0EEvPjPxj", {0x00b0, 0x00c0}), measured["step_with_add"]["brev"]);
   within_a_cycle(chain_step_cycles(params, "_Z9var_chainIL5VarOp3EEvPjPxj", {0x00c0, 0x00d0, 0x00e0}),
                  measured["step_with_add"]["redux"]);
+  // MATCH.ANY with the add after it, every lane holding one value.
+  within_a_cycle(chain_step_cycles(params, "_Z11match_chainILi1ELi32EEvPjPxj", {0x00f0, 0x0100}),
+                 measured["step_with_add"]["match_values_1"]);
   // A loop's iteration: its stall counts add up to 27 cycles, the taken branch back costs the rest.
   within_a_cycle(chain_step_cycles(params, "_Z10loop_chainPjPxji", {0x0090, 0x00a0, 0x00b0, 0x00c0, 0x00d0}),
                  measured["loop_iteration"]);

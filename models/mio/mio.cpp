@@ -5,7 +5,7 @@
 namespace atomsim::model {
 
 Mio::Mio(const sc_core::sc_module_name& name, const MioParams& p, std::uint32_t subcores, StatRegistry& stats)
-    : Unit(name), params_(p), to_sm_(*this), dispatch_(p.dispatch_per_cycle), shuffle_(p.shuffles_per_cycle),
+    : Unit(name), params_(p), to_sm_(*this), dispatch_(p.dispatch_per_cycle), shuffle_(p.shuffles_per_cycle), match_(p.matches_per_cycle),
       shared_(p.shared_per_cycle), sfu_(p.sfu_per_cycle), bits_(p.bits_per_cycle) {
   StatGroup& g = stats.group("mio", basename());
   for (std::uint32_t s = 0; s < subcores; ++s) {
@@ -13,10 +13,11 @@ Mio::Mio(const sc_core::sc_module_name& name, const MioParams& p, std::uint32_t 
     queues_.back()->register_stats(stats.group("mio_queue", std::string(basename()) + "." + std::to_string(s)));
   }
   g.add_counter("instructions", &instructions_, "instructions dispatched");
-  g.add_busy("shuffle_utilization", shuffle_.busy_scaled(), "busy fraction of the shuffle/match pipe");
+  g.add_busy("shuffle_utilization", shuffle_.busy_scaled(), "busy fraction of the shuffle pipe");
+  g.add_busy("match_utilization", match_.busy_scaled(), "busy fraction of the MATCH and REDUX pipe");
   g.add_busy("shared_utilization", shared_.busy_scaled(), "busy fraction of the shared-memory pipe");
   g.add_busy("sfu_utilization", sfu_.busy_scaled(), "busy fraction of the special-function pipe");
-  g.add_busy("bits_utilization", bits_.busy_scaled(), "busy fraction of the bit-manipulation and reduction pipe");
+  g.add_busy("bits_utilization", bits_.busy_scaled(), "busy fraction of the bit-manipulation pipe");
 }
 
 RateServer& Mio::pipe_for(MioPipe pipe, Cycle& latency) {
@@ -24,8 +25,8 @@ RateServer& Mio::pipe_for(MioPipe pipe, Cycle& latency) {
     case MioPipe::Shared: latency = params_.shared_latency; return shared_;
     case MioPipe::Sfu: latency = params_.sfu_latency; return sfu_;
     case MioPipe::Bits: latency = params_.bits_latency; return bits_;
-    case MioPipe::Redux: latency = params_.redux_latency; return bits_;
-    case MioPipe::Match: latency = params_.match_latency; return shuffle_;
+    case MioPipe::Redux: latency = params_.redux_latency; return match_;
+    case MioPipe::Match: latency = params_.match_latency; return match_;
     case MioPipe::Shuffle: break;
   }
   latency = params_.shuffle_latency;

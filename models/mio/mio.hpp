@@ -27,19 +27,22 @@ struct MioParams {
   Cycle bits_latency = 20;
   Cycle redux_latency = 40;
   Cycle match_latency = 24;
+  double matches_per_cycle = 0.5;
   void declare(ParamBinder b) {
     b.integer("queue_depth", queue_depth, 1, 256, "per sub-core, instructions the MIO holds after their operands were read");
     b.real("dispatch_per_cycle", dispatch_per_cycle, 0.01, 16, "instructions the MIO takes from its queues per cycle (whole SM)");
-    b.real("shuffles_per_cycle", shuffles_per_cycle, 0.01, 16, "warp shuffles/matches completed per cycle (whole SM)");
+    b.real("shuffles_per_cycle", shuffles_per_cycle, 0.01, 16, "warp shuffles completed per cycle (whole SM)");
+    b.real("matches_per_cycle", matches_per_cycle, 0.01, 16,
+           "MATCH and REDUX warp instructions per cycle (whole SM): the two share a pipe of their own");
     b.real("shared_per_cycle", shared_per_cycle, 0.01, 16,
            "shared-memory wavefronts (128 bytes of register data: 32 lanes of 4 bytes) per cycle (whole SM)");
     b.real("sfu_per_cycle", sfu_per_cycle, 0.01, 16, "special-function warp instructions per cycle (whole SM)");
     b.integer("shuffle_latency", shuffle_latency, 1, 10000, "cycles from dispatch to a shuffle's result");
-    b.integer("match_latency", match_latency, 1, 10000, "cycles from dispatch to a match's (MATCH.ANY, MATCH.ALL) result; matches take the shuffle pipe");
+    b.integer("match_latency", match_latency, 1, 10000, "cycles from dispatch to a match's (MATCH.ANY, MATCH.ALL) result");
     b.integer("shared_latency", shared_latency, 1, 10000, "cycles from dispatch to a shared load's result");
     b.integer("sfu_latency", sfu_latency, 1, 10000, "cycles from dispatch to a special-function result");
     b.real("bits_per_cycle", bits_per_cycle, 0.01, 16,
-           "BREV, FLO, POPC, REDUX and other variable-latency instructions without a pipe of their own, per cycle (whole SM)");
+           "BREV, FLO, POPC and other variable-latency instructions without a pipe of their own, per cycle (whole SM)");
     b.integer("bits_latency", bits_latency, 1, 10000, "cycles from dispatch to a BREV, FLO or POPC result (and S2R, LDC)");
     b.integer("redux_latency", redux_latency, 1, 10000, "cycles from dispatch to a REDUX (warp-wide reduction) result");
   }
@@ -59,7 +62,7 @@ class Mio : public Unit {
   const MioParams params_;
   std::vector<std::unique_ptr<InPort<MioOp>>> queues_;
   OutPort<Completion> to_sm_;
-  RateServer dispatch_, shuffle_, shared_, sfu_, bits_;
+  RateServer dispatch_, shuffle_, match_, shared_, sfu_, bits_;
   std::uint32_t round_robin_ = 0;
   std::uint64_t instructions_ = 0;
 };

@@ -4,7 +4,8 @@
 // REDUX (each with an add, and also their rate on a full SM), MATCH.ANY (with
 // an add, 1 to 32 distinct values in the warp, on a full and a half-populated
 // warp, and its rate and that of SHFL.IDX on a full SM; pairs of kinds mixed
-// on a full SM, for which share a pipe), a loop's
+// on a full SM, for which share a pipe: two that share one together go no faster
+// than each alone), a loop's
 // iteration (its taken branch), shared-memory load
 // (plus its address arithmetic),
 // L1-hit load, L2-hit load (ld.global.cg) and DRAM load (pointer chase over a
@@ -144,8 +145,11 @@ __device__ __forceinline__ unsigned match_step(unsigned x, unsigned seed, unsign
   asm volatile("match.any.sync.b32 %0, %0, %2;\n\tadd.u32 %0, %0, %1;" : "+r"(x) : "r"(seed), "r"(lanes));
   return x;
 }
+// Each lane reads the next lane's value: with a warp-uniform source lane the
+// values become uniform after one step and ptxas drops the shuffles after it.
 __device__ __forceinline__ unsigned shfl_step(unsigned x, unsigned seed) {
-  asm volatile("shfl.sync.idx.b32 %0, %0, %1, 0x1f, 0xffffffff;\n\tadd.u32 %0, %0, %1;" : "+r"(x) : "r"(seed));
+  const unsigned source = (threadIdx.x + 1) & 31;
+  asm volatile("shfl.sync.idx.b32 %0, %0, %2, 0x1f, 0xffffffff;\n\tadd.u32 %0, %0, %1;" : "+r"(x) : "r"(seed), "r"(source));
   return x;
 }
 
@@ -302,8 +306,11 @@ int main() {
   match(match_chain<32, 32>, kind_throughput<5, 5, 32>, 3);
   const double match_half_warp = median_cycles([&] { match_chain<32, 16><<<1, 32>>>(d_out, d_cycles, 3u); }, d_cycles, kChain);
   const double shfl_rate = rate(kind_throughput<4, 4>);
+  // MATCH.ANY mixed on one distinct value, its fastest.
   const double brev_redux = rate(kind_throughput<0, 3>), brev_flo = rate(kind_throughput<0, 1>),
-               shfl_match = rate(kind_throughput<4, 5>), shfl_brev = rate(kind_throughput<4, 0>);
+               shfl_match = rate(kind_throughput<4, 5, 1>), shfl_brev = rate(kind_throughput<4, 0>),
+               shfl_redux = rate(kind_throughput<4, 3>), match_brev = rate(kind_throughput<5, 0, 1>),
+               match_redux = rate(kind_throughput<5, 3, 1>);
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("{\"device\":\"%s\",\"ffma\":%.2f,\"iadd\":%.2f,\"shfl\":%.2f,\"rcp\":%.2f,\"lds\":%.2f,"
@@ -316,12 +323,14 @@ int main() {
               "\"match_values_%d\":%.3f,\"match_values_%d\":%.3f,\"match_values_%d\":%.3f,\"match_values_%d\":%.3f,"
               "\"shfl\":%.3f,"
               "\"unit\":\"warp instructions per SM cycle, 32 warps of 8 independent chains\"},"
-              "\"per_sm_cycle_mixed\":{\"brev_redux\":%.3f,\"brev_flo\":%.3f,\"shfl_match\":%.3f,\"shfl_brev\":%.3f,"
+              "\"per_sm_cycle_mixed\":{\"brev_redux\":%.3f,\"brev_flo\":%.3f,\"shfl_match_values_1\":%.3f,\"shfl_brev\":%.3f,"
+              "\"shfl_redux\":%.3f,\"match_values_1_brev\":%.3f,\"match_values_1_redux\":%.3f,"
               "\"unit\":\"warp instructions per SM cycle, 32 warps of 8 chains, half of each kind\"}}\n",
               prop.name, ffma, iadd, shfl, rcp, lds, ldl1, ldl2, lddram, loop, var_step_cycles[0], var_step_cycles[1], var_step_cycles[2],
               var_step_cycles[3], groups[0], match_step_cycles[0], groups[1], match_step_cycles[1], groups[2],
               match_step_cycles[2], groups[3], match_step_cycles[3], match_half_warp, var_rate[0], var_rate[1],
               var_rate[2], var_rate[3], groups[0], match_rate[0], groups[1], match_rate[1], groups[2], match_rate[2],
-              groups[3], match_rate[3], shfl_rate, brev_redux, brev_flo, shfl_match, shfl_brev);
+              groups[3], match_rate[3], shfl_rate, brev_redux, brev_flo, shfl_match, shfl_brev, shfl_redux, match_brev,
+              match_redux);
   return 0;
 }
