@@ -26,7 +26,8 @@
 #   PHASES: comma-separated, default measure,trace,compare.
 #   WORKLOADS_BIN, if set, is a folder with the runners already built for sm_90
 #   (build/workloads); otherwise they are built here with nvcc. TRACE_BUFFER_MIB
-#   sizes the trace pass's device buffer (default 16384: the regime's SW-S needs more).
+#   sizes the trace pass's device buffer (default 16384, doubled and the pass run
+#   again while it fills up: the regime's SW-S needs more).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 usage="usage: capture_h100_workloads.sh CAPTURE_DIR DEST [FILTER] [PHASES]"
@@ -130,18 +131,23 @@ failures=0
 times=$dest/times.txt
 touch "$times"
 run_capture() {  # name, folder, passes, runner, arguments...: one capture of $kernel; wall times to times.txt
-  local name=$1 out=$2 passes=$3 runner=$4
+  local name=$1 out=$2 passes=$3 runner=$4 buffer=${TRACE_BUFFER_MIB:-16384}
   shift 4
   mkdir -p "$out"
-  if "$capture" --pass "$passes" --kernel "$kernel" --launch 1 --timeout 600 --trace-buffer-mib "${TRACE_BUFFER_MIB:-16384}" --out "$out" -- \
-       "$bin/$runner" "$@" > /dev/null 2> "$out/capture.log"; then
-    sed -n "s|^atomsim-capture: \([a-z]*\) pass -> .* (\(.*\))$|$name \1 \2|p" "$out/capture.log" >> "$times"
-    rm -f "$out/capture.log" "$out"/cubin-*.cubin "$out"/cubin-*.sass
-  else
+  # A trace buffer too small for the kernel is doubled and the capture run again, up to 64 GiB.
+  until "$capture" --pass "$passes" --kernel "$kernel" --launch 1 --timeout 600 --trace-buffer-mib "$buffer" --out "$out" -- \
+          "$bin/$runner" "$@" > /dev/null 2> "$out/capture.log"; do
+    if grep -q 'the trace buffer filled up' "$out/capture.log" && [ "$buffer" -lt 65536 ]; then
+      buffer=$((buffer * 2))
+      echo "capture_h100_workloads: $name: trace buffer full, again with $buffer MiB"
+      continue
+    fi
     echo "capture_h100_workloads: $name: $passes failed: $(tail -1 "$out/capture.log")" >&2
     failures=$((failures + 1))
     return 1
-  fi
+  done
+  sed -n "s|^atomsim-capture: \([a-z]*\) pass -> .* (\(.*\))$|$name \1 \2|p" "$out/capture.log" >> "$times"
+  rm -f "$out/capture.log" "$out"/cubin-*.cubin "$out"/cubin-*.sass
 }
 
 manifest=()
