@@ -5,7 +5,8 @@
 // an add, 1 to 32 distinct values in the warp, on a full and a half-populated
 // warp, and its rate and that of SHFL.IDX on a full SM; pairs of kinds mixed
 // on a full SM, for which share a pipe: two that share one together go no faster
-// than each alone), a loop's
+// than each alone; SHFL with a quarter and three quarters of MATCH or REDUX,
+// for what a shuffle costs them), a loop's
 // iteration (its taken branch), shared-memory load
 // (plus its address arithmetic),
 // L1-hit load, L2-hit load (ld.global.cg) and DRAM load (pointer chase over a
@@ -178,12 +179,24 @@ __device__ __forceinline__ unsigned any_step(unsigned x, unsigned seed) {
   else return match_step(x, seed, 0xffffffffu);
 }
 
-template <int first, int second, int groups = 32>
-__global__ void kind_throughput(unsigned* out, long long* cycles, unsigned seed) {
+// `second_chains` of the 8 chains are of the second kind, spread among the
+// first's (half: the odd chains).
+template <int first, int second, int groups, int second_chains>
+__device__ __forceinline__ void mixed_chains(unsigned* out, long long* cycles, unsigned seed) {
   unsigned x[8];
   for (int c = 0; c < 8; ++c) x[c] = seed + 64u * c + threadIdx.x % 32 % groups;
-  time_eight_chains(x, [seed](unsigned v, int c) { return c % 2 ? any_step<second>(v, seed) : any_step<first>(v, seed); },
-                    out, cycles);
+  time_eight_chains(x, [seed](unsigned v, int c) {
+    const bool is_second = (c + 1) * second_chains / 8 > c * second_chains / 8;
+    return is_second ? any_step<second>(v, seed) : any_step<first>(v, seed);
+  }, out, cycles);
+}
+template <int first, int second, int groups = 32>
+__global__ void kind_throughput(unsigned* out, long long* cycles, unsigned seed) {
+  mixed_chains<first, second, groups, 4>(out, cycles, seed);
+}
+template <int first, int second, int groups, int second_chains>
+__global__ void kind_mix(unsigned* out, long long* cycles, unsigned seed) {
+  mixed_chains<first, second, groups, second_chains>(out, cycles, seed);
 }
 
 // A loop the compiler keeps as a loop (one multiply-add, the counter, the
@@ -311,6 +324,11 @@ int main() {
                shfl_match = rate(kind_throughput<4, 5, 1>), shfl_brev = rate(kind_throughput<4, 0>),
                shfl_redux = rate(kind_throughput<4, 3>), match_brev = rate(kind_throughput<5, 0, 1>),
                match_redux = rate(kind_throughput<5, 3, 1>);
+  // What a shuffle costs a match or a REDUX beside it: a quarter and three
+  // quarters of the chains matches (one value), REDUX or two-value matches.
+  const double shfl_match_quarter = rate(kind_mix<4, 5, 1, 2>), shfl_match_three_quarters = rate(kind_mix<4, 5, 1, 6>),
+               shfl_redux_quarter = rate(kind_mix<4, 3, 32, 2>), shfl_redux_three_quarters = rate(kind_mix<4, 3, 32, 6>),
+               shfl_match_two_values = rate(kind_throughput<4, 5, 2>);
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("{\"device\":\"%s\",\"ffma\":%.2f,\"iadd\":%.2f,\"shfl\":%.2f,\"rcp\":%.2f,\"lds\":%.2f,"
@@ -325,12 +343,15 @@ int main() {
               "\"unit\":\"warp instructions per SM cycle, 32 warps of 8 independent chains\"},"
               "\"per_sm_cycle_mixed\":{\"brev_redux\":%.3f,\"brev_flo\":%.3f,\"shfl_match_values_1\":%.3f,\"shfl_brev\":%.3f,"
               "\"shfl_redux\":%.3f,\"match_values_1_brev\":%.3f,\"match_values_1_redux\":%.3f,"
-              "\"unit\":\"warp instructions per SM cycle, 32 warps of 8 chains, half of each kind\"}}\n",
+              "\"shfl_match_values_1_quarter\":%.3f,\"shfl_match_values_1_three_quarters\":%.3f,"
+              "\"shfl_redux_quarter\":%.3f,\"shfl_redux_three_quarters\":%.3f,\"shfl_match_values_2\":%.3f,"
+              "\"unit\":\"warp instructions per SM cycle, 32 warps of 8 chains, half of each kind unless named: quarter, three quarters of the second\"}}\n",
               prop.name, ffma, iadd, shfl, rcp, lds, ldl1, ldl2, lddram, loop, var_step_cycles[0], var_step_cycles[1], var_step_cycles[2],
               var_step_cycles[3], groups[0], match_step_cycles[0], groups[1], match_step_cycles[1], groups[2],
               match_step_cycles[2], groups[3], match_step_cycles[3], match_half_warp, var_rate[0], var_rate[1],
               var_rate[2], var_rate[3], groups[0], match_rate[0], groups[1], match_rate[1], groups[2], match_rate[2],
               groups[3], match_rate[3], shfl_rate, brev_redux, brev_flo, shfl_match, shfl_brev, shfl_redux, match_brev,
-              match_redux);
+              match_redux, shfl_match_quarter, shfl_match_three_quarters, shfl_redux_quarter, shfl_redux_three_quarters,
+              shfl_match_two_values);
   return 0;
 }
