@@ -83,6 +83,27 @@ compare::SimulatedKernel simulate_child(const compare::MeasuredKernel& k, const 
   return simulated;
 }
 
+// The simulation an earlier `atomsim compare` of the capture alone saved in
+// its folder (DIR/compare.json, as tools/capture/capture_h100_workloads.sh
+// writes it), with the configuration it names.
+compare::SimulatedKernel saved_simulation(const compare::MeasuredKernel& k, const std::string& config) {
+  const auto path = k.trace.parent_path().parent_path() / "compare.json";
+  if (!std::filesystem::exists(path)) throw compare::DatasetError(path.string() + ": no saved comparison of " + k.id);
+  const auto doc = compare::read_json(path);
+  const auto saved_config = doc.value("config", std::string());
+  if (saved_config != config)
+    throw compare::DatasetError(fmt::format("{}: simulated with '{}', not '{}'", path.string(), saved_config, config));
+  const auto& kernels = doc.at("kernels");
+  if (kernels.size() != 1)
+    throw compare::DatasetError(fmt::format("{}: {} kernels; a capture's own comparison has one", path.string(), kernels.size()));
+  const auto& simulated = kernels[0].at("simulated");
+  compare::SimulatedKernel s;
+  s.cycles = simulated.at("cycles").get<double>();
+  s.warp_instructions = simulated.at("warp_instructions").get<std::uint64_t>();
+  s.stall_fractions = simulated.at("stall_fractions").get<std::map<std::string, double>>();
+  return s;
+}
+
 std::vector<compare::SimulatedKernel> simulate_all(const std::vector<compare::MeasuredKernel>& measured,
                                                    const GpuParams& params, const CompareOptions& options) {
   std::vector<compare::SimulatedKernel> simulated(measured.size());
@@ -137,7 +158,10 @@ int compare_job(const CompareOptions& given, std::ostream& out) {
   if (captured == !options.dataset.empty())
     throw std::invalid_argument("give either --dataset or capture folders (with --manifest, or as arguments)");
   std::vector<std::filesystem::path> folders(options.captures.begin(), options.captures.end());
-  auto dataset = captured ? compare::load_captures(folders, options.manifest) : compare::load_dataset(options.dataset);
+  if (options.saved && !captured) throw std::invalid_argument("--saved reads captures' own comparisons: give capture folders or --manifest");
+  if (options.saved && options.instructions > 0)
+    throw std::invalid_argument("--saved has no per-instruction simulation to show: leave out --instructions");
+  auto dataset = captured ? compare::load_captures(folders, options.manifest, !options.saved) : compare::load_dataset(options.dataset);
   std::vector<compare::MeasuredKernel> measured;
   std::regex only;
   try {
@@ -149,13 +173,19 @@ int compare_job(const CompareOptions& given, std::ostream& out) {
     if (std::regex_search(k.id, only)) measured.push_back(k);
   if (measured.empty()) throw std::invalid_argument("--only '" + options.only + "' matches no kernel given");
 
-  std::vector<compare::SimulatedKernel> simulated = simulate_all(measured, params, options);
+  std::vector<compare::SimulatedKernel> simulated;
+  if (options.saved) {
+    for (const auto& k : measured) simulated.push_back(saved_simulation(k, params.name));
+    out << "note: simulated results as each capture's compare.json saved them, not simulated now\n";
+  } else {
+    simulated = simulate_all(measured, params, options);
+  }
   for (std::size_t i = 0; i < measured.size(); ++i)
     if (simulated[i].warp_instructions != measured[i].warp_instructions)
       out << fmt::format("note: {}: simulated {} warp instructions, the GPU executed {}\n", measured[i].id,
                          simulated[i].warp_instructions, measured[i].warp_instructions);
   // Captures from before traces carried control bits, or kernels with a DEPBAR, run on registers.
-  if (params.sm.dependences == "control_bits")
+  if (params.sm.dependences == "control_bits" && !options.saved)
     for (const auto& k : measured)
       if (!k.trace.empty() && !trace::control_bits_usable(trace::TraceReader(k.trace.string()).kernel(0)))
         out << fmt::format("note: {}: the trace's control bits cannot be used; simulated with registers\n", k.id);

@@ -22,6 +22,7 @@ struct CompareOptions {
   unsigned jobs = 1;       // captured kernels simulated at once, each as a child `atomsim run`
   std::size_t instructions = 0;  // per kernel, the hottest instructions set side by side; 0: none
   std::string executable;  // the atomsim those children run (this one)
+  bool saved = false;      // captures: take the simulation each capture's compare.json holds instead of simulating
 };
 
 int compare_job(const CompareOptions& options, std::ostream& out);

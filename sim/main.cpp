@@ -55,6 +55,9 @@ int sc_main(int argc, char** argv) {
   compare->add_option("--instructions", cmp.instructions,
                       "per kernel, this many of the hottest instructions: PC-sample share against simulated "
                       "warp-cycles, and the top reason of each");
+  compare->add_flag("--saved", cmp.saved,
+                    "take each capture's simulation from the compare.json an earlier compare of it alone wrote "
+                    "(for captures whose traces are not kept); no per-instruction view");
   bool compare_quiet = false;
   compare->add_flag("--quiet,-q", compare_quiet, "no progress lines");
 

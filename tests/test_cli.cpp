@@ -248,6 +248,52 @@ TEST_CASE("CLI: compare simulates kernels captured from any program, with speedu
   std::remove(manifest.c_str());
 }
 
+TEST_CASE("CLI: compare --saved sets captures' saved simulations beside their measurements without their traces", "[cli][compare]") {
+  // The full-size dataset keeps no traces; each folder keeps the comparison made where it was traced.
+  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/workloads";
+  const std::string json = testing::temp_trace("compare-saved.json");
+  CliResult r = cli("compare -q --saved --manifest " + dir + "/splat3d-manifest.json --json " + json);
+  REQUIRE(r.code == 0);
+  REQUIRE(r.out.find("not simulated now") != std::string::npos);
+  const auto doc = nlohmann::json::parse(slurp(json));
+  std::remove(json.c_str());
+  REQUIRE(doc["kernels"].size() == 4);
+  const auto saved = [&](const std::string& id) {
+    return nlohmann::json::parse(slurp(dir + "/" + id + "/compare.json"))["kernels"][0];
+  };
+  const auto& baseline = doc["kernels"][0];
+  REQUIRE(baseline["id"] == "splat3d/baseline/backward");
+  for (std::size_t i = 0; i < doc["kernels"].size(); ++i) {
+    const auto& k = doc["kernels"][i];
+    const auto own = saved(k["id"].get<std::string>());
+    INFO(k["id"]);
+    REQUIRE(k["simulated"]["cycles"] == own["simulated"]["cycles"]);
+    REQUIRE(k["measured"]["cycles"].get<double>() == Approx(own["measured"]["cycles"].get<double>()));
+    REQUIRE(k["stall_distance"].get<double>() == Approx(own["stall_distance"].get<double>()));
+    if (i == 0) continue;
+    // Speedups over the baseline, from both kernels' saved simulations.
+    REQUIRE(k["simulated"]["speedup"].get<double>() ==
+            Approx(baseline["simulated"]["cycles"].get<double>() / k["simulated"]["cycles"].get<double>()));
+  }
+  CliResult with_instructions = cli("compare -q --saved --instructions 4 --manifest " + dir + "/splat3d-manifest.json");
+  REQUIRE(with_instructions.code == 1);
+  REQUIRE(with_instructions.err_lines() == 1);
+  REQUIRE(with_instructions.err.find("leave out --instructions") != std::string::npos);
+  CliResult other_config = cli("compare -q --saved -c rtx4090 " + dir + "/splat3d/warp/backward");
+  REQUIRE(other_config.code == 1);
+  REQUIRE(other_config.err.find("simulated with 'h100', not 'rtx4090'") != std::string::npos);
+  // A capture never compared: the folder of the measurements alone.
+  const std::string bare = testing::temp_trace("saved-bare");
+  std::filesystem::create_directories(bare + "/trace");
+  for (const char* f : {"timing.json", "stall.json", "trace/trace.json", "trace/count.json.zst"})
+    std::filesystem::copy_file(dir + "/splat3d/warp/backward/" + f, bare + "/" + f);
+  CliResult never = cli("compare -q --saved " + bare);
+  std::filesystem::remove_all(bare);
+  REQUIRE(never.code == 1);
+  REQUIRE(never.err_lines() == 1);
+  REQUIRE(never.err.find("compare.json: no saved comparison") != std::string::npos);
+}
+
 TEST_CASE("CLI: trace rejoin reruns a saved join and names bad inputs in one line", "[cli][join]") {
   const std::string fixture = std::string(ATOMSIM_SOURCE_DIR) + "/tests/data/join-input-sws-lpp32-af0.5.json";
   CliResult r = cli("trace rejoin " + fixture);

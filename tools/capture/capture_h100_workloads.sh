@@ -13,7 +13,11 @@
 #   compare  `atomsim compare` of each kernel as soon as it is traced, while the
 #            next one is captured (LABEL/compare.{txt,json}: a result survives a
 #            run cut short), then of all of them, variants against their
-#            baselines (DEST/manifest.json, DEST/compare.{txt,json,svg}), all cores at once.
+#            baselines (DEST/compare.{txt,json,svg}), all cores at once.
+#            DEST/manifest.json gathers every kernel compared in DEST, this run's
+#            and earlier ones', so that `atomsim compare --manifest
+#            DEST/manifest.json --saved` prints the whole dataset's table from
+#            the kernels' own compare.json without their traces.
 # Each pass's wall time goes to DEST/times.txt. Traces of full-size kernels
 # run to hundreds of MB: compare where they were captured and keep the rest.
 #
@@ -191,23 +195,30 @@ done
 
 wait
 if [[ $phases == *,compare,* ]] && [ ${#manifest[@]} -gt 0 ]; then
-  # A variant whose baseline was filtered out is compared without a speedup.
-  python3 - "$dest/manifest.json" "${manifest[@]}" <<'EOF'
-import json, sys
-kernels = [json.loads(k) for k in sys.argv[2:]]
+  # This run's kernels are compared together (a variant whose baseline was filtered
+  # out without a speedup); DEST/manifest.json keeps the kernels of earlier runs too,
+  # for `atomsim compare --manifest DEST/manifest.json --saved`.
+  python3 - "$dest/manifest.json" "$dest/manifest-run.json" "${manifest[@]}" <<'EOF'
+import json, os, sys
+whole, run = sys.argv[1], sys.argv[2]
+kernels = [json.loads(k) for k in sys.argv[3:]]
 ids = {k["id"] for k in kernels}
+earlier = json.load(open(whole))["kernels"] if os.path.exists(whole) else []
+merged = [k for k in earlier if k["id"] not in ids] + kernels
+with open(whole, "w") as f: json.dump({"kernels": merged}, f, indent=1)
 for k in kernels:
     if k.get("baseline") not in ids: k.pop("baseline", None)
-with open(sys.argv[1], "w") as f: json.dump({"kernels": kernels}, f, indent=1)
+with open(run, "w") as f: json.dump({"kernels": kernels}, f, indent=1)
 EOF
   start=$(date +%s)
-  if "$atomsim" compare -q --manifest "$dest/manifest.json" --instructions 8 --config "$root/configs/h100.toml" --jobs "$(nproc)" \
+  if "$atomsim" compare -q --manifest "$dest/manifest-run.json" --instructions 8 --config "$root/configs/h100.toml" --jobs "$(nproc)" \
        --json "$dest/compare.json" --plot "$dest/compare.svg" > "$dest/compare.txt"; then
     echo "compare $(( $(date +%s) - start )) s for ${#manifest[@]} kernels on $(nproc) cores" >> "$times"
     cat "$dest/compare.txt"
   else
     failures=$((failures + 1))
   fi
+  rm -f "$dest/manifest-run.json"
 fi
 if command -v zstd > /dev/null; then
   "$root/tools/capture/pack_dataset.sh" "$dest"

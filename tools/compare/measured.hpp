@@ -53,13 +53,15 @@ MeasuredDataset load_dataset(const std::filesystem::path& dir);
 // stall.json) and DIR/trace the count and trace passes of one launch of it
 // (count.json, trace.json, trace.atr). Measured cycles are the median
 // duration of the program's launches of the kernel with the trace's grid and
-// block, the first of them left out as warm-up.
-MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string& id);
+// block, the first of them left out as warm-up. With `need_trace` false the
+// trace file itself may be missing (its simulation is read from DIR/compare.json).
+MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string& id, bool need_trace = true);
 
 // Captures grouped by a manifest: {"kernels": [{"id", "capture" (a folder,
 // relative to the manifest), "baseline" (another kernel's id, optional)}]};
 // or, without a manifest, each folder on its own, named by its path.
-MeasuredDataset load_captures(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& manifest);
+MeasuredDataset load_captures(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& manifest,
+                              bool need_trace = true);
 
 // Half the L1 distance between two distributions over reason names (a reason
 // missing from one side counts as 0 there): 0 identical, 1 disjoint.
