@@ -12,8 +12,10 @@
 #            and the faithfulness check (trace/faithfulness.json);
 #   compare  `atomsim compare` of each kernel as soon as it is traced, while the
 #            next one is captured (LABEL/compare.{txt,json}: a result survives a
-#            run cut short), then of all of them, variants against their
-#            baselines (DEST/compare.{txt,json,svg}), all cores at once.
+#            run cut short), then the table of all of them, variants against
+#            their baselines (DEST/compare.{txt,json,svg}), from those saved
+#            comparisons (with PHASES compare alone: simulating every kernel
+#            again, all cores at once).
 #            DEST/manifest.json gathers every kernel compared in DEST, this run's
 #            and earlier ones', so that `atomsim compare --manifest
 #            DEST/manifest.json --saved` prints the whole dataset's table from
@@ -210,10 +212,14 @@ for k in kernels:
     if k.get("baseline") not in ids: k.pop("baseline", None)
 with open(run, "w") as f: json.dump({"kernels": kernels}, f, indent=1)
 EOF
+  # Kernels traced in this run were each compared as soon as they were traced:
+  # their saved comparisons make the table, without simulating them again.
+  how=(--instructions 8 --jobs "$(nproc)")
+  [[ $phases == *,trace,* ]] && how=(--saved)
   start=$(date +%s)
-  if "$atomsim" compare -q --manifest "$dest/manifest-run.json" --instructions 8 --config "$root/configs/h100.toml" --jobs "$(nproc)" \
+  if "$atomsim" compare -q --manifest "$dest/manifest-run.json" "${how[@]}" --config "$root/configs/h100.toml" \
        --json "$dest/compare.json" --plot "$dest/compare.svg" > "$dest/compare.txt"; then
-    echo "compare $(( $(date +%s) - start )) s for ${#manifest[@]} kernels on $(nproc) cores" >> "$times"
+    [[ $phases == *,trace,* ]] || echo "compare $(( $(date +%s) - start )) s for ${#manifest[@]} kernels on $(nproc) cores" >> "$times"
     cat "$dest/compare.txt"
   else
     failures=$((failures + 1))
