@@ -6,7 +6,7 @@
 // warp, and its rate and that of SHFL.IDX on a full SM; pairs of kinds mixed
 // on a full SM, for which share a pipe: two that share one together go no faster
 // than each alone; SHFL with a quarter and three quarters of MATCH or REDUX,
-// for what a shuffle costs them), a loop's
+// for what a shuffle costs them; SHFL on half a warp in a divergent branch), a loop's
 // iteration (its taken branch), shared-memory load
 // (plus its address arithmetic),
 // L1-hit load, L2-hit load (ld.global.cg) and DRAM load (pointer chase over a
@@ -199,6 +199,46 @@ __global__ void kind_mix(unsigned* out, long long* cycles, unsigned seed) {
   mixed_chains<first, second, groups, second_chains>(out, cycles, seed);
 }
 
+// SW-S's shuffles run on part of the warp (the lanes of one primitive, in a
+// branch the others skipped): SHFL.IDX with `active` lanes inside a divergent
+// branch, each reading the next active lane; its step on one warp and its rate
+// on a full SM (32 warps of 8 chains), beside the whole warp's.
+template <int active>
+__global__ void partial_shfl_chain(unsigned* out, long long* cycles, unsigned seed) {
+  const unsigned lane = threadIdx.x & 31u;
+  unsigned x = seed + lane;
+  const long long t0 = clock64();
+  if (lane < active) {
+    const unsigned mask = active == 32 ? 0xffffffffu : (1u << active) - 1u, source = (lane + 1) % active;
+#pragma unroll 64
+    for (int i = 0; i < kChain; ++i) x = __shfl_sync(mask, x, source);
+  }
+  const long long t1 = clock64();
+  out[threadIdx.x] = x;
+  if (threadIdx.x == 0) *cycles = t1 - t0;
+}
+template <int active>
+__global__ void partial_shfl_rate(unsigned* out, long long* cycles, unsigned seed) {
+  const unsigned lane = threadIdx.x & 31u;
+  unsigned x[8];
+  for (int c = 0; c < 8; ++c) x[c] = seed + 64u * c + lane;
+  __syncthreads();
+  const long long t0 = clock64();
+  if (lane < active) {
+    const unsigned mask = active == 32 ? 0xffffffffu : (1u << active) - 1u, source = (lane + 1) % active;
+#pragma unroll 4
+    for (int i = 0; i < kChain / 8; ++i)
+#pragma unroll
+      for (int c = 0; c < 8; ++c) x[c] = __shfl_sync(mask, x[c], source) + seed;
+  }
+  __syncthreads();
+  const long long t1 = clock64();
+  unsigned sum = 0;
+  for (int c = 0; c < 8; ++c) sum += x[c];
+  out[threadIdx.x] = sum;
+  if (threadIdx.x == 0) *cycles = t1 - t0;
+}
+
 // A loop the compiler keeps as a loop (one multiply-add, the counter, the
 // compare and the taken branch back): cycles per iteration, for what a taken
 // branch costs.
@@ -329,6 +369,8 @@ int main() {
   const double shfl_match_quarter = rate(kind_mix<4, 5, 1, 2>), shfl_match_three_quarters = rate(kind_mix<4, 5, 1, 6>),
                shfl_redux_quarter = rate(kind_mix<4, 3, 32, 2>), shfl_redux_three_quarters = rate(kind_mix<4, 3, 32, 6>),
                shfl_match_two_values = rate(kind_throughput<4, 5, 2>);
+  const double shfl_step_lanes_16 = median_cycles([&] { partial_shfl_chain<16><<<1, 32>>>(d_out, d_cycles, 3u); }, d_cycles, kChain),
+               shfl_rate_lanes_16 = rate(partial_shfl_rate<16>), shfl_rate_lanes_32 = rate(partial_shfl_rate<32>);
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("{\"device\":\"%s\",\"ffma\":%.2f,\"iadd\":%.2f,\"shfl\":%.2f,\"rcp\":%.2f,\"lds\":%.2f,"
@@ -345,13 +387,15 @@ int main() {
               "\"shfl_redux\":%.3f,\"match_values_1_brev\":%.3f,\"match_values_1_redux\":%.3f,"
               "\"shfl_match_values_1_quarter\":%.3f,\"shfl_match_values_1_three_quarters\":%.3f,"
               "\"shfl_redux_quarter\":%.3f,\"shfl_redux_three_quarters\":%.3f,\"shfl_match_values_2\":%.3f,"
-              "\"unit\":\"warp instructions per SM cycle, 32 warps of 8 chains, half of each kind unless named: quarter, three quarters of the second\"}}\n",
+              "\"unit\":\"warp instructions per SM cycle, 32 warps of 8 chains, half of each kind unless named: quarter, three quarters of the second\"},"
+              "\"partial_warp\":{\"shfl_step_lanes_16\":%.2f,\"shfl_per_sm_cycle_lanes_16\":%.3f,\"shfl_per_sm_cycle_lanes_32\":%.3f,"
+              "\"unit\":\"SHFL.IDX in a branch with 16 (or all 32) lanes: SM cycles per dependent step; warp instructions per SM cycle\"}}\n",
               prop.name, ffma, iadd, shfl, rcp, lds, ldl1, ldl2, lddram, loop, var_step_cycles[0], var_step_cycles[1], var_step_cycles[2],
               var_step_cycles[3], groups[0], match_step_cycles[0], groups[1], match_step_cycles[1], groups[2],
               match_step_cycles[2], groups[3], match_step_cycles[3], match_half_warp, var_rate[0], var_rate[1],
               var_rate[2], var_rate[3], groups[0], match_rate[0], groups[1], match_rate[1], groups[2], match_rate[2],
               groups[3], match_rate[3], shfl_rate, brev_redux, brev_flo, shfl_match, shfl_brev, shfl_redux, match_brev,
               match_redux, shfl_match_quarter, shfl_match_three_quarters, shfl_redux_quarter, shfl_redux_three_quarters,
-              shfl_match_two_values);
+              shfl_match_two_values, shfl_step_lanes_16, shfl_rate_lanes_16, shfl_rate_lanes_32);
   return 0;
 }
