@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include "atomsim_revision.hpp"
 #include "sim/report.hpp"
 #include "tools/compare/comparison.hpp"
 #include "traces/reader.hpp"
@@ -101,6 +102,7 @@ compare::SimulatedKernel saved_simulation(const compare::MeasuredKernel& k, cons
   s.cycles = simulated.at("cycles").get<double>();
   s.warp_instructions = simulated.at("warp_instructions").get<std::uint64_t>();
   s.stall_fractions = simulated.at("stall_fractions").get<std::map<std::string, double>>();
+  s.revision = simulated.value("revision", std::string());
   return s;
 }
 
@@ -175,10 +177,18 @@ int compare_job(const CompareOptions& given, std::ostream& out) {
 
   std::vector<compare::SimulatedKernel> simulated;
   if (options.saved) {
-    for (const auto& k : measured) simulated.push_back(saved_simulation(k, params.name));
+    std::map<std::string, std::size_t> by_revision;
+    for (const auto& k : measured) {
+      simulated.push_back(saved_simulation(k, params.name));
+      ++by_revision[simulated.back().revision];
+    }
     out << "note: simulated results as each capture's compare.json saved them, not simulated now\n";
+    for (const auto& [revision, kernels] : by_revision)
+      out << fmt::format("note: {} kernel(s) simulated by {}\n", kernels,
+                         revision.empty() ? "a simulator that did not record its revision" : "atomsim " + revision);
   } else {
     simulated = simulate_all(measured, params, options);
+    for (auto& s : simulated) s.revision = ATOMSIM_REVISION;
   }
   for (std::size_t i = 0; i < measured.size(); ++i)
     if (simulated[i].warp_instructions != measured[i].warp_instructions)

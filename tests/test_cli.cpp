@@ -255,6 +255,7 @@ TEST_CASE("CLI: compare --saved sets captures' saved simulations beside their me
   CliResult r = cli("compare -q --saved --manifest " + dir + "/splat3d-manifest.json --json " + json);
   REQUIRE(r.code == 0);
   REQUIRE(r.out.find("not simulated now") != std::string::npos);
+  REQUIRE(r.out.find("note: 4 kernel(s) simulated by a simulator that did not record its revision") != std::string::npos);
   const auto doc = nlohmann::json::parse(slurp(json));
   std::remove(json.c_str());
   REQUIRE(doc["kernels"].size() == 4);
@@ -282,6 +283,18 @@ TEST_CASE("CLI: compare --saved sets captures' saved simulations beside their me
   CliResult other_config = cli("compare -q --saved -c rtx4090 " + dir + "/splat3d/warp/backward");
   REQUIRE(other_config.code == 1);
   REQUIRE(other_config.err.find("simulated with 'h100', not 'rtx4090'") != std::string::npos);
+  // Compared now, then read back: the comparison names the revision that simulated it.
+  const std::string copy = testing::temp_trace("saved-copy");
+  std::filesystem::remove_all(copy);
+  std::filesystem::copy(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/regressions/pytorch/scatter-add-few", copy,
+                        std::filesystem::copy_options::recursive);
+  REQUIRE(cli("compare -q " + copy + " --json " + copy + "/compare.json").code == 0);
+  const std::string revision = nlohmann::json::parse(slurp(copy + "/compare.json"))["kernels"][0]["simulated"]["revision"];
+  REQUIRE_FALSE(revision.empty());
+  CliResult again = cli("compare -q --saved " + copy);
+  std::filesystem::remove_all(copy);
+  REQUIRE(again.code == 0);
+  REQUIRE(again.out.find("note: 1 kernel(s) simulated by atomsim " + revision + "\n") != std::string::npos);
   // A capture never compared: the folder of the measurements alone.
   const std::string bare = testing::temp_trace("saved-bare");
   std::filesystem::create_directories(bare + "/trace");

@@ -196,6 +196,7 @@ nlohmann::json comparison_json(const Comparison& c) {
                                        {"stall_fractions", r.simulated.stall_fractions}}},
                         {"cycle_error", r.cycle_error},
                         {"stall_distance", r.stall_distance}};
+    if (!r.simulated.revision.empty()) j["simulated"]["revision"] = r.simulated.revision;
     if (r.measured_speedup) {
       j["measured"]["speedup"] = *r.measured_speedup;
       j["simulated"]["speedup"] = *r.simulated_speedup;

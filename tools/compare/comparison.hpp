@@ -23,6 +23,7 @@ struct SimulatedKernel {
   std::map<std::uint64_t, std::map<std::string, double>> pc_warp_cycles;
   std::map<std::uint64_t, std::string> sass;
   std::map<std::uint64_t, std::vector<std::uint64_t>> waits_on;  // per instruction, what its control bits wait for
+  std::string revision;  // the simulator's source revision that produced it; empty: not recorded
 };
 
 // One instruction: its share of the kernel's PC samples and of its simulated
