@@ -107,7 +107,11 @@ TEST_CASE("Comparison rows: errors, speedups over the same-shape baseline, summa
   swb.id = "swb";
   swb.params.variant = workloads::MicrobenchVariant::SwB;
   swb.cycles = 250;  // 4x measured
-  SimulatedKernel sb{900, 0, {{"lg_throttle", 0.5}, {"long_scoreboard", 0.5}}, {}, {}}, ss{300, 0, {{"lg_throttle", 1.0}}, {}, {}};
+  SimulatedKernel sb, ss;
+  sb.cycles = 900;
+  sb.stall_fractions = {{"lg_throttle", 0.5}, {"long_scoreboard", 0.5}};
+  ss.cycles = 300;
+  ss.stall_fractions = {{"lg_throttle", 1.0}};
   auto c = build_comparison({base, swb}, {sb, ss}, "h100");
   REQUIRE(c.rows[0].cycle_error == Approx(-0.1));
   REQUIRE(c.rows[1].cycle_error == Approx(0.2));
