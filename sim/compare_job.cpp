@@ -94,16 +94,20 @@ compare::SimulatedKernel saved_simulation(const compare::MeasuredKernel& k, cons
   const auto saved_config = doc.value("config", std::string());
   if (saved_config != config)
     throw compare::DatasetError(fmt::format("{}: simulated with '{}', not '{}'", path.string(), saved_config, config));
-  const auto& kernels = doc.at("kernels");
-  if (kernels.size() != 1)
-    throw compare::DatasetError(fmt::format("{}: {} kernels; a capture's own comparison has one", path.string(), kernels.size()));
-  const auto& simulated = kernels[0].at("simulated");
-  compare::SimulatedKernel s;
-  s.cycles = simulated.at("cycles").get<double>();
-  s.warp_instructions = simulated.at("warp_instructions").get<std::uint64_t>();
-  s.stall_fractions = simulated.at("stall_fractions").get<std::map<std::string, double>>();
-  s.revision = simulated.value("revision", std::string());
-  return s;
+  try {
+    const auto& kernels = doc.at("kernels");
+    if (kernels.size() != 1)
+      throw compare::DatasetError(fmt::format("{}: {} kernels; a capture's own comparison has one", path.string(), kernels.size()));
+    const auto& simulated = kernels[0].at("simulated");
+    compare::SimulatedKernel s;
+    s.cycles = simulated.at("cycles").get<double>();
+    s.warp_instructions = simulated.at("warp_instructions").get<std::uint64_t>();
+    s.stall_fractions = simulated.at("stall_fractions").get<std::map<std::string, double>>();
+    s.revision = simulated.value("revision", std::string());
+    return s;
+  } catch (const nlohmann::json::exception& e) {
+    throw compare::DatasetError(path.string() + ": not an atomsim comparison (" + e.what() + ")");
+  }
 }
 
 std::vector<compare::SimulatedKernel> simulate_all(const std::vector<compare::MeasuredKernel>& measured,

@@ -301,10 +301,15 @@ TEST_CASE("CLI: compare --saved sets captures' saved simulations beside their me
   for (const char* f : {"timing.json", "stall.json", "trace/trace.json", "trace/count.json.zst"})
     std::filesystem::copy_file(dir + "/splat3d/warp/backward/" + f, bare + "/" + f);
   CliResult never = cli("compare -q --saved " + bare);
+  std::ofstream(bare + "/compare.json") << R"({"config": "h100", "kernels": [{"id": "x", "simulated": {"cycles": 1}}]})";
+  CliResult damaged = cli("compare -q --saved " + bare);
   std::filesystem::remove_all(bare);
   REQUIRE(never.code == 1);
   REQUIRE(never.err_lines() == 1);
   REQUIRE(never.err.find("compare.json: no saved comparison") != std::string::npos);
+  REQUIRE(damaged.code == 1);
+  REQUIRE(damaged.err_lines() == 1);
+  REQUIRE(damaged.err.find("compare.json: not an atomsim comparison") != std::string::npos);
 }
 
 TEST_CASE("CLI: trace rejoin reruns a saved join and names bad inputs in one line", "[cli][join]") {
