@@ -214,12 +214,11 @@ with open(run, "w") as f: json.dump({"kernels": kernels}, f, indent=1)
 EOF
   # Kernels traced in this run were each compared as soon as they were traced:
   # their saved comparisons make the table, without simulating them again.
-  how=(--instructions 8 --jobs "$(nproc)")
-  [[ $phases == *,trace,* ]] && how=(--saved)
+  if [[ $phases == *,trace,* ]]; then how=(--saved); else how=(--instructions 8 --jobs "$(nproc)"); fi
   start=$(date +%s)
   if "$atomsim" compare -q --manifest "$dest/manifest-run.json" "${how[@]}" --config "$root/configs/h100.toml" \
        --json "$dest/compare.json" --plot "$dest/compare.svg" > "$dest/compare.txt"; then
-    [[ $phases == *,trace,* ]] || echo "compare $(( $(date +%s) - start )) s for ${#manifest[@]} kernels on $(nproc) cores" >> "$times"
+    [ "${how[0]}" = --saved ] || echo "compare $(( $(date +%s) - start )) s for ${#manifest[@]} kernels on $(nproc) cores" >> "$times"
     cat "$dest/compare.txt"
   else
     failures=$((failures + 1))
