@@ -562,7 +562,8 @@ double probe_rate(const GpuParams& params, const std::string& function) {
 }  // namespace
 
 TEST_CASE("SM: the latency probe's rates on a full SM, one kind and two mixed, are the H100's", "[models][sm]") {
-  // Which instructions share a pipe: BREV with FLO, MATCH with REDUX; SHFL, BREV and MATCH each have their own.
+  // Which instructions share a pipe: BREV with FLO, MATCH with REDUX; SHFL, BREV and MATCH each have their own,
+  // but a shuffle passes through the match pipe too.
   const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.json"));
   const auto params = h100_with(kOneSm);
   const auto within = [](double simulated, double on_h100) {
@@ -582,6 +583,11 @@ TEST_CASE("SM: the latency probe's rates on a full SM, one kind and two mixed, a
   within(probe_rate(params, "_Z15kind_throughputILi4ELi3ELi32EEvPjPxj"), mixed["shfl_redux"]);
   within(probe_rate(params, "_Z15kind_throughputILi5ELi0ELi1EEvPjPxj"), mixed["match_values_1_brev"]);
   within(probe_rate(params, "_Z15kind_throughputILi5ELi3ELi1EEvPjPxj"), mixed["match_values_1_redux"]);
+  // A quarter of the chains matches or REDUX: as fast as shuffles alone; three quarters: slower than the match pipe alone allows.
+  within(probe_rate(params, "_Z8kind_mixILi4ELi5ELi1ELi2EEvPjPxj"), mixed["shfl_match_values_1_quarter"]);
+  within(probe_rate(params, "_Z8kind_mixILi4ELi5ELi1ELi6EEvPjPxj"), mixed["shfl_match_values_1_three_quarters"]);
+  within(probe_rate(params, "_Z8kind_mixILi4ELi3ELi32ELi2EEvPjPxj"), mixed["shfl_redux_quarter"]);
+  within(probe_rate(params, "_Z8kind_mixILi4ELi3ELi32ELi6EEvPjPxj"), mixed["shfl_redux_three_quarters"]);
 }
 
 TEST_CASE("SM: the latency probe's chains and loop with their control bits take the H100's time per step", "[models][sm]") {

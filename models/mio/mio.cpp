@@ -14,7 +14,7 @@ Mio::Mio(const sc_core::sc_module_name& name, const MioParams& p, std::uint32_t 
   }
   g.add_counter("instructions", &instructions_, "instructions dispatched");
   g.add_busy("shuffle_utilization", shuffle_.busy_scaled(), "busy fraction of the shuffle pipe");
-  g.add_busy("match_utilization", match_.busy_scaled(), "busy fraction of the MATCH and REDUX pipe");
+  g.add_busy("match_utilization", match_.busy_scaled(), "busy fraction of the MATCH and REDUX pipe (with the shuffles passing through it)");
   g.add_busy("shared_utilization", shared_.busy_scaled(), "busy fraction of the shared-memory pipe");
   g.add_busy("sfu_utilization", sfu_.busy_scaled(), "busy fraction of the special-function pipe");
   g.add_busy("bits_utilization", bits_.busy_scaled(), "busy fraction of the bit-manipulation pipe");
@@ -45,6 +45,10 @@ void Mio::evaluate() {
       Cycle latency = 0;
       RateServer& pipe = pipe_for(q.front().pipe, latency);
       if (!pipe.free(now)) continue;
+      // A shuffle also needs a moment of the match pipe, a cycle after its
+      // dispatch: the two share the stage that moves values between lanes.
+      const bool shuffle = q.front().pipe == MioPipe::Shuffle && params_.match_pipe_per_shuffle > 0;
+      if (shuffle && !match_.free(now + 1)) continue;
       const MioOp& op = q.front();
       if (op.num_dst > 0 || op.write_barrier != trace::ControlBits::kNoBarrier) {
         Completion c;
@@ -57,6 +61,7 @@ void Mio::evaluate() {
       }
       dispatch_.occupy(now, 1);
       pipe.occupy(now, op.wavefronts);
+      if (shuffle) match_.occupy(now + 1, 1, params_.match_pipe_per_shuffle);
       ++instructions_;
       q.pop();
       round_robin_ = (round_robin_ + k + 1) % n;
@@ -69,6 +74,7 @@ void Mio::evaluate() {
     if (q->empty()) continue;
     Cycle latency = 0;
     Cycle pipe_free = pipe_for(q->front().pipe, latency).free_at();
+    if (q->front().pipe == MioPipe::Shuffle && params_.match_pipe_per_shuffle > 0) pipe_free = std::max(pipe_free, std::max<Cycle>(match_.free_at(), 1) - 1);
     next = std::min(next, std::max({q->next_ready(), dispatch_.free_at(), pipe_free, now + 1}));
   }
   if (next != kNever) wake_at(next);

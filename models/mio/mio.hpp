@@ -28,12 +28,15 @@ struct MioParams {
   Cycle redux_latency = 40;
   Cycle match_latency = 24;
   double matches_per_cycle = 0.5;
+  double match_pipe_per_shuffle = 0.25;
   void declare(ParamBinder b) {
     b.integer("queue_depth", queue_depth, 1, 256, "per sub-core, instructions the MIO holds after their operands were read");
     b.real("dispatch_per_cycle", dispatch_per_cycle, 0.01, 16, "instructions the MIO takes from its queues per cycle (whole SM)");
     b.real("shuffles_per_cycle", shuffles_per_cycle, 0.01, 16, "warp shuffles completed per cycle (whole SM)");
     b.real("matches_per_cycle", matches_per_cycle, 0.01, 16,
            "MATCH and REDUX warp instructions per cycle (whole SM): the two share a pipe of their own");
+    b.real("match_pipe_per_shuffle", match_pipe_per_shuffle, 0, 16,
+           "matches' worth of the MATCH and REDUX pipe's time a shuffle takes as it passes (0: the pipes are apart)");
     b.real("shared_per_cycle", shared_per_cycle, 0.01, 16,
            "shared-memory wavefronts (128 bytes of register data: 32 lanes of 4 bytes) per cycle (whole SM)");
     b.real("sfu_per_cycle", sfu_per_cycle, 0.01, 16, "special-function warp instructions per cycle (whole SM)");
