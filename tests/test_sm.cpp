@@ -530,34 +530,44 @@ double chain_step_cycles(const GpuParams& params, const std::string& function, c
 }  // namespace
 
 namespace {
-// Warp instructions of one kind per SM cycle on a full SM: the loop of one of
-// the latency probe's rate kernels (time_eight_chains: 4 unrolled iterations
-// of 8 chains, 32 steps, each one instruction of the kind measured) run by 32
-// warps, from the difference between 40 and 20 trips so that the start drops out.
-double probe_rate(const GpuParams& params, const std::string& function) {
+// SM cycles per trip of the innermost loop of one of the latency probe's
+// kernels run by `warps` warps of `lanes` lanes on one SM, from the difference
+// between 40 and 20 trips so that the start drops out.
+double loop_trip_cycles(const GpuParams& params, const std::string& function, std::uint32_t warps, std::uint32_t lanes = 0xFFFFFFFF) {
   const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.sass");
   const auto program = trace::parse_sass_function(listing, function);
   const auto begin = listing.find("Function : " + function);
   REQUIRE(begin != std::string::npos);
-  std::smatch loop;
   const std::string text = listing.substr(begin, listing.find("Function :", begin + 1) - begin);
-  REQUIRE(std::regex_search(text, loop, std::regex(R"(/\*([0-9a-f]{4})\*/ +@P0 BRA 0x([0-9a-f]+) ;)")));
-  const std::uint64_t branch = std::stoull(loop[1], nullptr, 16), target = std::stoull(loop[2], nullptr, 16);
+  const std::regex backward(R"(/\*([0-9a-f]{4})\*/ +@!?P[0-6] BRA 0x([0-9a-f]+) ;)");
+  std::uint64_t branch = 0, target = 0;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), backward); it != std::sregex_iterator(); ++it) {
+    const std::uint64_t from = std::stoull((*it)[1], nullptr, 16), to = std::stoull((*it)[2], nullptr, 16);
+    if (to < from && (branch == 0 || from - to < branch - target)) branch = from, target = to;
+  }
+  REQUIRE(branch != 0);
   std::vector<trace::StaticInst> body;
   for (const auto& s : program)
     if (s.pc >= target && s.pc <= branch) body.push_back(s);
   auto cycles = [&](int trips) {
-    auto path = write_program(function, body, 1, 32, [&](std::uint64_t) {
+    auto path = write_program(function, body, 1, warps, [&](std::uint64_t) {
       std::vector<trace::WarpInst> s;
       for (int i = 0; i < trips; ++i)
-        for (std::uint32_t k = 0; k < body.size(); ++k) s.push_back(record(k));
+        for (std::uint32_t k = 0; k < body.size(); ++k) s.push_back(record(k, lanes));
       return s;
     });
     KernelRun run = run_one(params, path);
     std::remove(path.c_str());
     return static_cast<double>(run.cycles);
   };
-  return 32.0 * 32 * (40 - 20) / (cycles(40) - cycles(20));
+  return (cycles(40) - cycles(20)) / 20;
+}
+
+// Warp instructions of one kind per SM cycle on a full SM: the loop of one of
+// the latency probe's rate kernels (time_eight_chains: 4 unrolled iterations
+// of 8 chains, 32 steps, each one instruction of the kind measured) run by 32 warps.
+double probe_rate(const GpuParams& params, const std::string& function) {
+  return 32.0 * 32 / loop_trip_cycles(params, function, 32);
 }
 }  // namespace
 
@@ -611,4 +621,22 @@ TEST_CASE("SM: the latency probe's chains and loop with their control bits take 
   // A loop's iteration: its stall counts add up to 27 cycles, the taken branch back costs the rest.
   within_a_cycle(chain_step_cycles(params, "_Z10loop_chainPjPxji", {0x0090, 0x00a0, 0x00b0, 0x00c0, 0x00d0}),
                  measured["loop_iteration"]);
+}
+
+TEST_CASE("SM: SW-S's peer loop from the latency probe takes the H100's time on one warp and on a full SM", "[models][sm]") {
+  // The loop as the probe's own kernels compile it (the group's mask known uniform)
+  // and as the 3DGS and microbenchmark kernels do (MATCH.ANY and REDUX check the group each peer).
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.json"))["sws_reduce"];
+  const auto params = h100_with(kOneSm);
+  for (const auto& [function, lanes, form] : {std::tuple{"_Z10sws_reduceILi32ELb0EEvPfPxj", 0xFFFFFFFFu, ""},
+                                             std::tuple{"_Z10sws_reduceILi16ELb0EEvPfPxj", 0xFFFFu, ""},
+                                             std::tuple{"_Z10sws_reduceILi32ELb1EEvPfPxj", 0xFFFFFFFFu, "as_kernels_"},
+                                             std::tuple{"_Z10sws_reduceILi16ELb1EEvPfPxj", 0xFFFFu, "as_kernels_"}}) {
+    const std::string lanes_key = lanes == 0xFFFFFFFFu ? "lanes_32" : "lanes_16";
+    const double step = loop_trip_cycles(params, function, 1, lanes), rate = 32 / loop_trip_cycles(params, function, 32, lanes);
+    const double step_h100 = measured[std::string(form) + "step_" + lanes_key], rate_h100 = measured[std::string(form) + "per_sm_cycle_" + lanes_key];
+    INFO(function << ": step " << step << " against " << step_h100 << ", rate " << rate << " against " << rate_h100);
+    CHECK(std::abs(step - step_h100) <= 0.10 * step_h100);
+    CHECK(std::abs(rate - rate_h100) <= 0.10 * rate_h100);
+  }
 }

@@ -6,7 +6,8 @@
 // warp, and its rate and that of SHFL.IDX on a full SM; pairs of kinds mixed
 // on a full SM, for which share a pipe: two that share one together go no faster
 // than each alone; SHFL with a quarter and three quarters of MATCH or REDUX,
-// for what a shuffle costs them; SHFL on half a warp in a divergent branch), a loop's
+// for what a shuffle costs them; SHFL on half a warp in a divergent branch;
+// SW-S's peer loop on one warp and on a full SM), a loop's
 // iteration (its taken branch), shared-memory load
 // (plus its address arithmetic),
 // L1-hit load, L2-hit load (ld.global.cg) and DRAM load (pointer chase over a
@@ -239,6 +240,48 @@ __global__ void partial_shfl_rate(unsigned* out, long long* cycles, unsigned see
   if (threadIdx.x == 0) *cycles = t1 - t0;
 }
 
+// SW-S's reduction as the 3DGS and microbenchmark kernels run it: the lanes
+// of one primitive (`active` of the warp, in a branch the others skipped)
+// MATCH.ANY their primitive, then pass their 9 values to the lowest lane one
+// peer at a time (SHFL.IDX over the group, the add on the leader). `kRounds`
+// primitives; cycles per peer iteration on one warp, or peer iterations of 32
+// warps per SM cycle. `as_kernels`: as the kernels have it, each lane's
+// primitive its own (here all the same, which the compiler cannot see) and the
+// loop behind the balancing threshold's branch (a threshold of 1 here), so that
+// the compiler checks the group's convergence on every peer (MATCH.ANY and
+// REDUX of the mask) before its shuffles.
+constexpr int kRounds = 16;
+template <int active, bool as_kernels>
+__global__ void sws_reduce(float* out, long long* cycles, unsigned seed) {
+  const unsigned lane = threadIdx.x & 31u;
+  float v[9];
+  for (int k = 0; k < 9; ++k) v[k] = float(seed + lane * 9 + k);
+  __syncthreads();
+  const long long t0 = clock64();
+  if (lane < active) {
+#pragma unroll 1
+    for (int r = 0; r < kRounds; ++r) {
+      const unsigned primitive = seed + r + (as_kernels ? (seed + lane) / 64 : 0);
+      const unsigned group = __match_any_sync(__activemask(), primitive);
+      if (as_kernels && unsigned(__popc(group)) < seed - 2) continue;
+      const unsigned leader = __ffs(group) - 1;
+      for (unsigned peers = group & ~(1u << leader); peers; peers &= ~(1u << (__ffs(peers) - 1))) {
+        const unsigned src = __ffs(peers) - 1;
+        for (int k = 0; k < 9; ++k) {
+          const float t = __shfl_sync(group, v[k], src);
+          if (lane == leader) v[k] += t;
+        }
+      }
+    }
+  }
+  __syncthreads();
+  const long long t1 = clock64();
+  float sum = 0;
+  for (int k = 0; k < 9; ++k) sum += v[k];
+  out[threadIdx.x] = sum;
+  if (threadIdx.x == 0) *cycles = t1 - t0;
+}
+
 // A loop the compiler keeps as a loop (one multiply-add, the counter, the
 // compare and the taken branch back): cycles per iteration, for what a taken
 // branch costs.
@@ -369,6 +412,17 @@ int main() {
   const double shfl_match_quarter = rate(kind_mix<4, 5, 1, 2>), shfl_match_three_quarters = rate(kind_mix<4, 5, 1, 6>),
                shfl_redux_quarter = rate(kind_mix<4, 3, 32, 2>), shfl_redux_three_quarters = rate(kind_mix<4, 3, 32, 6>),
                shfl_match_two_values = rate(kind_throughput<4, 5, 2>);
+  // Peer iterations: active - 1 per round.
+  auto sws_step = [&](auto kernel, int active) {
+    return median_cycles([&] { kernel<<<1, 32>>>(d_fout, d_cycles, 3u); }, d_cycles, kRounds * (active - 1));
+  };
+  auto sws_rate = [&](auto kernel, int active) {
+    return 32.0 * kRounds * (active - 1) / median_cycles([&] { kernel<<<1, 1024>>>(d_fout, d_cycles, 3u); }, d_cycles, 1);
+  };
+  const double sws_step_16 = sws_step(sws_reduce<16, false>, 16), sws_step_32 = sws_step(sws_reduce<32, false>, 32),
+               sws_rate_16 = sws_rate(sws_reduce<16, false>, 16), sws_rate_32 = sws_rate(sws_reduce<32, false>, 32),
+               kernels_step_16 = sws_step(sws_reduce<16, true>, 16), kernels_step_32 = sws_step(sws_reduce<32, true>, 32),
+               kernels_rate_16 = sws_rate(sws_reduce<16, true>, 16), kernels_rate_32 = sws_rate(sws_reduce<32, true>, 32);
   const double shfl_step_lanes_16 = median_cycles([&] { partial_shfl_chain<16><<<1, 32>>>(d_out, d_cycles, 3u); }, d_cycles, kChain),
                shfl_rate_lanes_16 = rate(partial_shfl_rate<16>), shfl_rate_lanes_32 = rate(partial_shfl_rate<32>);
   cudaDeviceProp prop{};
@@ -389,13 +443,17 @@ int main() {
               "\"shfl_redux_quarter\":%.3f,\"shfl_redux_three_quarters\":%.3f,\"shfl_match_values_2\":%.3f,"
               "\"unit\":\"warp instructions per SM cycle, 32 warps of 8 chains, half of each kind unless named: quarter, three quarters of the second\"},"
               "\"partial_warp\":{\"shfl_step_lanes_16\":%.2f,\"shfl_per_sm_cycle_lanes_16\":%.3f,\"shfl_per_sm_cycle_lanes_32\":%.3f,"
-              "\"unit\":\"SHFL.IDX in a branch with 16 (or all 32) lanes: SM cycles per dependent step; warp instructions per SM cycle\"}}\n",
+              "\"unit\":\"SHFL.IDX in a branch with 16 (or all 32) lanes: SM cycles per dependent step; warp instructions per SM cycle\"},"
+              "\"sws_reduce\":{\"step_lanes_16\":%.2f,\"step_lanes_32\":%.2f,\"per_sm_cycle_lanes_16\":%.4f,\"per_sm_cycle_lanes_32\":%.4f,"
+              "\"as_kernels_step_lanes_16\":%.2f,\"as_kernels_step_lanes_32\":%.2f,\"as_kernels_per_sm_cycle_lanes_16\":%.4f,\"as_kernels_per_sm_cycle_lanes_32\":%.4f,"
+              "\"unit\":\"SW-S's peer loop (MATCH.ANY per primitive, 9 SHFL.IDX and adds per peer) on 16 or 32 lanes: SM cycles per peer iteration of one warp; peer iterations of 32 warps per SM cycle; as_kernels: per-lane primitives behind the threshold's branch, the group's convergence checked per peer\"}}\n",
               prop.name, ffma, iadd, shfl, rcp, lds, ldl1, ldl2, lddram, loop, var_step_cycles[0], var_step_cycles[1], var_step_cycles[2],
               var_step_cycles[3], groups[0], match_step_cycles[0], groups[1], match_step_cycles[1], groups[2],
               match_step_cycles[2], groups[3], match_step_cycles[3], match_half_warp, var_rate[0], var_rate[1],
               var_rate[2], var_rate[3], groups[0], match_rate[0], groups[1], match_rate[1], groups[2], match_rate[2],
               groups[3], match_rate[3], shfl_rate, brev_redux, brev_flo, shfl_match, shfl_brev, shfl_redux, match_brev,
               match_redux, shfl_match_quarter, shfl_match_three_quarters, shfl_redux_quarter, shfl_redux_three_quarters,
-              shfl_match_two_values, shfl_step_lanes_16, shfl_rate_lanes_16, shfl_rate_lanes_32);
+              shfl_match_two_values, shfl_step_lanes_16, shfl_rate_lanes_16, shfl_rate_lanes_32, sws_step_16, sws_step_32, sws_rate_16, sws_rate_32,
+              kernels_step_16, kernels_step_32, kernels_rate_16, kernels_rate_32);
   return 0;
 }
