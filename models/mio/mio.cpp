@@ -10,6 +10,7 @@ Mio::Mio(const sc_core::sc_module_name& name, const MioParams& p, std::uint32_t 
   StatGroup& g = stats.group("mio", basename());
   for (std::uint32_t s = 0; s < subcores; ++s) {
     queues_.push_back(std::make_unique<InPort<MioOp>>(*this, p.queue_depth));
+    subcore_shuffles_.emplace_back(p.subcore_shuffles_per_cycle);
     queues_.back()->register_stats(stats.group("mio_queue", std::string(basename()) + "." + std::to_string(s)));
   }
   g.add_counter("instructions", &instructions_, "instructions dispatched");
@@ -40,15 +41,16 @@ void Mio::evaluate() {
   while (dispatch_.free(now)) {
     bool took = false;
     for (std::uint32_t k = 0; k < n; ++k) {
-      InPort<MioOp>& q = *queues_[(round_robin_ + k) % n];
+      const std::uint32_t subcore = (round_robin_ + k) % n;
+      InPort<MioOp>& q = *queues_[subcore];
       if (!q.ready(now)) continue;
       Cycle latency = 0;
       RateServer& pipe = pipe_for(q.front().pipe, latency);
       if (!pipe.free(now)) continue;
       // A shuffle also needs a moment of the match pipe, a cycle after its
       // dispatch: the two share the stage that moves values between lanes.
-      const bool shuffle = q.front().pipe == MioPipe::Shuffle && params_.match_pipe_per_shuffle > 0;
-      if (shuffle && !match_.free(now + 1)) continue;
+      const bool shuffle = q.front().pipe == MioPipe::Shuffle;
+      if (shuffle && (!subcore_shuffles_[subcore].free(now) || !match_.free(now + 1))) continue;
       const MioOp& op = q.front();
       if (op.num_dst > 0 || op.write_barrier != trace::ControlBits::kNoBarrier) {
         Completion c;
@@ -61,7 +63,10 @@ void Mio::evaluate() {
       }
       dispatch_.occupy(now, 1);
       pipe.occupy(now, op.wavefronts);
-      if (shuffle) match_.occupy(now + 1, 1, params_.match_pipe_per_shuffle);
+      if (shuffle) {
+        subcore_shuffles_[subcore].occupy(now, 1);
+        match_.occupy(now + 1, 1, params_.match_pipe_per_shuffle);
+      }
       ++instructions_;
       q.pop();
       round_robin_ = (round_robin_ + k + 1) % n;
@@ -70,11 +75,13 @@ void Mio::evaluate() {
     }
     if (!took) break;
   }
-  for (auto& q : queues_) {
+  for (std::uint32_t subcore = 0; subcore < n; ++subcore) {
+    const auto& q = queues_[subcore];
     if (q->empty()) continue;
     Cycle latency = 0;
     Cycle pipe_free = pipe_for(q->front().pipe, latency).free_at();
-    if (q->front().pipe == MioPipe::Shuffle && params_.match_pipe_per_shuffle > 0) pipe_free = std::max(pipe_free, std::max<Cycle>(match_.free_at(), 1) - 1);
+    if (q->front().pipe == MioPipe::Shuffle)
+      pipe_free = std::max({pipe_free, subcore_shuffles_[subcore].free_at(), std::max<Cycle>(match_.free_at(), 1) - 1});
     next = std::min(next, std::max({q->next_ready(), dispatch_.free_at(), pipe_free, now + 1}));
   }
   if (next != kNever) wake_at(next);

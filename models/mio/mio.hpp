@@ -29,9 +29,11 @@ struct MioParams {
   Cycle match_latency = 24;
   double matches_per_cycle = 0.5;
   double match_pipe_per_shuffle = 0.25;
+  double subcore_shuffles_per_cycle = 1;
   void declare(ParamBinder b) {
     b.integer("queue_depth", queue_depth, 1, 256, "per sub-core, instructions the MIO holds after their operands were read");
     b.real("dispatch_per_cycle", dispatch_per_cycle, 0.01, 16, "instructions the MIO takes from its queues per cycle (whole SM)");
+    b.real("subcore_shuffles_per_cycle", subcore_shuffles_per_cycle, 0.01, 16, "warp shuffles the MIO takes from one sub-core per cycle");
     b.real("shuffles_per_cycle", shuffles_per_cycle, 0.01, 16, "warp shuffles completed per cycle (whole SM)");
     b.real("matches_per_cycle", matches_per_cycle, 0.01, 16,
            "MATCH and REDUX warp instructions per cycle (whole SM): the two share a pipe of their own");
@@ -65,6 +67,7 @@ class Mio : public Unit {
   const MioParams params_;
   std::vector<std::unique_ptr<InPort<MioOp>>> queues_;
   OutPort<Completion> to_sm_;
+  std::vector<RateServer> subcore_shuffles_;
   RateServer dispatch_, shuffle_, match_, shared_, sfu_, bits_;
   std::uint32_t round_robin_ = 0;
   std::uint64_t instructions_ = 0;

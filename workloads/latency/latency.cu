@@ -240,6 +240,30 @@ __global__ void partial_shfl_rate(unsigned* out, long long* cycles, unsigned see
   if (threadIdx.x == 0) *cycles = t1 - t0;
 }
 
+// The rate one sub-core feeds the MIO: `warps` warps of one sub-core (warps
+// 0, 4, 8, ...; the others wait at the barrier) of 8 independent SHFL.IDX
+// chains each.
+template <int warps>
+__global__ void subcore_shfl(unsigned* out, long long* cycles, unsigned seed) {
+  const unsigned warp = threadIdx.x / 32;
+  unsigned x[8];
+  for (int c = 0; c < 8; ++c) x[c] = seed + 64u * c + threadIdx.x % 32;
+  __syncthreads();
+  const long long t0 = clock64();
+  if (warp % 4 == 0 && warp / 4 < warps) {
+#pragma unroll 4
+    for (int i = 0; i < kChain / 8; ++i)
+#pragma unroll
+      for (int c = 0; c < 8; ++c) x[c] = shfl_step(x[c], seed);
+  }
+  __syncthreads();
+  const long long t1 = clock64();
+  unsigned sum = 0;
+  for (int c = 0; c < 8; ++c) sum += x[c];
+  out[threadIdx.x] = sum;
+  if (threadIdx.x == 0) *cycles = t1 - t0;
+}
+
 // SW-S's reduction as the 3DGS and microbenchmark kernels run it: the lanes
 // of one primitive (`active` of the warp, in a branch the others skipped)
 // MATCH.ANY their primitive, then pass their 9 values to the lowest lane one
@@ -416,13 +440,19 @@ int main() {
   auto sws_step = [&](auto kernel, int active) {
     return median_cycles([&] { kernel<<<1, 32>>>(d_fout, d_cycles, 3u); }, d_cycles, kRounds * (active - 1));
   };
-  auto sws_rate = [&](auto kernel, int active) {
-    return 32.0 * kRounds * (active - 1) / median_cycles([&] { kernel<<<1, 1024>>>(d_fout, d_cycles, 3u); }, d_cycles, 1);
+  auto sws_rate = [&](auto kernel, int active, int warps = 32) {
+    return warps * kRounds * (active - 1) / median_cycles([&] { kernel<<<1, 32 * warps>>>(d_fout, d_cycles, 3u); }, d_cycles, 1);
   };
   const double sws_step_16 = sws_step(sws_reduce<16, false>, 16), sws_step_32 = sws_step(sws_reduce<32, false>, 32),
                sws_rate_16 = sws_rate(sws_reduce<16, false>, 16), sws_rate_32 = sws_rate(sws_reduce<32, false>, 32),
                kernels_step_16 = sws_step(sws_reduce<16, true>, 16), kernels_step_32 = sws_step(sws_reduce<32, true>, 32),
-               kernels_rate_16 = sws_rate(sws_reduce<16, true>, 16), kernels_rate_32 = sws_rate(sws_reduce<32, true>, 32);
+               kernels_rate_16 = sws_rate(sws_reduce<16, true>, 16), kernels_rate_32 = sws_rate(sws_reduce<32, true>, 32),
+               kernels_rate_16_warps_8 = sws_rate(sws_reduce<16, true>, 16, 8), kernels_rate_16_warps_16 = sws_rate(sws_reduce<16, true>, 16, 16);
+  auto subcore_rate = [&](auto kernel, int warps) {
+    return double(warps) * kChain / median_cycles([&] { kernel<<<1, 128 * warps>>>(d_out, d_cycles, 3u); }, d_cycles, 1);
+  };
+  const double subcore_1 = subcore_rate(subcore_shfl<1>, 1), subcore_2 = subcore_rate(subcore_shfl<2>, 2),
+               subcore_4 = subcore_rate(subcore_shfl<4>, 4), subcore_8 = subcore_rate(subcore_shfl<8>, 8);
   const double shfl_step_lanes_16 = median_cycles([&] { partial_shfl_chain<16><<<1, 32>>>(d_out, d_cycles, 3u); }, d_cycles, kChain),
                shfl_rate_lanes_16 = rate(partial_shfl_rate<16>), shfl_rate_lanes_32 = rate(partial_shfl_rate<32>);
   cudaDeviceProp prop{};
@@ -444,16 +474,20 @@ int main() {
               "\"unit\":\"warp instructions per SM cycle, 32 warps of 8 chains, half of each kind unless named: quarter, three quarters of the second\"},"
               "\"partial_warp\":{\"shfl_step_lanes_16\":%.2f,\"shfl_per_sm_cycle_lanes_16\":%.3f,\"shfl_per_sm_cycle_lanes_32\":%.3f,"
               "\"unit\":\"SHFL.IDX in a branch with 16 (or all 32) lanes: SM cycles per dependent step; warp instructions per SM cycle\"},"
+              "\"subcore_shfl\":{\"warps_1\":%.3f,\"warps_2\":%.3f,\"warps_4\":%.3f,\"warps_8\":%.3f,"
+              "\"unit\":\"SHFL.IDX per cycle from the warps of one sub-core, 8 independent chains each\"},"
               "\"sws_reduce\":{\"step_lanes_16\":%.2f,\"step_lanes_32\":%.2f,\"per_sm_cycle_lanes_16\":%.4f,\"per_sm_cycle_lanes_32\":%.4f,"
               "\"as_kernels_step_lanes_16\":%.2f,\"as_kernels_step_lanes_32\":%.2f,\"as_kernels_per_sm_cycle_lanes_16\":%.4f,\"as_kernels_per_sm_cycle_lanes_32\":%.4f,"
-              "\"unit\":\"SW-S's peer loop (MATCH.ANY per primitive, 9 SHFL.IDX and adds per peer) on 16 or 32 lanes: SM cycles per peer iteration of one warp; peer iterations of 32 warps per SM cycle; as_kernels: per-lane primitives behind the threshold's branch, the group's convergence checked per peer\"}}\n",
+              "\"as_kernels_per_sm_cycle_lanes_16_warps_8\":%.4f,\"as_kernels_per_sm_cycle_lanes_16_warps_16\":%.4f,"
+              "\"unit\":\"SW-S's peer loop (MATCH.ANY per primitive, 9 SHFL.IDX and adds per peer) on 16 or 32 lanes: SM cycles per peer iteration of one warp; peer iterations of 32 warps (or as many as named) per SM cycle; as_kernels: per-lane primitives behind the threshold's branch, the group's convergence checked per peer\"}}\n",
               prop.name, ffma, iadd, shfl, rcp, lds, ldl1, ldl2, lddram, loop, var_step_cycles[0], var_step_cycles[1], var_step_cycles[2],
               var_step_cycles[3], groups[0], match_step_cycles[0], groups[1], match_step_cycles[1], groups[2],
               match_step_cycles[2], groups[3], match_step_cycles[3], match_half_warp, var_rate[0], var_rate[1],
               var_rate[2], var_rate[3], groups[0], match_rate[0], groups[1], match_rate[1], groups[2], match_rate[2],
               groups[3], match_rate[3], shfl_rate, brev_redux, brev_flo, shfl_match, shfl_brev, shfl_redux, match_brev,
               match_redux, shfl_match_quarter, shfl_match_three_quarters, shfl_redux_quarter, shfl_redux_three_quarters,
-              shfl_match_two_values, shfl_step_lanes_16, shfl_rate_lanes_16, shfl_rate_lanes_32, sws_step_16, sws_step_32, sws_rate_16, sws_rate_32,
-              kernels_step_16, kernels_step_32, kernels_rate_16, kernels_rate_32);
+              shfl_match_two_values, shfl_step_lanes_16, shfl_rate_lanes_16, shfl_rate_lanes_32, subcore_1, subcore_2, subcore_4, subcore_8, sws_step_16, sws_step_32, sws_rate_16, sws_rate_32,
+              kernels_step_16, kernels_step_32, kernels_rate_16, kernels_rate_32,
+              kernels_rate_16_warps_8, kernels_rate_16_warps_16);
   return 0;
 }
