@@ -10,7 +10,7 @@ Mio::Mio(const sc_core::sc_module_name& name, const MioParams& p, std::uint32_t 
   StatGroup& g = stats.group("mio", basename());
   for (std::uint32_t s = 0; s < subcores; ++s) {
     queues_.push_back(std::make_unique<InPort<MioOp>>(*this, p.queue_depth));
-    subcore_shuffles_.emplace_back(p.subcore_shuffles_per_cycle);
+    subcore_limits_.push_back({RateServer(p.subcore_shuffles_per_cycle), RateServer(p.subcore_matches_per_cycle), RateServer(p.subcore_bits_per_cycle)});
     queues_.back()->register_stats(stats.group("mio_queue", std::string(basename()) + "." + std::to_string(s)));
   }
   g.add_counter("instructions", &instructions_, "instructions dispatched");
@@ -34,6 +34,18 @@ RateServer& Mio::pipe_for(MioPipe pipe, Cycle& latency) {
   return shuffle_;
 }
 
+RateServer* Mio::subcore_limit(std::uint32_t subcore, MioPipe pipe) {
+  switch (pipe) {
+    case MioPipe::Shuffle: return &subcore_limits_[subcore][0];
+    case MioPipe::Match:
+    case MioPipe::Redux: return &subcore_limits_[subcore][1];
+    case MioPipe::Bits: return &subcore_limits_[subcore][2];
+    case MioPipe::Shared:
+    case MioPipe::Sfu: break;
+  }
+  return nullptr;
+}
+
 void Mio::evaluate() {
   const Cycle now = Unit::now();
   const std::uint32_t n = static_cast<std::uint32_t>(queues_.size());
@@ -49,8 +61,9 @@ void Mio::evaluate() {
       if (!pipe.free(now)) continue;
       // A shuffle also needs a moment of the match pipe, a cycle after its
       // dispatch: the two share the stage that moves values between lanes.
-      const bool shuffle = q.front().pipe == MioPipe::Shuffle;
-      if (shuffle && (!subcore_shuffles_[subcore].free(now) || !match_.free(now + 1))) continue;
+      const bool shuffle = q.front().pipe == MioPipe::Shuffle && params_.match_pipe_per_shuffle > 0;
+      RateServer* limit = subcore_limit(subcore, q.front().pipe);
+      if ((limit && !limit->free(now)) || (shuffle && !match_.free(now + 1))) continue;
       const MioOp& op = q.front();
       if (op.num_dst > 0 || op.write_barrier != trace::ControlBits::kNoBarrier) {
         Completion c;
@@ -63,10 +76,8 @@ void Mio::evaluate() {
       }
       dispatch_.occupy(now, 1);
       pipe.occupy(now, op.wavefronts);
-      if (shuffle) {
-        subcore_shuffles_[subcore].occupy(now, 1);
-        match_.occupy(now + 1, 1, params_.match_pipe_per_shuffle);
-      }
+      if (limit) limit->occupy(now, 1);
+      if (shuffle) match_.occupy(now + 1, 1, params_.match_pipe_per_shuffle);
       ++instructions_;
       q.pop();
       round_robin_ = (round_robin_ + k + 1) % n;
@@ -80,8 +91,9 @@ void Mio::evaluate() {
     if (q->empty()) continue;
     Cycle latency = 0;
     Cycle pipe_free = pipe_for(q->front().pipe, latency).free_at();
-    if (q->front().pipe == MioPipe::Shuffle)
-      pipe_free = std::max({pipe_free, subcore_shuffles_[subcore].free_at(), std::max<Cycle>(match_.free_at(), 1) - 1});
+    if (RateServer* limit = subcore_limit(subcore, q->front().pipe)) pipe_free = std::max(pipe_free, limit->free_at());
+    if (q->front().pipe == MioPipe::Shuffle && params_.match_pipe_per_shuffle > 0)
+      pipe_free = std::max(pipe_free, std::max<Cycle>(match_.free_at(), 1) - 1);
     next = std::min(next, std::max({q->next_ready(), dispatch_.free_at(), pipe_free, now + 1}));
   }
   if (next != kNever) wake_at(next);

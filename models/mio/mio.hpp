@@ -5,6 +5,7 @@
 // latency.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -30,10 +31,16 @@ struct MioParams {
   double matches_per_cycle = 0.5;
   double match_pipe_per_shuffle = 0.25;
   double subcore_shuffles_per_cycle = 1;
+  double subcore_matches_per_cycle = 1;
+  double subcore_bits_per_cycle = 1;
   void declare(ParamBinder b) {
     b.integer("queue_depth", queue_depth, 1, 256, "per sub-core, instructions the MIO holds after their operands were read");
     b.real("dispatch_per_cycle", dispatch_per_cycle, 0.01, 16, "instructions the MIO takes from its queues per cycle (whole SM)");
     b.real("subcore_shuffles_per_cycle", subcore_shuffles_per_cycle, 0.01, 16, "warp shuffles the MIO takes from one sub-core per cycle");
+    b.real("subcore_matches_per_cycle", subcore_matches_per_cycle, 0.01, 16,
+           "MATCH and REDUX warp instructions the MIO takes from one sub-core per cycle");
+    b.real("subcore_bits_per_cycle", subcore_bits_per_cycle, 0.01, 16,
+           "BREV, FLO, POPC and the like the MIO takes from one sub-core per cycle");
     b.real("shuffles_per_cycle", shuffles_per_cycle, 0.01, 16, "warp shuffles completed per cycle (whole SM)");
     b.real("matches_per_cycle", matches_per_cycle, 0.01, 16,
            "MATCH and REDUX warp instructions per cycle (whole SM): the two share a pipe of their own");
@@ -64,10 +71,12 @@ class Mio : public Unit {
 
  private:
   RateServer& pipe_for(MioPipe pipe, Cycle& latency);
+  RateServer* subcore_limit(std::uint32_t subcore, MioPipe pipe);
   const MioParams params_;
   std::vector<std::unique_ptr<InPort<MioOp>>> queues_;
   OutPort<Completion> to_sm_;
-  std::vector<RateServer> subcore_shuffles_;
+  // Per sub-core, what it may pass of each pipe that has a limit of its own: shuffles, matches, bits.
+  std::vector<std::array<RateServer, 3>> subcore_limits_;
   RateServer dispatch_, shuffle_, match_, shared_, sfu_, bits_;
   std::uint32_t round_robin_ = 0;
   std::uint64_t instructions_ = 0;

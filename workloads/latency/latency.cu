@@ -241,20 +241,20 @@ __global__ void partial_shfl_rate(unsigned* out, long long* cycles, unsigned see
 }
 
 // The rate one sub-core feeds the MIO: `warps` warps of one sub-core (warps
-// 0, 4, 8, ...; the others wait at the barrier) of 8 independent SHFL.IDX
-// chains each.
-template <int warps>
-__global__ void subcore_shfl(unsigned* out, long long* cycles, unsigned seed) {
+// 0, 4, 8, ...; the others wait at the barrier) of 8 independent chains each
+// of one kind (any_step: 0 BREV, 4 SHFL.IDX, 5 MATCH.ANY of one value).
+template <int kind, int warps>
+__global__ void subcore_kind(unsigned* out, long long* cycles, unsigned seed) {
   const unsigned warp = threadIdx.x / 32;
   unsigned x[8];
-  for (int c = 0; c < 8; ++c) x[c] = seed + 64u * c + threadIdx.x % 32;
+  for (int c = 0; c < 8; ++c) x[c] = seed + 64u * c + (kind == 5 ? 0u : threadIdx.x % 32);
   __syncthreads();
   const long long t0 = clock64();
   if (warp % 4 == 0 && warp / 4 < warps) {
 #pragma unroll 4
     for (int i = 0; i < kChain / 8; ++i)
 #pragma unroll
-      for (int c = 0; c < 8; ++c) x[c] = shfl_step(x[c], seed);
+      for (int c = 0; c < 8; ++c) x[c] = any_step<kind>(x[c], seed);
   }
   __syncthreads();
   const long long t1 = clock64();
@@ -447,12 +447,18 @@ int main() {
                sws_rate_16 = sws_rate(sws_reduce<16, false>, 16), sws_rate_32 = sws_rate(sws_reduce<32, false>, 32),
                kernels_step_16 = sws_step(sws_reduce<16, true>, 16), kernels_step_32 = sws_step(sws_reduce<32, true>, 32),
                kernels_rate_16 = sws_rate(sws_reduce<16, true>, 16), kernels_rate_32 = sws_rate(sws_reduce<32, true>, 32),
+               kernels_rate_16_warps_2 = sws_rate(sws_reduce<16, true>, 16, 2), kernels_rate_16_warps_4 = sws_rate(sws_reduce<16, true>, 16, 4),
                kernels_rate_16_warps_8 = sws_rate(sws_reduce<16, true>, 16, 8), kernels_rate_16_warps_16 = sws_rate(sws_reduce<16, true>, 16, 16);
   auto subcore_rate = [&](auto kernel, int warps) {
     return double(warps) * kChain / median_cycles([&] { kernel<<<1, 128 * warps>>>(d_out, d_cycles, 3u); }, d_cycles, 1);
   };
-  const double subcore_1 = subcore_rate(subcore_shfl<1>, 1), subcore_2 = subcore_rate(subcore_shfl<2>, 2),
-               subcore_4 = subcore_rate(subcore_shfl<4>, 4), subcore_8 = subcore_rate(subcore_shfl<8>, 8);
+  double subcore[3][4];
+  auto subcore_kinds = [&](auto w1, auto w2, auto w4, auto w8, double (&r)[4]) {
+    r[0] = subcore_rate(w1, 1), r[1] = subcore_rate(w2, 2), r[2] = subcore_rate(w4, 4), r[3] = subcore_rate(w8, 8);
+  };
+  subcore_kinds(subcore_kind<4, 1>, subcore_kind<4, 2>, subcore_kind<4, 4>, subcore_kind<4, 8>, subcore[0]);
+  subcore_kinds(subcore_kind<0, 1>, subcore_kind<0, 2>, subcore_kind<0, 4>, subcore_kind<0, 8>, subcore[1]);
+  subcore_kinds(subcore_kind<5, 1>, subcore_kind<5, 2>, subcore_kind<5, 4>, subcore_kind<5, 8>, subcore[2]);
   const double shfl_step_lanes_16 = median_cycles([&] { partial_shfl_chain<16><<<1, 32>>>(d_out, d_cycles, 3u); }, d_cycles, kChain),
                shfl_rate_lanes_16 = rate(partial_shfl_rate<16>), shfl_rate_lanes_32 = rate(partial_shfl_rate<32>);
   cudaDeviceProp prop{};
@@ -476,9 +482,11 @@ int main() {
               "\"unit\":\"SHFL.IDX in a branch with 16 (or all 32) lanes: SM cycles per dependent step; warp instructions per SM cycle\"},"
               "\"subcore_shfl\":{\"warps_1\":%.3f,\"warps_2\":%.3f,\"warps_4\":%.3f,\"warps_8\":%.3f,"
               "\"unit\":\"SHFL.IDX per cycle from the warps of one sub-core, 8 independent chains each\"},"
+              "\"subcore_brev\":{\"warps_1\":%.3f,\"warps_2\":%.3f,\"warps_4\":%.3f,\"warps_8\":%.3f,\"unit\":\"the same, BREV\"},"
+              "\"subcore_match\":{\"warps_1\":%.3f,\"warps_2\":%.3f,\"warps_4\":%.3f,\"warps_8\":%.3f,\"unit\":\"the same, MATCH.ANY of one value\"},"
               "\"sws_reduce\":{\"step_lanes_16\":%.2f,\"step_lanes_32\":%.2f,\"per_sm_cycle_lanes_16\":%.4f,\"per_sm_cycle_lanes_32\":%.4f,"
               "\"as_kernels_step_lanes_16\":%.2f,\"as_kernels_step_lanes_32\":%.2f,\"as_kernels_per_sm_cycle_lanes_16\":%.4f,\"as_kernels_per_sm_cycle_lanes_32\":%.4f,"
-              "\"as_kernels_per_sm_cycle_lanes_16_warps_8\":%.4f,\"as_kernels_per_sm_cycle_lanes_16_warps_16\":%.4f,"
+              "\"as_kernels_per_sm_cycle_lanes_16_warps_2\":%.4f,\"as_kernels_per_sm_cycle_lanes_16_warps_4\":%.4f,\"as_kernels_per_sm_cycle_lanes_16_warps_8\":%.4f,\"as_kernels_per_sm_cycle_lanes_16_warps_16\":%.4f,"
               "\"unit\":\"SW-S's peer loop (MATCH.ANY per primitive, 9 SHFL.IDX and adds per peer) on 16 or 32 lanes: SM cycles per peer iteration of one warp; peer iterations of 32 warps (or as many as named) per SM cycle; as_kernels: per-lane primitives behind the threshold's branch, the group's convergence checked per peer\"}}\n",
               prop.name, ffma, iadd, shfl, rcp, lds, ldl1, ldl2, lddram, loop, var_step_cycles[0], var_step_cycles[1], var_step_cycles[2],
               var_step_cycles[3], groups[0], match_step_cycles[0], groups[1], match_step_cycles[1], groups[2],
@@ -486,8 +494,9 @@ int main() {
               var_rate[2], var_rate[3], groups[0], match_rate[0], groups[1], match_rate[1], groups[2], match_rate[2],
               groups[3], match_rate[3], shfl_rate, brev_redux, brev_flo, shfl_match, shfl_brev, shfl_redux, match_brev,
               match_redux, shfl_match_quarter, shfl_match_three_quarters, shfl_redux_quarter, shfl_redux_three_quarters,
-              shfl_match_two_values, shfl_step_lanes_16, shfl_rate_lanes_16, shfl_rate_lanes_32, subcore_1, subcore_2, subcore_4, subcore_8, sws_step_16, sws_step_32, sws_rate_16, sws_rate_32,
+              shfl_match_two_values, shfl_step_lanes_16, shfl_rate_lanes_16, shfl_rate_lanes_32, subcore[0][0], subcore[0][1], subcore[0][2], subcore[0][3],
+              subcore[1][0], subcore[1][1], subcore[1][2], subcore[1][3], subcore[2][0], subcore[2][1], subcore[2][2], subcore[2][3], sws_step_16, sws_step_32, sws_rate_16, sws_rate_32,
               kernels_step_16, kernels_step_32, kernels_rate_16, kernels_rate_32,
-              kernels_rate_16_warps_8, kernels_rate_16_warps_16);
+              kernels_rate_16_warps_2, kernels_rate_16_warps_4, kernels_rate_16_warps_8, kernels_rate_16_warps_16);
   return 0;
 }
