@@ -112,17 +112,20 @@ __global__ void var_chain(unsigned* out, long long* cycles, unsigned seed) {
   if (threadIdx.x == 0) *cycles = t1 - t0;
 }
 
-// Throughput on one SM: 32 warps (every sub-core), each with 8 independent
-// chains, chain c stepped by `step(x, c)`; thread 0's cycles for kChain / 8
-// steps of all 8.
+// Throughput on one SM: the CTA's warps (32 of them: every sub-core), each
+// with 8 independent chains, chain c stepped by `step(x, c)`; thread 0's cycles
+// for kChain / 8 steps of all 8. Threads whose `runs` is false skip the chains
+// and wait at the barrier (part of a warp, or warps of other sub-cores).
 template <class Step>
-__device__ __forceinline__ void time_eight_chains(unsigned (&x)[8], Step step, unsigned* out, long long* cycles) {
+__device__ __forceinline__ void time_eight_chains(unsigned (&x)[8], Step step, unsigned* out, long long* cycles, bool runs = true) {
   __syncthreads();
   long long t0 = clock64();
+  if (runs) {
 #pragma unroll 4
-  for (int i = 0; i < kChain / 8; ++i)
+    for (int i = 0; i < kChain / 8; ++i)
 #pragma unroll
-    for (int c = 0; c < 8; ++c) x[c] = step(x[c], c);
+      for (int c = 0; c < 8; ++c) x[c] = step(x[c], c);
+  }
   __syncthreads();
   long long t1 = clock64();
   unsigned sum = 0;
@@ -224,21 +227,8 @@ __global__ void partial_shfl_rate(unsigned* out, long long* cycles, unsigned see
   const unsigned lane = threadIdx.x & 31u;
   unsigned x[8];
   for (int c = 0; c < 8; ++c) x[c] = seed + 64u * c + lane;
-  __syncthreads();
-  const long long t0 = clock64();
-  if (lane < active) {
-    const unsigned mask = active == 32 ? 0xffffffffu : (1u << active) - 1u, source = (lane + 1) % active;
-#pragma unroll 4
-    for (int i = 0; i < kChain / 8; ++i)
-#pragma unroll
-      for (int c = 0; c < 8; ++c) x[c] = __shfl_sync(mask, x[c], source) + seed;
-  }
-  __syncthreads();
-  const long long t1 = clock64();
-  unsigned sum = 0;
-  for (int c = 0; c < 8; ++c) sum += x[c];
-  out[threadIdx.x] = sum;
-  if (threadIdx.x == 0) *cycles = t1 - t0;
+  const unsigned mask = active == 32 ? 0xffffffffu : (1u << active) - 1u, source = (lane + 1) % active;
+  time_eight_chains(x, [=](unsigned v, int) { return __shfl_sync(mask, v, source) + seed; }, out, cycles, lane < active);
 }
 
 // The rate one sub-core feeds the MIO: `warps` warps of one sub-core (warps
@@ -249,20 +239,7 @@ __global__ void subcore_kind(unsigned* out, long long* cycles, unsigned seed) {
   const unsigned warp = threadIdx.x / 32;
   unsigned x[8];
   for (int c = 0; c < 8; ++c) x[c] = seed + 64u * c + (kind == 5 ? 0u : threadIdx.x % 32);
-  __syncthreads();
-  const long long t0 = clock64();
-  if (warp % 4 == 0 && warp / 4 < warps) {
-#pragma unroll 4
-    for (int i = 0; i < kChain / 8; ++i)
-#pragma unroll
-      for (int c = 0; c < 8; ++c) x[c] = any_step<kind>(x[c], seed);
-  }
-  __syncthreads();
-  const long long t1 = clock64();
-  unsigned sum = 0;
-  for (int c = 0; c < 8; ++c) sum += x[c];
-  out[threadIdx.x] = sum;
-  if (threadIdx.x == 0) *cycles = t1 - t0;
+  time_eight_chains(x, [seed](unsigned v, int) { return any_step<kind>(v, seed); }, out, cycles, warp % 4 == 0 && warp / 4 < warps);
 }
 
 // A match's latency beside shuffles of its own sub-core: warp 0 steps a
