@@ -534,9 +534,10 @@ namespace {
 // kernels run by `warps` warps of `lanes` lanes on one SM (every `stride`-th
 // warp of the CTA, the others idle: a stride of 4 puts them all on one
 // sub-core), from the difference between 40 and 20 trips so that the start drops out.
-double loop_trip_cycles(const GpuParams& params, const std::string& function, std::uint32_t warps, std::uint32_t lanes = 0xFFFFFFFF,
-                        std::uint32_t stride = 1) {
-  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.sass");
+// The innermost loop (the shortest backward branch and what it jumps over) of
+// `function` in a cuobjdump listing of the probes under traces/h100/latency.
+std::vector<trace::StaticInst> innermost_loop(const std::string& listing_file, const std::string& function) {
+  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/" + listing_file);
   const auto program = trace::parse_sass_function(listing, function);
   const auto begin = listing.find("Function : " + function);
   REQUIRE(begin != std::string::npos);
@@ -551,6 +552,12 @@ double loop_trip_cycles(const GpuParams& params, const std::string& function, st
   std::vector<trace::StaticInst> body;
   for (const auto& s : program)
     if (s.pc >= target && s.pc <= branch) body.push_back(s);
+  return body;
+}
+
+double loop_trip_cycles(const GpuParams& params, const std::string& function, std::uint32_t warps, std::uint32_t lanes = 0xFFFFFFFF,
+                        std::uint32_t stride = 1) {
+  const auto body = innermost_loop("latency.sass", function);
   auto cycles = [&](int trips) {
     auto path = write_program(function, body, 1, warps * stride, [&](std::uint64_t warp) {
       std::vector<trace::WarpInst> s;
@@ -563,6 +570,46 @@ double loop_trip_cycles(const GpuParams& params, const std::string& function, st
     return static_cast<double>(run.cycles);
   };
   return (cycles(40) - cycles(20)) / 20;
+}
+
+// Bytes each SM moves per SM cycle when its `warps_per_sm` warps run the loop of
+// the loaded probe's stream_loads<loads> (traces/h100/latency/loaded.sass) on
+// every SM of `params`: warp w's load k of trip t reads line (t * loads + k) *
+// warps + w, from a window of 2 GB (DRAM, every line new) or 8 MB (L2, its
+// lines in the L2 at the start). The difference between two lengths, so that the
+// launch and the first loads drop out.
+double stream_bytes_per_sm_cycle(GpuParams params, std::uint32_t loads, std::uint32_t warps_per_sm, bool from_dram) {
+  const std::string function = "_Z12stream_loadsILi" + std::to_string(loads) + "ELb" + (from_dram ? "0" : "1") + "EEvPKjyiPjPx";
+  const auto body = innermost_loop("loaded.sass", function);
+  std::vector<std::uint32_t> load_of(body.size(), 0);
+  std::uint32_t found = 0;
+  for (std::size_t i = 0; i < body.size(); ++i)
+    if (body[i].op == trace::OpClass::LoadGlobal) load_of[i] = found++;
+  REQUIRE(found == loads);
+  if (!from_dram) params.l2.start = "footprint";
+  const std::uint32_t ctas_per_sm = (warps_per_sm + 31) / 32, warps_per_cta = warps_per_sm / ctas_per_sm;
+  const std::uint64_t warps = std::uint64_t(params.sms) * warps_per_sm, window_mask = (from_dram ? (1ull << 29) : (1ull << 21)) - 1;
+  const std::uint32_t short_trips = std::max(2u, 512 / (warps_per_sm * loads));
+  auto cycles = [&](std::uint32_t trips) {
+    auto path = write_program(function, body, params.sms * ctas_per_sm, warps_per_cta, [&](std::uint64_t warp) {
+      std::vector<trace::WarpInst> s;
+      for (std::uint32_t t = 0; t < trips; ++t)
+        for (std::uint32_t i = 0; i < body.size(); ++i) {
+          trace::WarpInst inst = record(i);
+          if (body[i].op == trace::OpClass::LoadGlobal) {
+            const std::uint64_t line = (std::uint64_t(t) * loads + load_of[i]) * warps + warp;
+            for (std::uint32_t lane = 0; lane < 32; ++lane) inst.address[lane] = 0x100000000ull + 4 * ((line * 32 + lane) & window_mask);
+          }
+          s.push_back(inst);
+        }
+      return s;
+    });
+    KernelRun run = run_one(params, path, false);
+    std::remove(path.c_str());
+    return static_cast<double>(run.cycles);
+  };
+  const double bytes_per_sm = double(short_trips) * warps_per_sm * loads * 128;
+  return bytes_per_sm / (cycles(2 * short_trips) - cycles(short_trips));
 }
 
 // Warp instructions of one kind per SM cycle on a full SM: the loop of one of
@@ -649,6 +696,17 @@ TEST_CASE("SM: SW-S's peer loop from the latency probe takes the H100's time on 
                  rate_h100 = measured["as_kernels_per_sm_cycle_lanes_16_warps_" + std::to_string(warps)];
     INFO(warps << " warps: rate " << rate << " against " << rate_h100);
     CHECK(std::abs(rate - rate_h100) <= 0.20 * rate_h100);
+  }
+}
+
+TEST_CASE("Memory: streaming loads from DRAM and the L2 under load move the H100's bytes per SM cycle", "[models][memory][.explore]") {
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/loaded.json"));
+  const auto params = h100_with({});
+  for (const auto& point : measured["points"]) {
+    const bool from_dram = point["source"] == "dram";
+    const double rate = stream_bytes_per_sm_cycle(params, point["loads_in_flight"], point["warps_per_sm"], from_dram);
+    WARN(point["source"].get<std::string>() << " " << point["warps_per_sm"] << " warps x " << point["loads_in_flight"] << " loads: " << rate
+                                            << " bytes/SM cycle against " << point["bytes_per_sm_cycle"]);
   }
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs the latency microbenchmarks on a GPU machine; writes
-# OUTDIR/latency.json, the SASS (to check each chain is what it claims) and the clocks.
+# OUTDIR/latency.json and loaded.json (memory under load, workloads/latency/loaded.cu),
+# the SASS (to check each chain is what it claims) and the clocks.
 # Usage: workloads/latency/run_h100.sh OUTDIR
 set -euo pipefail
 out=${1:?usage: run_h100.sh OUTDIR}
@@ -10,3 +11,6 @@ nvcc -O3 -arch=sm_90 -o "$out/latency" "$here/latency.cu"
 cuobjdump --dump-sass "$out/latency" > "$out/latency.sass"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$out/device.txt" 2>&1 || true
 "$out/latency" | tee "$out/latency.json"
+nvcc -O3 -arch=sm_90 -o "$out/loaded" "$here/loaded.cu"
+cuobjdump --dump-sass "$out/loaded" > "$out/loaded.sass"
+"$out/loaded" | tee "$out/loaded.json"
