@@ -292,6 +292,29 @@ TEST_CASE("Timing-dependent instructions excuse only themselves", "[compare][fai
 // Committed datasets keep their count passes zstd-compressed (count.json.zst);
 // every reader given count.json takes the compressed file, and a corrupt or
 // cut-short one is an error naming it.
+TEST_CASE("A capture's launches are matched to its trace across builds that hash anonymous namespaces apart", "[compare][capture]") {
+  const fs::path source = fs::path(ATOMSIM_SOURCE_DIR) / "traces/h100/regressions/pytorch/scatter-add-random";
+  const fs::path dir = testing::temp_trace("anonymous");
+  fs::create_directories(dir / "trace");
+  fs::copy_file(source / "stall.json", dir / "stall.json");
+  fs::copy_file(source / "trace/count.json.zst", dir / "trace/count.json.zst");
+  auto rename = [](const fs::path& from, const fs::path& to, const std::string& mangled) {
+    auto doc = read_json(from);
+    for (auto& k : doc["kernels"]) k["mangled"] = mangled;
+    std::ofstream(to) << doc.dump();
+  };
+  // The same kernel built from two folders: only the namespace's hash differs.
+  rename(source / "timing.json", dir / "timing.json", "_ZN40_GLOBAL__N__ee1cf3d8_11_onesweep_cu_main4scanEPj");
+  rename(source / "trace/trace.json", dir / "trace/trace.json", "_ZN40_GLOBAL__N__e14d6dda_11_onesweep_cu_main4scanEPj");
+  const MeasuredKernel k = load_capture(dir, "anonymous", false);
+  REQUIRE(k.cycles > 0);
+  // Another function of that namespace is another kernel.
+  rename(source / "timing.json", dir / "timing.json", "_ZN40_GLOBAL__N__ee1cf3d8_11_onesweep_cu_main4stepEPj");
+  REQUIRE_THROWS_WITH(load_capture(dir, "anonymous", false),
+                      (dir / "timing.json").string() + ": 0 launches of the traced kernel with its grid and block; at least 2 are needed (one warms up)");
+  fs::remove_all(dir);
+}
+
 TEST_CASE("Capture documents are read compressed or not and a damaged compressed one is named", "[compare][capture]") {
   const fs::path dir = testing::temp_trace("documents");
   fs::create_directories(dir);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <regex>
 #include <set>
 
 #include "tools/capture/document.hpp"
@@ -32,6 +33,14 @@ const nlohmann::json& only_kernel(const nlohmann::json& doc, const std::filesyst
 }
 
 // The median of the timed launches' durations, in cycles at the SM clock the timing pass read.
+// A kernel in an anonymous namespace is mangled with a hash of the file it was
+// compiled from (_GLOBAL__N__<8 hex digits>_), which differs between builds of
+// the same source in another folder; launches are matched with it left out.
+std::string without_anonymous_namespace_hash(const std::string& mangled) {
+  static const std::regex hash("_GLOBAL__N__[0-9a-f]{8}_");
+  return std::regex_replace(mangled, hash, "_GLOBAL__N__");
+}
+
 void set_time(MeasuredKernel& k, std::vector<double> durations, const nlohmann::json& timing,
               const std::filesystem::path& file) {
   std::sort(durations.begin(), durations.end());
@@ -143,7 +152,7 @@ MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string&
   const auto capture_path = dir / "trace" / "trace.json";
   const auto capture_doc = read_json(capture_path);
   const auto& traced = only_kernel(capture_doc, capture_path);
-  const auto mangled = field<std::string>(traced, "mangled", capture_path);
+  const auto mangled = without_anonymous_namespace_hash(field<std::string>(traced, "mangled", capture_path));
   const auto grid = field<nlohmann::json>(traced, "grid", capture_path);
   const auto block = field<nlohmann::json>(traced, "block", capture_path);
 
@@ -151,7 +160,7 @@ MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string&
   auto timing = read_json(timing_path);
   std::vector<double> durations;
   for (const auto& launch : field<nlohmann::json>(timing, "kernels", timing_path))
-    if (field<std::string>(launch, "mangled", timing_path) == mangled && launch.value("grid", nlohmann::json()) == grid &&
+    if (without_anonymous_namespace_hash(field<std::string>(launch, "mangled", timing_path)) == mangled && launch.value("grid", nlohmann::json()) == grid &&
         launch.value("block", nlohmann::json()) == block)
       durations.push_back(static_cast<double>(field<std::uint64_t>(launch, "duration_ns", timing_path)));
   if (durations.size() < 2)

@@ -6,7 +6,9 @@
 // past the L1: ld.global.cg),
 // it reports the bytes each SM moves per SM cycle (clock64 per warp, the median
 // warp) and the GPU's bytes per nanosecond (events); at the highest load also on
-// fewer SMs, for which limit is the SM's own. By Little's law, bytes in
+// fewer SMs, for which limit is the SM's own; and from DRAM with each CTA
+// reading a tile of its own (hundreds of streams at once, each in rows of its
+// own: what DRAM's banks and rows cost). By Little's law, bytes in
 // flight over bytes per cycle is the loaded latency. Warm-up launch first,
 // median of repeats.
 #include <cuda_runtime.h>
@@ -29,14 +31,19 @@
 
 constexpr int kLineWords = 32;
 
-// Warp w's load k of iteration t reads line (t * LOADS + k) * warps + w of the
-// window: at any moment the GPU's warps read consecutive lines.
+// Load k of iteration t of a warp reads the line (t * LOADS + k) lines of its
+// stride past the warp's first: interleaved, warp w of the GPU's `warps` starts
+// at line w with a stride of `warps` (at any moment the GPU's warps read
+// consecutive lines); tiled, each CTA reads a contiguous tile of its own, its
+// warps side by side (the radix sort's histogram reads its keys so). 32-bit
+// index arithmetic keeps the loop at a few instructions a load.
 template <int LOADS, bool L2_ONLY>
-__global__ void stream_loads(const unsigned* __restrict__ data, unsigned long long window_mask, int iterations, unsigned* out,
+__global__ void stream_loads(const unsigned* __restrict__ data, unsigned window_mask, int iterations, bool tiled, unsigned* out,
                              long long* cycles) {
-  const unsigned warps = gridDim.x * (blockDim.x / 32);
-  const unsigned warp = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  const unsigned lane = threadIdx.x % 32;
+  const unsigned warps_per_cta = blockDim.x / 32, warp_in_cta = threadIdx.x / 32;
+  const unsigned warp = blockIdx.x * warps_per_cta + warp_in_cta, lane = threadIdx.x % 32;
+  const unsigned stride = (tiled ? warps_per_cta : gridDim.x * warps_per_cta) * kLineWords;
+  unsigned index = tiled ? (blockIdx.x * iterations * LOADS * warps_per_cta + warp_in_cta) * kLineWords + lane : warp * kLineWords + lane;
   unsigned sum = 0;
   const long long t0 = clock64();
 #pragma unroll 1
@@ -44,9 +51,9 @@ __global__ void stream_loads(const unsigned* __restrict__ data, unsigned long lo
     unsigned v[LOADS];
 #pragma unroll
     for (int k = 0; k < LOADS; ++k) {
-      const unsigned long long line = static_cast<unsigned long long>(t * LOADS + k) * warps + warp;
-      const unsigned* p = data + ((line * kLineWords + lane) & window_mask);
+      const unsigned* p = data + (index & window_mask);
       v[k] = L2_ONLY ? __ldcg(p) : *p;
+      index += stride;
     }
 #pragma unroll
     for (int k = 0; k < LOADS; ++k) sum += v[k];
@@ -61,9 +68,9 @@ struct Point {
 };
 
 template <int LOADS>
-Point measure(const unsigned* data, unsigned long long window_words, int warps_per_sm, int sms, bool flush, unsigned* scratch,
-              size_t scratch_bytes, unsigned* out, long long* d_cycles) {
-  const int ctas_per_sm = (warps_per_sm + 31) / 32, warps_per_cta = warps_per_sm / ctas_per_sm;
+Point measure(const unsigned* data, unsigned window_words, int warps_per_sm, int warps_per_cta, int sms, bool flush, bool tiled,
+              unsigned* scratch, size_t scratch_bytes, unsigned* out, long long* d_cycles) {
+  const int ctas_per_sm = warps_per_sm / warps_per_cta;
   const int ctas = sms * ctas_per_sm, warps = ctas * warps_per_cta;
   // 16384 lines per SM (2 MB; 277 MB on 132 SMs, over five times the L2), at least 16 iterations.
   const int iterations = std::max(16, 16384 / (warps_per_sm * LOADS));
@@ -77,9 +84,9 @@ Point measure(const unsigned* data, unsigned long long window_words, int warps_p
     if (flush) CHECK(cudaMemset(scratch, r, scratch_bytes));
     CHECK(cudaEventRecord(begin));
     if (flush)
-      stream_loads<LOADS, false><<<ctas, 32 * warps_per_cta>>>(data, window_words - 1, iterations, out, d_cycles);
+      stream_loads<LOADS, false><<<ctas, 32 * warps_per_cta>>>(data, window_words - 1, iterations, tiled, out, d_cycles);
     else
-      stream_loads<LOADS, true><<<ctas, 32 * warps_per_cta>>>(data, window_words - 1, iterations, out, d_cycles);
+      stream_loads<LOADS, true><<<ctas, 32 * warps_per_cta>>>(data, window_words - 1, iterations, tiled, out, d_cycles);
     CHECK(cudaGetLastError());
     CHECK(cudaEventRecord(end));
     CHECK(cudaEventSynchronize(end));
@@ -114,34 +121,42 @@ int main() {
     for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<unsigned>(i * 2654435761u) | 1u;
     CHECK(cudaMemcpy(data, host.data(), dram_bytes, cudaMemcpyHostToDevice));
   }
-  // Every SM with 4-64 warps of 1, 4 or 16 loads in flight; then 64 warps of 16
-  // loads on fewer SMs (one CTA of 1024 threads, two per SM): what one SM can
-  // take in against what the L2 slices or DRAM give all of them.
+  // Every SM with 4-64 warps of 1, 4 or 16 loads in flight; then 32 warps of 16
+  // loads (one CTA of 1024 threads) on fewer SMs: what one SM can take in
+  // against what the L2 slices or DRAM give all of them; then from DRAM, tiles
+  // of a CTA each instead of the GPU-wide interleave.
   struct Shape {
-    int warps, loads, active_sms;
+    bool from_dram, tiled;
+    int warps, loads, active_sms, warps_per_cta;
   };
+  const auto cta_of = [](int warps) { return std::min(warps, 32); };  // the fewest CTAs
   std::vector<Shape> shapes;
-  for (const int warps : {4, 8, 16, 32, 64})
-    for (const int loads : {1, 4, 16}) shapes.push_back({warps, loads, sms});
-  for (const int active : {8, 16, 33, 66}) shapes.push_back({64, 16, active});
+  for (const bool from_dram : {true, false}) {
+    for (const int warps : {4, 8, 16, 32, 64})
+      for (const int loads : {1, 4, 16}) shapes.push_back({from_dram, false, warps, loads, sms, cta_of(warps)});
+    for (const int active : {8, 16, 33, 66}) shapes.push_back({from_dram, false, 32, 16, active, 32});
+  }
+  for (const int warps : {16, 32, 64})
+    for (const int loads : {1, 4, 16}) shapes.push_back({true, true, warps, loads, sms, cta_of(warps)});
+  // Tiles of CTAs of 4 warps, 4 to 16 CTAs an SM: hundreds to thousands of streams.
+  for (const int warps : {16, 32, 64})
+    for (const int loads : {1, 4}) shapes.push_back({true, true, warps, loads, sms, 4});
   std::printf("{\n  \"sms\": %d,\n  \"line_bytes\": 128,\n  \"points\": [\n", sms);
   bool first = true;
-  for (const bool from_dram : {true, false}) {
-    const unsigned long long window_words = (from_dram ? dram_bytes : l2_window_bytes) / 4;
-    for (const Shape& shape : shapes) {
-      auto run = [&](auto loads_constant) {
-        return measure<decltype(loads_constant)::value>(data, window_words, shape.warps, shape.active_sms, from_dram, scratch,
-                                                        scratch_bytes, out, d_cycles);
-      };
-      const Point p = shape.loads == 1   ? run(std::integral_constant<int, 1>{})
-                      : shape.loads == 4 ? run(std::integral_constant<int, 4>{})
-                                         : run(std::integral_constant<int, 16>{});
-      std::printf("%s    {\"source\": \"%s\", \"active_sms\": %d, \"warps_per_sm\": %d, \"loads_in_flight\": %d, "
-                  "\"bytes_per_sm_cycle\": %.2f, \"bytes_per_ns\": %.1f}",
-                  first ? "" : ",\n", from_dram ? "dram" : "l2", shape.active_sms, shape.warps, shape.loads, p.bytes_per_sm_cycle,
-                  p.bytes_per_ns);
-      first = false;
-    }
+  for (const Shape& shape : shapes) {
+    const unsigned window_words = (shape.from_dram ? dram_bytes : l2_window_bytes) / 4;
+    auto run = [&](auto loads_constant) {
+      return measure<decltype(loads_constant)::value>(data, window_words, shape.warps, shape.warps_per_cta, shape.active_sms, shape.from_dram, shape.tiled,
+                                                      scratch, scratch_bytes, out, d_cycles);
+    };
+    const Point p = shape.loads == 1   ? run(std::integral_constant<int, 1>{})
+                    : shape.loads == 4 ? run(std::integral_constant<int, 4>{})
+                                       : run(std::integral_constant<int, 16>{});
+    std::printf("%s    {\"source\": \"%s\", \"pattern\": \"%s\", \"active_sms\": %d, \"warps_per_sm\": %d, \"warps_per_cta\": %d, \"loads_in_flight\": %d, "
+                "\"bytes_per_sm_cycle\": %.2f, \"bytes_per_ns\": %.1f}",
+                first ? "" : ",\n", shape.from_dram ? "dram" : "l2", shape.tiled ? "tiled" : "interleaved", shape.active_sms, shape.warps,
+                shape.warps_per_cta, shape.loads, p.bytes_per_sm_cycle, p.bytes_per_ns);
+    first = false;
   }
   std::printf("\n  ]\n}\n");
   return 0;
