@@ -61,6 +61,9 @@ GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& ov
     if (flits < largest_packet)
       throw ConfigError(fmt::format("{}: key '{}' = {} cannot hold the largest packet sent to it ({} flits: {})", p.origin,
                                     key, flits, largest_packet, packet));
+  if (p.dram.refresh_interval && p.dram.refresh_cycles >= p.dram.refresh_interval)
+    throw ConfigError(fmt::format("{}: key 'dram.refresh_cycles' = {} must be shorter than 'dram.refresh_interval' = {}",
+                                  p.origin, p.dram.refresh_cycles, p.dram.refresh_interval));
   if (p.l1.line_bytes % p.l1.sector_bytes != 0)
     throw ConfigError(fmt::format("{}: key 'l1.sector_bytes' = {} must divide 'l1.line_bytes' = {}", p.origin,
                                   p.l1.sector_bytes, p.l1.line_bytes));

@@ -17,6 +17,13 @@ Dram::Dram(const sc_core::sc_module_name& name, const DramParams& p, std::uint32
   g.add_busy("channel_utilization", &busy_scaled_, "mean busy fraction of the channels");
 }
 
+Cycle Dram::after_refresh(std::size_t channel, Cycle cycle) const {
+  if (!params_.refresh_interval || !params_.refresh_cycles) return cycle;
+  const Cycle offset = channel * params_.refresh_interval / channels_.size();
+  const Cycle phase = (cycle + params_.refresh_interval - offset % params_.refresh_interval) % params_.refresh_interval;
+  return phase < params_.refresh_cycles ? cycle + params_.refresh_cycles - phase : cycle;
+}
+
 void Dram::evaluate() {
   const Cycle now = Unit::now();
   Cycle next = kNever;
@@ -24,9 +31,10 @@ void Dram::evaluate() {
     while (port->ready(now)) {
       DramRequest r = port->front();
       port->pop();
-      RateServer& channel = channels_[(r.line / params_.interleave_bytes) % channels_.size()];
+      const std::size_t c = (r.line / params_.interleave_bytes) % channels_.size();
+      RateServer& channel = channels_[c];
       std::uint64_t before = *channel.busy_scaled();
-      Cycle done = channel.occupy(now, r.bytes);
+      Cycle done = channel.occupy(after_refresh(c, std::max(now, channel.free_at())), r.bytes);
       busy_scaled_ += (*channel.busy_scaled() - before) / channels_.size();
       bytes_ += r.bytes;
       if (r.write) {

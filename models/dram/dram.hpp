@@ -1,5 +1,7 @@
 // DRAM: independent channels, each a bandwidth-limited server followed by a
-// fixed access latency. Lines map to channels by address interleaving.
+// fixed access latency, that serves nothing while it refreshes (a window of
+// refresh_cycles every refresh_interval, the channels' windows spread evenly
+// over the interval). Lines map to channels by address interleaving.
 #pragma once
 
 #include <memory>
@@ -18,12 +20,16 @@ struct DramParams {
   Cycle latency = 100;
   std::uint32_t queue_depth = 64;
   std::uint32_t interleave_bytes = 256;
+  Cycle refresh_interval = 0;
+  Cycle refresh_cycles = 0;
   void declare(ParamBinder b) {
     b.integer("channels", channels, 1, 1024, "independent DRAM channels");
     b.real("bytes_per_cycle_per_channel", bytes_per_cycle_per_channel, 0.01, 4096, "peak bytes one channel moves per SM cycle");
     b.integer("latency", latency, 1, 100000, "cycles from a channel starting a read to the data leaving it");
     b.integer("queue_depth", queue_depth, 1, 4096, "requests buffered per slice port");
     b.integer("interleave_bytes", interleave_bytes, 32, 1 << 20, "consecutive bytes mapped to one channel");
+    b.integer("refresh_interval", refresh_interval, 0, 1 << 30, "cycles from one refresh of a channel to its next (0: no refresh)");
+    b.integer("refresh_cycles", refresh_cycles, 0, 1 << 30, "cycles a refresh keeps its channel from serving requests");
   }
 };
 
@@ -37,6 +43,8 @@ class Dram : public Unit {
   void evaluate() override;
 
  private:
+  // The first cycle from `cycle` on at which `channel` is not refreshing.
+  Cycle after_refresh(std::size_t channel, Cycle cycle) const;
   struct Pending {
     Cycle ready;
     std::uint64_t sequence;

@@ -106,11 +106,13 @@ Cycle L2Slice::run_atomic(MemPacket& packet, Cycle start) {
   return done + params_.rop_latency;
 }
 
-void L2Slice::serve(MemPacket& packet, Cycle start) {
+void L2Slice::serve(MemPacket& packet, Cycle start, bool from_dram) {
   MemPacket reply = packet;
   reply.destination = packet.source;
   reply.source = static_cast<std::uint16_t>(index_);
-  Cycle extra = map_.partition_of_sm(packet.source) != map_.partition_of_slice(index_) ? params_.far_partition_latency : 0;
+  Cycle extra = 0;
+  if (map_.partition_of_sm(packet.source) != map_.partition_of_slice(index_))
+    extra = params_.far_partition_latency + (from_dram ? params_.far_partition_miss_latency : 0);
   switch (packet.kind) {
     case MemPacket::Kind::Read:
       ++reads_;
@@ -171,10 +173,10 @@ bool L2Slice::accept(MemPacket& packet, Cycle now, bool refill) {
     }
     lookups_.occupy(now, lookups, lookup_weight);
     ++hits_;
-    serve(packet, start + 1);
+    serve(packet, start + 1, false);
     return true;
   }
-  serve(packet, now);
+  serve(packet, now, true);
   return true;
 }
 

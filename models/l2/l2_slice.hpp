@@ -30,6 +30,7 @@ struct L2Params {
   std::uint32_t input_buffer_flits = 64;
   double far_partition_extra_lookups = 0;
   Cycle far_partition_latency = 0;
+  Cycle far_partition_miss_latency = 0;
   std::uint32_t rop_units_per_slice = 1;
   double rop_ops_per_cycle = 1;
   Cycle rop_latency = 1;
@@ -50,6 +51,9 @@ struct L2Params {
     b.integer("input_buffer_flits", input_buffer_flits, 1, 4096, "request flits buffered at the slice input");
     b.real("far_partition_extra_lookups", far_partition_extra_lookups, 0, 8, "extra lookups a request from the other partition costs, per flit (a fraction costs that share of a lookup's time)");
     b.integer("far_partition_latency", far_partition_latency, 0, 10000, "extra cycles for a request from the other partition");
+    b.integer("far_partition_miss_latency", far_partition_miss_latency, 0, 10000,
+              "further cycles for a request from the other partition whose line came from DRAM (the near partition's miss "
+              "goes on to the far one)");
     b.integer("rop_units_per_slice", rop_units_per_slice, 1, 64, "ROP atomic units per slice");
     b.real("rop_ops_per_cycle", rop_ops_per_cycle, 0.001, 64, "sectors of atomic requests one ROP unit applies per SM cycle (a request's lanes in one sector together)");
     b.integer("rop_latency", rop_latency, 1, 10000, "cycles from an atomic's start in the ROP to its reply");
@@ -88,7 +92,7 @@ class L2Slice : public Unit {
   };
   // Returns false when the packet cannot be taken now (resources busy).
   bool accept(MemPacket& packet, Cycle now, bool refill);
-  void serve(MemPacket& packet, Cycle start);
+  void serve(MemPacket& packet, Cycle start, bool from_dram);
   Cycle run_atomic(MemPacket& packet, Cycle start);
   void apply(AtomicCell& cell, const LaneOp& op, trace::AtomicOp kind, trace::DataType type);
   void schedule_reply(Cycle ready, const MemPacket& packet);

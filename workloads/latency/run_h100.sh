@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs the latency microbenchmarks on a GPU machine; writes
-# OUTDIR/latency.json and loaded.json (memory under load, workloads/latency/loaded.cu),
+# OUTDIR/latency.json, loaded.json (memory under load, workloads/latency/loaded.cu) and
+# load_spread.json (each load's latency under load, load_spread.cu),
 # the SASS (to check each chain is what it claims) and the clocks.
 # Usage: workloads/latency/run_h100.sh OUTDIR
 set -euo pipefail
@@ -14,3 +15,6 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --
 nvcc -O3 -arch=sm_90 -o "$out/loaded" "$here/loaded.cu"
 cuobjdump --dump-sass "$out/loaded" > "$out/loaded.sass"
 "$out/loaded" | tee "$out/loaded.json"
+nvcc -O3 -arch=sm_90 -o "$out/load_spread" "$here/load_spread.cu"
+cuobjdump --dump-sass "$out/load_spread" > "$out/load_spread.sass"
+"$out/load_spread" | tee "$out/load_spread.json"
