@@ -2,10 +2,12 @@
 
 #include <algorithm>
 
+#include "models/interconnect/address_map.hpp"
+
 namespace atomsim::model {
 
 Dram::Dram(const sc_core::sc_module_name& name, const DramParams& p, std::uint32_t ports, StatRegistry& stats)
-    : Unit(name), params_(p), channels_(p.channels, RateServer(p.bytes_per_cycle_per_channel)) {
+    : Unit(name), params_(p), xor_hash_(p.hash == "xor"), channels_(p.channels, RateServer(p.bytes_per_cycle_per_channel)) {
   StatGroup& g = stats.group("dram", "");
   for (std::uint32_t i = 0; i < ports; ++i) {
     requests_.push_back(std::make_unique<InPort<DramRequest>>(*this, p.queue_depth));
@@ -31,7 +33,8 @@ void Dram::evaluate() {
     while (port->ready(now)) {
       DramRequest r = port->front();
       port->pop();
-      const std::size_t c = (r.line / params_.interleave_bytes) % channels_.size();
+      const std::uint64_t chunk = r.line / params_.interleave_bytes;
+      const std::size_t c = (xor_hash_ ? xor_fold(chunk) : chunk) % channels_.size();
       RateServer& channel = channels_[c];
       std::uint64_t before = *channel.busy_scaled();
       Cycle done = channel.occupy(after_refresh(c, std::max(now, channel.free_at())), r.bytes);

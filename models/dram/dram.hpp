@@ -1,11 +1,13 @@
 // DRAM: independent channels, each a bandwidth-limited server followed by a
 // fixed access latency, that serves nothing while it refreshes (a window of
 // refresh_cycles every refresh_interval, the channels' windows spread evenly
-// over the interval). Lines map to channels by address interleaving.
+// over the interval). Chunks of interleave_bytes map to channels by a hash chosen
+// in the configuration.
 #pragma once
 
 #include <memory>
 #include <queue>
+#include <string>
 #include <vector>
 
 #include "models/messages.hpp"
@@ -20,6 +22,7 @@ struct DramParams {
   Cycle latency = 100;
   std::uint32_t queue_depth = 64;
   std::uint32_t interleave_bytes = 256;
+  std::string hash = "xor";
   Cycle refresh_interval = 0;
   Cycle refresh_cycles = 0;
   void declare(ParamBinder b) {
@@ -28,6 +31,7 @@ struct DramParams {
     b.integer("latency", latency, 1, 100000, "cycles from a channel starting a read to the data leaving it");
     b.integer("queue_depth", queue_depth, 1, 4096, "requests buffered per slice port");
     b.integer("interleave_bytes", interleave_bytes, 32, 1 << 20, "consecutive bytes mapped to one channel");
+    b.choice("hash", hash, {"xor", "modulo"}, "chunk-to-channel hash (xor: upper address bits folded in, as the L2's slice hash)");
     b.integer("refresh_interval", refresh_interval, 0, 1 << 30, "cycles from one refresh of a channel to its next (0: no refresh)");
     b.integer("refresh_cycles", refresh_cycles, 0, 1 << 30, "cycles a refresh keeps its channel from serving requests");
   }
@@ -52,6 +56,7 @@ class Dram : public Unit {
     bool operator>(const Pending& o) const { return ready != o.ready ? ready > o.ready : sequence > o.sequence; }
   };
   const DramParams params_;
+  const bool xor_hash_;
   std::vector<std::unique_ptr<InPort<DramRequest>>> requests_;
   std::vector<std::unique_ptr<OutPort<DramRequest>>> replies_;
   std::vector<RateServer> channels_;

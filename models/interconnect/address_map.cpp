@@ -13,13 +13,7 @@ AddressMap::AddressMap(const AddressMapParams& p)
 
 std::uint32_t AddressMap::slice_of(std::uint64_t address) const {
   std::uint64_t line = address / line_bytes_;
-  if (xor_hash_) {
-    // Consecutive lines go to consecutive slices, so a contiguous buffer
-    // spreads evenly; folding in upper bits keeps power-of-two strides from
-    // landing on a few slices.
-    line ^= (line >> 7) ^ (line >> 13) ^ (line >> 19);
-  }
-  return static_cast<std::uint32_t>(line % slices_);
+  return static_cast<std::uint32_t>((xor_hash_ ? xor_fold(line) : line) % slices_);
 }
 
 }  // namespace atomsim::model

@@ -14,6 +14,11 @@ struct AddressMapParams {
   std::string hash = "xor";
 };
 
+// Folds upper bits of a line or chunk index into its lower ones, so that
+// consecutive indices stay spread and power-of-two strides do not land on a
+// few slices or channels.
+inline std::uint64_t xor_fold(std::uint64_t index) { return index ^ (index >> 7) ^ (index >> 13) ^ (index >> 19); }
+
 class AddressMap {
  public:
   explicit AddressMap(const AddressMapParams& p);
