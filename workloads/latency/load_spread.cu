@@ -16,17 +16,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
-#define CHECK(call)                                                                           \
-  do {                                                                                        \
-    cudaError_t err_ = (call);                                                                \
-    if (err_ != cudaSuccess) {                                                                \
-      std::fprintf(stderr, "load_spread: %s failed: %s\n", #call, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
+#include "workloads/common/runner.cuh"
 
 constexpr int kLineWords = 32;
 constexpr int kBins = 256;  // 32 cycles each: up to 8,192 cycles, the last bin holds the rest
@@ -88,22 +80,23 @@ struct Shape {
 };
 
 int main() {
+  atomsim::workload::program_name() = "load_spread";
   cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, 0));
+  WORKLOAD_CHECK(cudaGetDeviceProperties(&prop, 0));
   const int sms = prop.multiProcessorCount;
   const size_t dram_bytes = size_t(1) << 31, l2_window_bytes = size_t(8) << 20, scratch_bytes = size_t(256) << 20;
   unsigned *data, *scratch, *out;
   long long* d_cycles;
   unsigned long long* d_histogram;
-  CHECK(cudaMalloc(&data, dram_bytes));
-  CHECK(cudaMalloc(&scratch, scratch_bytes));
-  CHECK(cudaMalloc(&out, size_t(sms) * 64 * sizeof(unsigned)));
-  CHECK(cudaMalloc(&d_cycles, size_t(sms) * 64 * sizeof(long long)));
-  CHECK(cudaMalloc(&d_histogram, kMaxLoads * kBins * sizeof(unsigned long long)));
+  WORKLOAD_CHECK(cudaMalloc(&data, dram_bytes));
+  WORKLOAD_CHECK(cudaMalloc(&scratch, scratch_bytes));
+  WORKLOAD_CHECK(cudaMalloc(&out, size_t(sms) * 64 * sizeof(unsigned)));
+  WORKLOAD_CHECK(cudaMalloc(&d_cycles, size_t(sms) * 64 * sizeof(long long)));
+  WORKLOAD_CHECK(cudaMalloc(&d_histogram, kMaxLoads * kBins * sizeof(unsigned long long)));
   {  // Data that is not zero and never sums to the kernel's sentinel in practice.
     std::vector<unsigned> host(dram_bytes / 4);
     for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<unsigned>(i * 2654435761u) | 1u;
-    CHECK(cudaMemcpy(data, host.data(), dram_bytes, cudaMemcpyHostToDevice));
+    WORKLOAD_CHECK(cudaMemcpy(data, host.data(), dram_bytes, cudaMemcpyHostToDevice));
   }
   // Idle to saturated on every SM, one load or four in flight per warp; 32
   // warps an SM on fewer SMs (where loaded.cu found the H100 slower than a
@@ -125,22 +118,22 @@ int main() {
     std::vector<double> per_cycle;
     std::vector<long long> c(warps);
     for (int r = 0; r < 6; ++r) {
-      if (r == 1) CHECK(cudaMemset(d_histogram, 0, kMaxLoads * kBins * sizeof(unsigned long long)));
-      if (shape.from_dram) CHECK(cudaMemset(scratch, r, scratch_bytes));
+      if (r == 1) WORKLOAD_CHECK(cudaMemset(d_histogram, 0, kMaxLoads * kBins * sizeof(unsigned long long)));
+      if (shape.from_dram) WORKLOAD_CHECK(cudaMemset(scratch, r, scratch_bytes));
       const dim3 grid(ctas), block(32 * warps_per_cta);
       if (shape.from_dram && shape.loads == 1) timed_loads<1, false><<<grid, block>>>(data, window_mask, iterations, out, d_cycles, d_histogram);
       if (shape.from_dram && shape.loads == 4) timed_loads<4, false><<<grid, block>>>(data, window_mask, iterations, out, d_cycles, d_histogram);
       if (!shape.from_dram) timed_loads<4, true><<<grid, block>>>(data, window_mask, iterations, out, d_cycles, d_histogram);
-      CHECK(cudaGetLastError());
-      CHECK(cudaDeviceSynchronize());
-      CHECK(cudaMemcpy(c.data(), d_cycles, warps * sizeof(long long), cudaMemcpyDeviceToHost));
+      WORKLOAD_CHECK(cudaGetLastError());
+      WORKLOAD_CHECK(cudaDeviceSynchronize());
+      WORKLOAD_CHECK(cudaMemcpy(c.data(), d_cycles, warps * sizeof(long long), cudaMemcpyDeviceToHost));
       if (r == 0) continue;  // warm-up
       std::sort(c.begin(), c.end());
       per_cycle.push_back(bytes / shape.active_sms / static_cast<double>(c[c.size() / 2]));
     }
     std::sort(per_cycle.begin(), per_cycle.end());
     std::vector<unsigned long long> histogram(kMaxLoads * kBins);
-    CHECK(cudaMemcpy(histogram.data(), d_histogram, histogram.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+    WORKLOAD_CHECK(cudaMemcpy(histogram.data(), d_histogram, histogram.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
     std::printf("    {\"source\": \"%s\", \"active_sms\": %d, \"warps_per_sm\": %d, \"loads_in_flight\": %d, \"bytes_per_sm_cycle\": %.2f, \"completions\": [",
                 shape.from_dram ? "dram" : "l2", shape.active_sms, shape.warps_per_sm, shape.loads, per_cycle[per_cycle.size() / 2]);
     for (int k = 0; k < shape.loads; ++k) {

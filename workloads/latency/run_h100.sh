@@ -15,6 +15,6 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --
 nvcc -O3 -arch=sm_90 -o "$out/loaded" "$here/loaded.cu"
 cuobjdump --dump-sass "$out/loaded" > "$out/loaded.sass"
 "$out/loaded" | tee "$out/loaded.json"
-nvcc -O3 -arch=sm_90 -o "$out/load_spread" "$here/load_spread.cu"
+nvcc -O3 -arch=sm_90 -I"$here/../.." -o "$out/load_spread" "$here/load_spread.cu"
 cuobjdump --dump-sass "$out/load_spread" > "$out/load_spread.sass"
 "$out/load_spread" | tee "$out/load_spread.json"
