@@ -187,7 +187,9 @@ for entry in "${kernels[@]}"; do
     echo "capture_h100_workloads: $name: $verdict"
     [[ $verdict == faithful* ]] || failures=$((failures + 1))
     if [[ $phases == *,compare,* ]] && [ -f "$out/timing.json" ]; then
-      "$atomsim" compare -q "$out" --instructions 8 --config "$root/configs/h100.toml" --json "$out/compare.json" > "$out/compare.txt" 2>&1 &
+      # From DEST, so that the comparison names the kernel as the dataset does, not by this machine's path.
+      (cd "$dest" && "$atomsim" compare -q "$name" --instructions 8 --config "$root/configs/h100.toml" --json "$out/compare.json") \
+        > "$out/compare.txt" 2>&1 &
     fi
   fi
   if [ -f "$out/timing.json" ] && [ -f "$out/trace/trace.atr" ]; then
