@@ -22,7 +22,7 @@ Dram::Dram(const sc_core::sc_module_name& name, const DramParams& p, std::uint32
 Cycle Dram::after_refresh(std::size_t channel, Cycle cycle) const {
   if (!params_.refresh_interval || !params_.refresh_cycles) return cycle;
   const Cycle offset = channel * params_.refresh_interval / channels_.size();
-  const Cycle phase = (cycle + params_.refresh_interval - offset % params_.refresh_interval) % params_.refresh_interval;
+  const Cycle phase = (cycle + params_.refresh_interval - offset) % params_.refresh_interval;
   return phase < params_.refresh_cycles ? cycle + params_.refresh_cycles - phase : cycle;
 }
 
