@@ -289,9 +289,6 @@ TEST_CASE("Timing-dependent instructions excuse only themselves", "[compare][fai
   REQUIRE_FALSE(check_faithfulness(d / "trace.atr", 0, d / "count.json", {}, d / "trace.json").passed);
 }
 
-// Committed datasets keep their count passes zstd-compressed (count.json.zst);
-// every reader given count.json takes the compressed file, and a corrupt or
-// cut-short one is an error naming it.
 TEST_CASE("A capture's launches are matched to its trace across builds that hash anonymous namespaces apart", "[compare][capture]") {
   const fs::path source = fs::path(ATOMSIM_SOURCE_DIR) / "traces/h100/regressions/pytorch/scatter-add-random";
   const fs::path dir = testing::temp_trace("anonymous");
@@ -315,6 +312,9 @@ TEST_CASE("A capture's launches are matched to its trace across builds that hash
   fs::remove_all(dir);
 }
 
+// Committed datasets keep their count passes zstd-compressed (count.json.zst);
+// every reader given count.json takes the compressed file, and a corrupt or
+// cut-short one is an error naming it.
 TEST_CASE("Capture documents are read compressed or not and a damaged compressed one is named", "[compare][capture]") {
   const fs::path dir = testing::temp_trace("documents");
   fs::create_directories(dir);

@@ -32,7 +32,6 @@ const nlohmann::json& only_kernel(const nlohmann::json& doc, const std::filesyst
   return kernels[0];
 }
 
-// The median of the timed launches' durations, in cycles at the SM clock the timing pass read.
 // A kernel in an anonymous namespace is mangled with a hash of the file it was
 // compiled from (_GLOBAL__N__<8 hex digits>_), which differs between builds of
 // the same source in another folder; launches are matched with it left out.
@@ -41,6 +40,7 @@ std::string without_anonymous_namespace_hash(const std::string& mangled) {
   return std::regex_replace(mangled, hash, "_GLOBAL__N__");
 }
 
+// The median of the timed launches' durations, in cycles at the SM clock the timing pass read.
 void set_time(MeasuredKernel& k, std::vector<double> durations, const nlohmann::json& timing,
               const std::filesystem::path& file) {
   std::sort(durations.begin(), durations.end());

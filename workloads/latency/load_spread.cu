@@ -18,7 +18,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "workloads/common/runner.cuh"
+#include "workloads/latency/streamed_memory.cuh"
 
 constexpr int kLineWords = 32;
 constexpr int kBins = 256;  // 32 cycles each: up to 8,192 cycles, the last bin holds the rest
@@ -84,20 +84,13 @@ int main() {
   cudaDeviceProp prop{};
   WORKLOAD_CHECK(cudaGetDeviceProperties(&prop, 0));
   const int sms = prop.multiProcessorCount;
-  const size_t dram_bytes = size_t(1) << 31, l2_window_bytes = size_t(8) << 20, scratch_bytes = size_t(256) << 20;
-  unsigned *data, *scratch, *out;
+  const StreamedMemory memory;
+  unsigned* out;
   long long* d_cycles;
   unsigned long long* d_histogram;
-  WORKLOAD_CHECK(cudaMalloc(&data, dram_bytes));
-  WORKLOAD_CHECK(cudaMalloc(&scratch, scratch_bytes));
   WORKLOAD_CHECK(cudaMalloc(&out, size_t(sms) * 64 * sizeof(unsigned)));
   WORKLOAD_CHECK(cudaMalloc(&d_cycles, size_t(sms) * 64 * sizeof(long long)));
   WORKLOAD_CHECK(cudaMalloc(&d_histogram, kMaxLoads * kBins * sizeof(unsigned long long)));
-  {  // Data that is not zero and never sums to the kernel's sentinel in practice.
-    std::vector<unsigned> host(dram_bytes / 4);
-    for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<unsigned>(i * 2654435761u) | 1u;
-    WORKLOAD_CHECK(cudaMemcpy(data, host.data(), dram_bytes, cudaMemcpyHostToDevice));
-  }
   // Idle to saturated on every SM, one load or four in flight per warp; 32
   // warps an SM on fewer SMs (where loaded.cu found the H100 slower than a
   // fixed latency); the L2 as a control.
@@ -113,17 +106,17 @@ int main() {
     const int warps_per_cta = std::min(shape.warps_per_sm, 32), ctas = shape.active_sms * shape.warps_per_sm / warps_per_cta;
     const int warps = ctas * warps_per_cta;
     const int iterations = std::max(16, 8192 / (shape.warps_per_sm * shape.loads));
-    const unsigned window_mask = unsigned((shape.from_dram ? dram_bytes : l2_window_bytes) / 4 - 1);
+    const unsigned window_mask = StreamedMemory::window_mask(shape.from_dram);
     const double bytes = double(warps) * iterations * shape.loads * kLineWords * 4;
     std::vector<double> per_cycle;
     std::vector<long long> c(warps);
     for (int r = 0; r < 6; ++r) {
       if (r == 1) WORKLOAD_CHECK(cudaMemset(d_histogram, 0, kMaxLoads * kBins * sizeof(unsigned long long)));
-      if (shape.from_dram) WORKLOAD_CHECK(cudaMemset(scratch, r, scratch_bytes));
+      if (shape.from_dram) memory.flush_l2(r);
       const dim3 grid(ctas), block(32 * warps_per_cta);
-      if (shape.from_dram && shape.loads == 1) timed_loads<1, false><<<grid, block>>>(data, window_mask, iterations, out, d_cycles, d_histogram);
-      if (shape.from_dram && shape.loads == 4) timed_loads<4, false><<<grid, block>>>(data, window_mask, iterations, out, d_cycles, d_histogram);
-      if (!shape.from_dram) timed_loads<4, true><<<grid, block>>>(data, window_mask, iterations, out, d_cycles, d_histogram);
+      if (shape.from_dram && shape.loads == 1) timed_loads<1, false><<<grid, block>>>(memory.data, window_mask, iterations, out, d_cycles, d_histogram);
+      if (shape.from_dram && shape.loads == 4) timed_loads<4, false><<<grid, block>>>(memory.data, window_mask, iterations, out, d_cycles, d_histogram);
+      if (!shape.from_dram) timed_loads<4, true><<<grid, block>>>(memory.data, window_mask, iterations, out, d_cycles, d_histogram);
       WORKLOAD_CHECK(cudaGetLastError());
       WORKLOAD_CHECK(cudaDeviceSynchronize());
       WORKLOAD_CHECK(cudaMemcpy(c.data(), d_cycles, warps * sizeof(long long), cudaMemcpyDeviceToHost));

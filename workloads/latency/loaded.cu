@@ -16,18 +16,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <type_traits>
 #include <vector>
 
-#define CHECK(call)                                                                      \
-  do {                                                                                   \
-    cudaError_t err_ = (call);                                                           \
-    if (err_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "loaded: %s failed: %s\n", #call, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                      \
-    }                                                                                    \
-  } while (0)
+#include "workloads/latency/streamed_memory.cuh"
 
 constexpr int kLineWords = 32;
 
@@ -68,31 +60,31 @@ struct Point {
 };
 
 template <int LOADS>
-Point measure(const unsigned* data, unsigned window_words, int warps_per_sm, int warps_per_cta, int sms, bool flush, bool tiled,
-              unsigned* scratch, size_t scratch_bytes, unsigned* out, long long* d_cycles) {
+Point measure(const StreamedMemory& memory, int warps_per_sm, int warps_per_cta, int sms, bool flush, bool tiled, unsigned* out,
+              long long* d_cycles) {
   const int ctas_per_sm = warps_per_sm / warps_per_cta;
   const int ctas = sms * ctas_per_sm, warps = ctas * warps_per_cta;
   // 16384 lines per SM (2 MB; 277 MB on 132 SMs, over five times the L2), at least 16 iterations.
   const int iterations = std::max(16, 16384 / (warps_per_sm * LOADS));
   const double bytes = double(warps) * iterations * LOADS * kLineWords * 4;
   cudaEvent_t begin, end;
-  CHECK(cudaEventCreate(&begin));
-  CHECK(cudaEventCreate(&end));
+  WORKLOAD_CHECK(cudaEventCreate(&begin));
+  WORKLOAD_CHECK(cudaEventCreate(&end));
   std::vector<double> per_cycle, per_ns;
   std::vector<long long> c(warps);
   for (int r = 0; r < 8; ++r) {
-    if (flush) CHECK(cudaMemset(scratch, r, scratch_bytes));
-    CHECK(cudaEventRecord(begin));
+    if (flush) memory.flush_l2(r);
+    WORKLOAD_CHECK(cudaEventRecord(begin));
     if (flush)
-      stream_loads<LOADS, false><<<ctas, 32 * warps_per_cta>>>(data, window_words - 1, iterations, tiled, out, d_cycles);
+      stream_loads<LOADS, false><<<ctas, 32 * warps_per_cta>>>(memory.data, StreamedMemory::window_mask(flush), iterations, tiled, out, d_cycles);
     else
-      stream_loads<LOADS, true><<<ctas, 32 * warps_per_cta>>>(data, window_words - 1, iterations, tiled, out, d_cycles);
-    CHECK(cudaGetLastError());
-    CHECK(cudaEventRecord(end));
-    CHECK(cudaEventSynchronize(end));
+      stream_loads<LOADS, true><<<ctas, 32 * warps_per_cta>>>(memory.data, StreamedMemory::window_mask(flush), iterations, tiled, out, d_cycles);
+    WORKLOAD_CHECK(cudaGetLastError());
+    WORKLOAD_CHECK(cudaEventRecord(end));
+    WORKLOAD_CHECK(cudaEventSynchronize(end));
     float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, begin, end));
-    CHECK(cudaMemcpy(c.data(), d_cycles, warps * sizeof(long long), cudaMemcpyDeviceToHost));
+    WORKLOAD_CHECK(cudaEventElapsedTime(&ms, begin, end));
+    WORKLOAD_CHECK(cudaMemcpy(c.data(), d_cycles, warps * sizeof(long long), cudaMemcpyDeviceToHost));
     if (r == 0) continue;  // warm-up
     std::sort(c.begin(), c.end());
     per_cycle.push_back(bytes / sms / static_cast<double>(c[c.size() / 2]));
@@ -100,27 +92,21 @@ Point measure(const unsigned* data, unsigned window_words, int warps_per_sm, int
   }
   std::sort(per_cycle.begin(), per_cycle.end());
   std::sort(per_ns.begin(), per_ns.end());
-  CHECK(cudaEventDestroy(begin));
-  CHECK(cudaEventDestroy(end));
+  WORKLOAD_CHECK(cudaEventDestroy(begin));
+  WORKLOAD_CHECK(cudaEventDestroy(end));
   return {per_cycle[per_cycle.size() / 2], per_ns[per_ns.size() / 2]};
 }
 
 int main() {
+  atomsim::workload::program_name() = "loaded";
   cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, 0));
+  WORKLOAD_CHECK(cudaGetDeviceProperties(&prop, 0));
   const int sms = prop.multiProcessorCount;
-  const size_t dram_bytes = size_t(1) << 31, l2_window_bytes = size_t(8) << 20, scratch_bytes = size_t(256) << 20;
-  unsigned *data, *scratch, *out;
+  const StreamedMemory memory;
+  unsigned* out;
   long long* d_cycles;
-  CHECK(cudaMalloc(&data, dram_bytes));
-  CHECK(cudaMalloc(&scratch, scratch_bytes));
-  CHECK(cudaMalloc(&out, size_t(sms) * 64 * sizeof(unsigned)));
-  CHECK(cudaMalloc(&d_cycles, size_t(sms) * 64 * sizeof(long long)));
-  {  // Data that is not zero and never sums to the kernels' sentinel in practice.
-    std::vector<unsigned> host(dram_bytes / 4);
-    for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<unsigned>(i * 2654435761u) | 1u;
-    CHECK(cudaMemcpy(data, host.data(), dram_bytes, cudaMemcpyHostToDevice));
-  }
+  WORKLOAD_CHECK(cudaMalloc(&out, size_t(sms) * 64 * sizeof(unsigned)));
+  WORKLOAD_CHECK(cudaMalloc(&d_cycles, size_t(sms) * 64 * sizeof(long long)));
   // Every SM with 4-64 warps of 1, 4 or 16 loads in flight; then 32 warps of 16
   // loads (one CTA of 1024 threads) on fewer SMs: what one SM can take in
   // against what the L2 slices or DRAM give all of them; then from DRAM, tiles
@@ -144,10 +130,9 @@ int main() {
   std::printf("{\n  \"sms\": %d,\n  \"line_bytes\": 128,\n  \"points\": [\n", sms);
   bool first = true;
   for (const Shape& shape : shapes) {
-    const unsigned window_words = (shape.from_dram ? dram_bytes : l2_window_bytes) / 4;
     auto run = [&](auto loads_constant) {
-      return measure<decltype(loads_constant)::value>(data, window_words, shape.warps, shape.warps_per_cta, shape.active_sms, shape.from_dram, shape.tiled,
-                                                      scratch, scratch_bytes, out, d_cycles);
+      return measure<decltype(loads_constant)::value>(memory, shape.warps, shape.warps_per_cta, shape.active_sms, shape.from_dram, shape.tiled,
+                                                      out, d_cycles);
     };
     const Point p = shape.loads == 1   ? run(std::integral_constant<int, 1>{})
                     : shape.loads == 4 ? run(std::integral_constant<int, 4>{})

@@ -12,7 +12,7 @@ nvcc -O3 -arch=sm_90 -o "$out/latency" "$here/latency.cu"
 cuobjdump --dump-sass "$out/latency" > "$out/latency.sass"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$out/device.txt" 2>&1 || true
 "$out/latency" | tee "$out/latency.json"
-nvcc -O3 -arch=sm_90 -o "$out/loaded" "$here/loaded.cu"
+nvcc -O3 -arch=sm_90 -I"$here/../.." -o "$out/loaded" "$here/loaded.cu"
 cuobjdump --dump-sass "$out/loaded" > "$out/loaded.sass"
 "$out/loaded" | tee "$out/loaded.json"
 nvcc -O3 -arch=sm_90 -I"$here/../.." -o "$out/load_spread" "$here/load_spread.cu"
