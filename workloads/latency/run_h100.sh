@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs the latency microbenchmarks on a GPU machine; writes
 # OUTDIR/latency.json, loaded.json (memory under load, workloads/latency/loaded.cu) and
-# load_spread.json (each load's latency under load, load_spread.cu),
+# load_spread.json (each load's latency under load, load_spread.cu), shared_banks.json
+# (shared memory's bank conflicts and atomics, shared_banks.cu),
 # the SASS (to check each chain is what it claims) and the clocks.
 # Usage: workloads/latency/run_h100.sh OUTDIR
 set -euo pipefail
@@ -18,3 +19,6 @@ cuobjdump --dump-sass "$out/loaded" > "$out/loaded.sass"
 nvcc -O3 -arch=sm_90 -I"$here/../.." -o "$out/load_spread" "$here/load_spread.cu"
 cuobjdump --dump-sass "$out/load_spread" > "$out/load_spread.sass"
 "$out/load_spread" | tee "$out/load_spread.json"
+nvcc -O3 -arch=sm_90 -I"$here/../.." -o "$out/shared_banks" "$here/shared_banks.cu"
+cuobjdump --dump-sass "$out/shared_banks" > "$out/shared_banks.sass"
+"$out/shared_banks" | tee "$out/shared_banks.json"

@@ -1,0 +1,160 @@
+// The shared-memory probe (workloads/latency/shared_banks.cu,
+// traces/h100/latency/shared_banks.json) simulated from its own SASS.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "sim_helpers.hpp"
+
+using namespace atomsim;
+using namespace atomsim::testing;
+
+namespace {
+
+struct Span {
+  std::uint64_t begin = 0, end = 0;  // [begin, end) in pcs
+  bool contains(std::uint64_t pc) const { return pc >= begin && pc < end; }
+};
+
+// Branches of one function of a cuobjdump listing: (from, to) pcs.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> branches_of(const std::string& listing, const std::string& function) {
+  const auto begin = listing.find("Function : " + function);
+  REQUIRE(begin != std::string::npos);
+  const std::string text = listing.substr(begin, listing.find("Function :", begin + 1) - begin);
+  const std::regex branch(R"(/\*([0-9a-f]{4})\*/ +@!?P[0-6] BRA 0x([0-9a-f]+) ;)");
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), branch); it != std::sregex_iterator(); ++it)
+    out.emplace_back(std::stoull((*it)[1], nullptr, 16), std::stoull((*it)[2], nullptr, 16));
+  return out;
+}
+
+// The radix sort's histogram loop as shared_banks.cu times it
+// (histogram_loop<between>): each warp of CTAs of 4 reads 32 keys, one
+// coalesced load at a time, and makes four shared-memory accesses per key;
+// then its lane 0 adds its load time to two global counters and, after the
+// CTA's barrier, the CTA's 1,024 counts go to the global histogram, one RED
+// per 32 (none where nothing was counted). One wave of CTAs, `warps_per_sm`
+// warps on every SM; keys from the 16 MB window the L2 holds or from DRAM.
+// Returns the mean cycles from the clock read before a key's load to the one
+// after its first use (the probe's load_to_use_cycles): the warp-cycles the
+// model spends at the instructions between the two reads.
+double histogram_load_to_use(GpuParams params, int between, bool from_l2, std::uint32_t warps_per_sm) {
+  const std::string function =
+      "_ZN44_GLOBAL__N__15d1191b_15_shared_banks_cu_main14histogram_loopILNS_7BetweenE" + std::to_string(between) + "EEEvPKjjjPjPy";
+  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/shared_banks.sass");
+  const auto program = trace::parse_sass_function(listing, function);
+  std::uint64_t first_load = 0;
+  for (const auto& s : program)
+    if (s.op == trace::OpClass::LoadGlobal) {
+      first_load = s.pc;
+      break;
+    }
+  // A trip: one pass of the loop over the keys (a backward branch around the
+  // first load) or, where the compiler unrolled all 32 keys, the span from the
+  // first key's exit test to where the exits go. The flush: the loop after it.
+  Span trip, flush;
+  for (const auto& [from, to] : branches_of(listing, function)) {
+    if (to < first_load && from > first_load) trip = {to, from + 16};
+    if (from < first_load && to > first_load && trip.end == 0) trip = {from, to};
+  }
+  REQUIRE(trip.end != 0);
+  for (const auto& [from, to] : branches_of(listing, function))
+    if (to < from && to >= trip.end) flush = {to, from + 16};
+  REQUIRE(flush.end != 0);
+  std::vector<int> key_of(program.size(), -1);  // which of a trip's keys an instruction loads
+  int keys_per_trip = 0;
+  for (std::size_t i = 0; i < program.size(); ++i)
+    if (trip.contains(program[i].pc) && program[i].op == trace::OpClass::LoadGlobal) key_of[i] = keys_per_trip++;
+  REQUIRE(32 % keys_per_trip == 0);
+
+  if (from_l2) params.l2.start = "footprint";
+  const std::uint32_t ctas_per_sm = warps_per_sm / 4, ctas = 132 * ctas_per_sm;
+  params.sm.max_ctas = ctas_per_sm;
+  const std::uint64_t window_words = from_l2 ? 4ull << 20 : 1ull << 32;
+  const bool counted = between != 0;
+  auto path = write_program(function, program, ctas, 4, [&](std::uint64_t warp) {
+    std::vector<trace::WarpInst> s;
+    for (int t = 0; t < 32 / keys_per_trip; ++t)
+      for (std::size_t i = 0; i < program.size(); ++i) {
+        if (!trip.contains(program[i].pc)) continue;
+        trace::WarpInst r = record(static_cast<std::uint32_t>(i));
+        if (key_of[i] >= 0)
+          for (std::uint32_t lane = 0; lane < 32; ++lane) {
+            const std::uint64_t key = (warp / 4) * 4096 + (t * keys_per_trip + key_of[i]) * 128 + (warp % 4) * 32 + lane;
+            r.address[lane] = 0x100000000ull + 4 * (key % window_words);
+          }
+        s.push_back(r);
+      }
+    std::uint32_t counter = 0;
+    for (std::size_t i = 0; i < program.size(); ++i) {  // to the flush: lane 0's counters, the barrier
+      const auto& inst = program[i];
+      if (inst.pc < trip.end || inst.pc >= flush.begin || inst.op == trace::OpClass::Exit) continue;
+      trace::WarpInst r = record(static_cast<std::uint32_t>(i));
+      if (inst.op == trace::OpClass::Red) {
+        r.active_mask = 1;
+        r.address[0] = 0x300000000ull + 8 * counter++;
+        r.value[0] = 1;
+      }
+      s.push_back(r);
+    }
+    for (std::uint64_t step = 0; step < 8; ++step)
+      for (std::size_t i = 0; i < program.size(); ++i) {
+        if (!flush.contains(program[i].pc)) continue;
+        trace::WarpInst r = record(static_cast<std::uint32_t>(i));
+        if (program[i].op == trace::OpClass::Red) {
+          if (!counted) continue;
+          for (std::uint32_t lane = 0; lane < 32; ++lane) {
+            r.address[lane] = 0x200000000ull + 4 * (step * 128 + (warp % 4) * 32 + lane);
+            r.value[lane] = 1;
+          }
+        }
+        s.push_back(r);
+      }
+    for (std::size_t i = 0; i < program.size(); ++i)
+      if (program[i].pc >= flush.end && program[i].op == trace::OpClass::Exit) {
+        s.push_back(record(static_cast<std::uint32_t>(i)));
+        break;
+      }
+    return s;
+  });
+  trace::TraceReader reader(path);
+  Gpu gpu(params);
+  RunOptions options;
+  options.progress = false;
+  options.check_atomics = false;
+  options.profile_instructions = true;
+  const KernelRun run = gpu.run_kernel(reader, 0, options);
+  std::remove(path.c_str());
+  double waited = 0;
+  int clock_reads = 0;
+  for (std::size_t i = 0; i < program.size(); ++i) {
+    if (!trip.contains(program[i].pc)) continue;
+    if (clock_reads % 2 == 1)
+      for (auto c : run.instructions[i].warp_cycles) waited += static_cast<double>(c);
+    clock_reads += program[i].mnemonic.rfind("CS2R", 0) == 0;
+  }
+  REQUIRE(clock_reads == 2 * keys_per_trip);
+  return waited / (double(ctas) * 4 * 32);
+}
+
+}  // namespace
+
+// Every point of the histogram loop against the model:
+// tests/atomsim_tests "[shared-loop-table]" (about a minute).
+TEST_CASE("Shared memory: the radix sort's histogram loop, every point simulated", "[.][shared-loop-table]") {
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/shared_banks.json"));
+  const auto params = h100_with({});
+  const std::map<std::string, int> between = {{"nothing", 0}, {"atomic_digits", 1}, {"atomic_conflict_free", 2},
+                                              {"atomic_key_free", 3}, {"store_digits", 4}};
+  std::printf("| between loads | source | warps/SM | H100 load-to-use | model | error |\n|---|---|---|---|---|---|\n");
+  for (const auto& p : measured["sort_histogram"]["points"]) {
+    const auto b = between.find(p["between"].get<std::string>());
+    if (b == between.end()) continue;
+    const int warps = p["warps_per_sm"];
+    const double on_h100 = p["load_to_use_cycles"], simulated = histogram_load_to_use(params, b->second, p["source"] == "l2", warps);
+    std::printf("| %s | %s | %d | %.0f | %.0f | %+.1f%% |\n", b->first.c_str(), p["source"].get<std::string>().c_str(), warps, on_h100,
+                simulated, 100 * (simulated / on_h100 - 1));
+  }
+}
