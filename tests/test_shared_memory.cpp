@@ -35,14 +35,14 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> branches_of(const std::stri
 // coalesced load at a time, and makes four shared-memory accesses per key;
 // then its lane 0 adds its load time to two global counters and, after the
 // CTA's barrier, the CTA's 1,024 counts go to the global histogram, one RED
-// per 32 (none where nothing was counted). One wave of CTAs, `warps_per_sm`
-// warps on every SM; keys from the 16 MB window the L2 holds or from DRAM.
+// per 32 (none where nothing was counted). The probe's 4,352 CTAs,
+// `warps_per_sm` warps an SM; keys from the 16 MB window the L2 holds or from DRAM.
 // Returns the mean cycles from the clock read before a key's load to the one
 // after its first use (the probe's load_to_use_cycles): the warp-cycles the
 // model spends at the instructions between the two reads.
 double histogram_load_to_use(GpuParams params, int between, bool from_l2, std::uint32_t warps_per_sm) {
   const std::string function =
-      "_ZN44_GLOBAL__N__15d1191b_15_shared_banks_cu_main14histogram_loopILNS_7BetweenE" + std::to_string(between) + "EEEvPKjjjPjPy";
+      "_ZN44_GLOBAL__N__15d1191b_15_shared_banks_cu_main14histogram_loopILNS_7BetweenE" + std::to_string(between) + "EEEvPKjjjPjPyj";
   const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/shared_banks.sass");
   const auto program = trace::parse_sass_function(listing, function);
   std::uint64_t first_load = 0;
@@ -70,8 +70,8 @@ double histogram_load_to_use(GpuParams params, int between, bool from_l2, std::u
   REQUIRE(32 % keys_per_trip == 0);
 
   if (from_l2) params.l2.start = "footprint";
-  const std::uint32_t ctas_per_sm = warps_per_sm / 4, ctas = 132 * ctas_per_sm;
-  params.sm.max_ctas = ctas_per_sm;
+  const std::uint32_t ctas = 4352;
+  params.sm.max_ctas = warps_per_sm / 4;
   const std::uint64_t window_words = from_l2 ? 4ull << 20 : 1ull << 32;
   const bool counted = between != 0;
   auto path = write_program(function, program, ctas, 4, [&](std::uint64_t warp) {

@@ -14,6 +14,9 @@
 // warm-up, event-timed) and the mean cycles from a key load's issue to its use.
 // Part three, the same loop with 0-8 conflict-free shared stores per key, its
 // loads cached in the L1 or not, or 16 ALU instructions instead of stores.
+// Part four, the histogram loop's flush REDs on one histogram for all CTAs,
+// on 32 or on one per CTA. Part five, coalesced REDs from every warp onto 1
+// to 65,536 lines, requests per microsecond.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -127,7 +130,10 @@ const char* between_name(Between b) {
 
 template <Between B>
 __global__ void histogram_loop(const unsigned* keys, unsigned n, unsigned window_mask, unsigned* histograms,
-                               unsigned long long* load_cycles) {
+                               unsigned long long* load_cycles, unsigned copies) {
+  // CTAs share `copies` copies of the global histogram and the load counters.
+  histograms += (blockIdx.x % copies) * kPasses * kRadix;
+  load_cycles += 2 * (blockIdx.x % copies);
   __shared__ unsigned counts[kPasses][kRadix];
   for (int i = threadIdx.x; i < kPasses * kRadix; i += blockDim.x) (&counts[0][0])[i] = 0;
   __syncthreads();
@@ -206,15 +212,23 @@ __global__ void write_mix(const unsigned* keys, unsigned n, unsigned window_mask
   }
 }
 
+// Coalesced REDs from every warp onto `lines` lines: warp w's r-th RED goes
+// to line (w + r) % lines, from `lanes` lanes (32: one word each; 1: lane 0).
+__global__ void red_lines(unsigned* target, unsigned lines, int rounds, unsigned lanes) {
+  const unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+  if (lane >= lanes) return;
+  for (int r = 0; r < rounds; ++r) atomicAdd(&target[((warp + r) % lines) * 32 + lane], 1u);
+}
+
 // Launches one histogram_loop; returns the CTAs an SM holds with this padding.
 template <Between B>
 int launch_loop(const LoopShape& shape, const unsigned* keys, unsigned n, unsigned ctas, int padding, unsigned* histograms,
-                unsigned long long* load_cycles) {
+                unsigned long long* load_cycles, unsigned copies = 1) {
   const unsigned mask = shape.from_l2 ? (4u << 20) - 1 : 0xffffffffu;  // 16 MB of keys the L2 holds, or all of them
   WORKLOAD_CHECK(cudaFuncSetAttribute(histogram_loop<B>, cudaFuncAttributeMaxDynamicSharedMemorySize, padding));
   int resident = 0;
   WORKLOAD_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, histogram_loop<B>, kHistogramThreads, padding));
-  histogram_loop<B><<<ctas, kHistogramThreads, padding>>>(keys, n, mask, histograms, load_cycles);
+  histogram_loop<B><<<ctas, kHistogramThreads, padding>>>(keys, n, mask, histograms, load_cycles, copies);
   return resident;
 }
 
@@ -278,8 +292,8 @@ int main() {
   unsigned *d_keys, *d_histograms;
   unsigned long long* d_load_cycles;
   WORKLOAD_CHECK(cudaMalloc(&d_keys, n * sizeof(unsigned)));
-  WORKLOAD_CHECK(cudaMalloc(&d_histograms, kPasses * kRadix * sizeof(unsigned)));
-  WORKLOAD_CHECK(cudaMalloc(&d_load_cycles, 2 * sizeof(unsigned long long)));
+  WORKLOAD_CHECK(cudaMalloc(&d_histograms, std::size_t(4352) * kPasses * kRadix * sizeof(unsigned)));
+  WORKLOAD_CHECK(cudaMalloc(&d_load_cycles, 2 * 4352 * sizeof(unsigned long long)));
   WORKLOAD_CHECK(cudaMemcpy(d_keys, keys.data(), n * sizeof(unsigned), cudaMemcpyHostToDevice));
   const unsigned ctas = (n + kHistogramThreads * kKeysPerThread - 1) / (kHistogramThreads * kKeysPerThread);
   std::vector<LoopShape> shapes;
@@ -355,6 +369,57 @@ int main() {
                     timer.summary("mix").median_ms * 1000.0, latencies[latencies.size() / 2]);
         first_mix = false;
       }
+  std::printf("\n  ],\n");
+
+  // Part four: the histogram loop with its flush's REDs (and the load
+  // counters') on one copy of the histogram, as the sort has them, or spread
+  // over 32 or one copy per CTA.
+  std::printf("  \"flush_copies\": [\n");
+  bool first_copy = true;
+  for (unsigned copies : {1u, 32u, 4352u})
+    for (bool from_l2 : {false, true})
+      for (int warps : {64, 32}) {
+        const LoopShape shape{Between::AtomicDigits, from_l2, warps};
+        const int ctas_per_sm = warps / 4;
+        const int padding = ctas_per_sm >= 16 ? 0 : int(prop.sharedMemPerMultiprocessor / ctas_per_sm) - 4096 - 2048;
+        atomsim::workload::KernelTimes timer;
+        std::vector<double> latencies;
+        int resident = 0;
+        std::vector<unsigned long long> lc(2 * copies);
+        for (int r = 0; r < 8; ++r) {
+          WORKLOAD_CHECK(cudaMemset(d_load_cycles, 0, lc.size() * sizeof(unsigned long long)));
+          timer.time("flush", r > 0, [&] {
+            resident = launch_loop<Between::AtomicDigits>(shape, d_keys, n, ctas, padding, d_histograms, d_load_cycles, copies);
+          });
+          WORKLOAD_CHECK(cudaMemcpy(lc.data(), d_load_cycles, lc.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+          unsigned long long waited = 0, loads = 0;
+          for (unsigned c = 0; c < copies; ++c) waited += lc[2 * c], loads += lc[2 * c + 1];
+          if (r > 0) latencies.push_back(double(waited) / double(loads));
+        }
+        std::sort(latencies.begin(), latencies.end());
+        std::printf("%s    {\"copies\": %u, \"source\": \"%s\", \"warps_per_sm\": %d, \"median_us\": %.2f, \"load_to_use_cycles\": %.0f}",
+                    first_copy ? "" : ",\n", copies, from_l2 ? "l2" : "dram", resident * 4, timer.summary("flush").median_ms * 1000.0,
+                    latencies[latencies.size() / 2]);
+        first_copy = false;
+      }
+  std::printf("\n  ],\n");
+
+  // Part five: how fast the L2 takes coalesced REDs that crowd onto a few lines.
+  unsigned* d_target;
+  const unsigned max_lines = 1u << 16;
+  WORKLOAD_CHECK(cudaMalloc(&d_target, std::size_t(max_lines) * 128));
+  std::printf("  \"red_lines\": [\n");
+  bool first_red = true;
+  const int red_rounds = 32, red_ctas = sms * 16;
+  for (unsigned lanes : {32u, 1u})
+    for (unsigned lines : {1u, 8u, 32u, 256u, max_lines}) {
+      atomsim::workload::KernelTimes timer;
+      for (int r = 0; r < 8; ++r) timer.time("red", r > 0, [&] { red_lines<<<red_ctas, 128>>>(d_target, lines, red_rounds, lanes); });
+      const double requests = double(red_ctas) * 4 * red_rounds, ms = timer.summary("red").median_ms;
+      std::printf("%s    {\"lanes\": %u, \"lines\": %u, \"warps_per_sm\": 64, \"reds_per_warp\": %d, \"median_us\": %.2f, \"requests_per_us\": %.1f}",
+                  first_red ? "" : ",\n", lanes, lines, red_rounds, ms * 1000.0, requests / (ms * 1000.0));
+      first_red = false;
+    }
   std::printf("\n  ]\n}\n");
   return 0;
 }
