@@ -35,12 +35,13 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> branches_of(const std::stri
 // coalesced load at a time, and makes four shared-memory accesses per key;
 // then its lane 0 adds its load time to two global counters and, after the
 // CTA's barrier, the CTA's 1,024 counts go to the global histogram, one RED
-// per 32 (none where nothing was counted). The probe's 4,352 CTAs,
+// per 32 (none where nothing was counted); CTAs share `copies` copies of the
+// histogram and the counters. The probe's 4,352 CTAs,
 // `warps_per_sm` warps an SM; keys from the 16 MB window the L2 holds or from DRAM.
 // Returns the mean cycles from the clock read before a key's load to the one
 // after its first use (the probe's load_to_use_cycles): the warp-cycles the
 // model spends at the instructions between the two reads.
-double histogram_load_to_use(GpuParams params, int between, bool from_l2, std::uint32_t warps_per_sm) {
+double histogram_load_to_use(GpuParams params, int between, bool from_l2, std::uint32_t warps_per_sm, std::uint32_t copies = 1) {
   const std::string function =
       "_ZN44_GLOBAL__N__15d1191b_15_shared_banks_cu_main14histogram_loopILNS_7BetweenE" + std::to_string(between) + "EEEvPKjjjPjPyj";
   const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/shared_banks.sass");
@@ -94,7 +95,7 @@ double histogram_load_to_use(GpuParams params, int between, bool from_l2, std::u
       trace::WarpInst r = record(static_cast<std::uint32_t>(i));
       if (inst.op == trace::OpClass::Red) {
         r.active_mask = 1;
-        r.address[0] = 0x300000000ull + 8 * counter++;
+        r.address[0] = 0x300000000ull + 16 * ((warp / 4) % copies) + 8 * counter++;
         r.value[0] = 1;
       }
       s.push_back(r);
@@ -106,7 +107,7 @@ double histogram_load_to_use(GpuParams params, int between, bool from_l2, std::u
         if (program[i].op == trace::OpClass::Red) {
           if (!counted) continue;
           for (std::uint32_t lane = 0; lane < 32; ++lane) {
-            r.address[lane] = 0x200000000ull + 4 * (step * 128 + (warp % 4) * 32 + lane);
+            r.address[lane] = 0x200000000ull + 4096 * ((warp / 4) % copies) + 4 * (step * 128 + (warp % 4) * 32 + lane);
             r.value[lane] = 1;
           }
         }
@@ -139,6 +140,54 @@ double histogram_load_to_use(GpuParams params, int between, bool from_l2, std::u
   return waited / (double(ctas) * 4 * 32);
 }
 
+
+// REDs per microsecond (at the H100's 1,980 MHz) when every warp of 64 per SM
+// runs red_lines (shared_banks.cu part five) from its SASS: 32 REDs, the r-th
+// onto line (w + r) % lines, lane l (of the first `lanes`) on word
+// l + (w % spread) * stride.
+double red_lines_per_us(const GpuParams& params, std::uint32_t lanes, std::uint32_t spread, std::uint32_t stride, std::uint32_t lines) {
+  const std::string function = "_ZN44_GLOBAL__N__15d1191b_15_shared_banks_cu_main9red_linesEPjjijjj";
+  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/shared_banks.sass");
+  const auto program = trace::parse_sass_function(listing, function);
+  Span loop;  // the unrolled loop: the backward branch around the REDs
+  for (const auto& [from, to] : branches_of(listing, function))
+    if (to < from) {
+      int reds = 0;
+      for (const auto& s : program) reds += s.pc >= to && s.pc <= from && s.op == trace::OpClass::Red;
+      if (reds > 0) loop = {to, from + 16};
+    }
+  REQUIRE(loop.end != 0);
+  int reds_per_trip = 0;
+  for (const auto& s : program) reds_per_trip += loop.contains(s.pc) && s.op == trace::OpClass::Red;
+  REQUIRE(32 % reds_per_trip == 0);
+  const std::uint32_t ctas = 132 * 16, lane_mask = lanes == 32 ? 0xFFFFFFFFu : (1u << lanes) - 1;
+  auto path = write_program(function, program, ctas, 4, [&](std::uint64_t warp) {
+    std::vector<trace::WarpInst> s;
+    std::uint32_t round = 0;
+    for (int t = 0; t < 32 / reds_per_trip; ++t)
+      for (std::size_t i = 0; i < program.size(); ++i) {
+        if (!loop.contains(program[i].pc)) continue;
+        trace::WarpInst r = record(static_cast<std::uint32_t>(i), lane_mask);
+        if (program[i].op == trace::OpClass::Red) {
+          const std::uint64_t line = (warp + round++) % lines;
+          for (std::uint32_t lane = 0; lane < lanes; ++lane) {
+            r.address[lane] = 0x100000000ull + line * 128 + 4 * (lane + (warp % spread) * stride);
+            r.value[lane] = 1;
+          }
+        }
+        s.push_back(r);
+      }
+    for (std::size_t i = 0; i < program.size(); ++i)
+      if (program[i].pc >= loop.end && program[i].op == trace::OpClass::Exit) {
+        s.push_back(record(static_cast<std::uint32_t>(i), lane_mask));
+        break;
+      }
+    return s;
+  });
+  const KernelRun run = run_one(params, path, false);
+  std::remove(path.c_str());
+  return double(ctas) * 4 * 32 / (double(run.cycles) / 1980.0);
+}
 }  // namespace
 
 // Every point of the histogram loop against the model:
@@ -148,13 +197,35 @@ TEST_CASE("Shared memory: the radix sort's histogram loop, every point simulated
   const auto params = h100_with({});
   const std::map<std::string, int> between = {{"nothing", 0}, {"atomic_digits", 1}, {"atomic_conflict_free", 2},
                                               {"atomic_key_free", 3}, {"store_digits", 4}};
-  std::printf("| between loads | source | warps/SM | H100 load-to-use | model | error |\n|---|---|---|---|---|---|\n");
+  std::printf("| between loads | histogram copies | source | warps/SM | H100 load-to-use | model | error |\n|---|---|---|---|---|---|---|\n");
   for (const auto& p : measured["sort_histogram"]["points"]) {
     const auto b = between.find(p["between"].get<std::string>());
     if (b == between.end()) continue;
     const int warps = p["warps_per_sm"];
     const double on_h100 = p["load_to_use_cycles"], simulated = histogram_load_to_use(params, b->second, p["source"] == "l2", warps);
-    std::printf("| %s | %s | %d | %.0f | %.0f | %+.1f%% |\n", b->first.c_str(), p["source"].get<std::string>().c_str(), warps, on_h100,
+    std::printf("| %s | 1 | %s | %d | %.0f | %.0f | %+.1f%% |\n", b->first.c_str(), p["source"].get<std::string>().c_str(), warps, on_h100,
                 simulated, 100 * (simulated / on_h100 - 1));
+  }
+  for (const auto& p : measured["flush_copies"]) {
+    const int warps = p["warps_per_sm"], copies = p["copies"];
+    if (copies == 1) continue;  // the atomic_digits rows above
+    const double on_h100 = p["load_to_use_cycles"], simulated = histogram_load_to_use(params, 1, p["source"] == "l2", warps, copies);
+    std::printf("| atomic_digits | %d | %s | %d | %.0f | %.0f | %+.1f%% |\n", copies, p["source"].get<std::string>().c_str(), warps,
+                on_h100, simulated, 100 * (simulated / on_h100 - 1));
+  }
+}
+
+// Part five against the model: tests/atomsim_tests "[red-lines-table]".
+TEST_CASE("L2: REDs crowding onto a few lines, every point of shared_banks.json simulated", "[.][red-lines-table]") {
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/shared_banks.json"));
+  const auto params = h100_with({});
+  const std::map<std::string, std::array<std::uint32_t, 3>> shapes = {
+      {"line", {32, 1, 0}}, {"sector", {8, 1, 0}}, {"word", {1, 1, 0}}, {"words_of_a_sector", {1, 8, 1}}, {"sectors_of_a_line", {1, 4, 8}}};
+  std::printf("| words | lines | H100 REDs/us | model | error |\n|---|---|---|---|---|\n");
+  for (const auto& p : measured["red_lines"]) {
+    const auto& shape = shapes.at(p["words"].get<std::string>());
+    const double on_h100 = p["requests_per_us"], simulated = red_lines_per_us(params, shape[0], shape[1], shape[2], p["lines"]);
+    std::printf("| %s | %d | %.0f | %.0f | %+.1f%% |\n", p["words"].get<std::string>().c_str(), p["lines"].get<int>(), on_h100, simulated,
+                100 * (simulated / on_h100 - 1));
   }
 }

@@ -22,3 +22,7 @@ cuobjdump --dump-sass "$out/load_spread" > "$out/load_spread.sass"
 nvcc -O3 -arch=sm_90 -I"$here/../.." -o "$out/shared_banks" "$here/shared_banks.cu"
 cuobjdump --dump-sass "$out/shared_banks" > "$out/shared_banks.sass"
 "$out/shared_banks" | tee "$out/shared_banks.json"
+# Where part five's REDs go: requests and sectors per L2 slice (Nsight Compute).
+ncu --kernel-name regex:red_lines --csv \
+  --metrics lts__t_requests_op_red.sum,lts__t_requests_op_red.max,lts__t_requests_op_red.min,lts__t_sectors_op_red.sum,lts__t_sectors_op_red.max,lts__d_atomic_input_cycles_active.max,smsp__inst_executed_op_global_red.sum,l1tex__t_requests_pipe_lsu_mem_global_op_red.sum,gpu__time_duration.sum \
+  "$out/shared_banks" | sed -n '/^"ID"/,$p' > "$out/ncu-red-lines.csv"

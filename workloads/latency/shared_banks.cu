@@ -16,7 +16,8 @@
 // loads cached in the L1 or not, or 16 ALU instructions instead of stores.
 // Part four, the histogram loop's flush REDs on one histogram for all CTAs,
 // on 32 or on one per CTA. Part five, coalesced REDs from every warp onto 1
-// to 65,536 lines, requests per microsecond.
+// to 65,536 lines and onto eight lines 4 KB or 64 KB apart, requests per
+// microsecond.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -212,12 +213,15 @@ __global__ void write_mix(const unsigned* keys, unsigned n, unsigned window_mask
   }
 }
 
-// Coalesced REDs from every warp onto `lines` lines: warp w's r-th RED goes
-// to line (w + r) % lines, from `lanes` lanes (32: one word each; 1: lane 0).
-__global__ void red_lines(unsigned* target, unsigned lines, int rounds, unsigned lanes) {
+// REDs from every warp onto `lines` lines `line_stride` lines apart: warp
+// w's r-th RED goes to line (w + r) % lines, from its first `lanes` lanes,
+// lane l to word l + (w % spread) * spread_stride of the line.
+__global__ void red_lines(unsigned* target, unsigned lines, unsigned line_stride, int rounds, unsigned lanes, unsigned spread,
+                          unsigned spread_stride) {
   const unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
   if (lane >= lanes) return;
-  for (int r = 0; r < rounds; ++r) atomicAdd(&target[((warp + r) % lines) * 32 + lane], 1u);
+  const unsigned word = lane + (warp % spread) * spread_stride;
+  for (int r = 0; r < rounds; ++r) atomicAdd(&target[std::size_t((warp + r) % lines) * line_stride * 32 + word], 1u);
 }
 
 // Launches one histogram_loop; returns the CTAs an SM holds with this padding.
@@ -407,19 +411,38 @@ int main() {
   // Part five: how fast the L2 takes coalesced REDs that crowd onto a few lines.
   unsigned* d_target;
   const unsigned max_lines = 1u << 16;
-  WORKLOAD_CHECK(cudaMalloc(&d_target, std::size_t(max_lines) * 128));
+  WORKLOAD_CHECK(cudaMalloc(&d_target, std::size_t(max_lines) * 128 * 2));
   std::printf("  \"red_lines\": [\n");
   bool first_red = true;
   const int red_rounds = 32, red_ctas = sms * 16;
-  for (unsigned lanes : {32u, 1u})
-    for (unsigned lines : {1u, 8u, 32u, 256u, max_lines}) {
-      atomsim::workload::KernelTimes timer;
-      for (int r = 0; r < 8; ++r) timer.time("red", r > 0, [&] { red_lines<<<red_ctas, 128>>>(d_target, lines, red_rounds, lanes); });
-      const double requests = double(red_ctas) * 4 * red_rounds, ms = timer.summary("red").median_ms;
-      std::printf("%s    {\"lanes\": %u, \"lines\": %u, \"warps_per_sm\": 64, \"reds_per_warp\": %d, \"median_us\": %.2f, \"requests_per_us\": %.1f}",
-                  first_red ? "" : ",\n", lanes, lines, red_rounds, ms * 1000.0, requests / (ms * 1000.0));
-      first_red = false;
-    }
+  // Which words of a line each warp's REDs update: all 32, one sector's 8, one
+  // word, one of 8 words of a sector (by warp), one word of each of 4 sectors (by warp).
+  struct RedShape {
+    const char* name;
+    unsigned lanes, spread, spread_stride;
+  };
+  const RedShape red_shapes[] = {{"line", 32, 1, 0}, {"sector", 8, 1, 0}, {"word", 1, 1, 0}, {"words_of_a_sector", 1, 8, 1}, {"sectors_of_a_line", 1, 4, 8}};
+  struct RedPoint {
+    const RedShape* shape;
+    unsigned lines, line_stride;
+  };
+  std::vector<RedPoint> red_points;
+  for (const RedShape& shape : red_shapes)
+    for (unsigned lines : {1u, 8u, 32u, 256u, max_lines}) red_points.push_back({&shape, lines, 1});
+  // Eight lines further apart: 4 KB and 64 KB.
+  for (unsigned stride : {32u, 512u}) red_points.push_back({&red_shapes[2], 8, stride});
+  for (const RedPoint& point : red_points) {
+    const RedShape& shape = *point.shape;
+    atomsim::workload::KernelTimes timer;
+    for (int r = 0; r < 8; ++r)
+      timer.time("red", r > 0, [&] {
+        red_lines<<<red_ctas, 128>>>(d_target, point.lines, point.line_stride, red_rounds, shape.lanes, shape.spread, shape.spread_stride);
+      });
+    const double requests = double(red_ctas) * 4 * red_rounds, ms = timer.summary("red").median_ms;
+    std::printf("%s    {\"words\": \"%s\", \"lanes\": %u, \"lines\": %u, \"line_stride\": %u, \"warps_per_sm\": 64, \"reds_per_warp\": %d, \"median_us\": %.2f, \"requests_per_us\": %.1f}",
+                first_red ? "" : ",\n", shape.name, shape.lanes, point.lines, point.line_stride, red_rounds, ms * 1000.0, requests / (ms * 1000.0));
+    first_red = false;
+  }
   std::printf("\n  ]\n}\n");
   return 0;
 }
