@@ -143,10 +143,11 @@ double histogram_load_to_use(GpuParams params, int between, bool from_l2, std::u
 
 // REDs per microsecond (at the H100's 1,980 MHz) when every warp of 64 per SM
 // runs red_lines (shared_banks.cu part five) from its SASS: 32 REDs, the r-th
-// onto line (w + r) % lines, lane l (of the first `lanes`) on word
-// l + (w % spread) * stride.
-double red_lines_per_us(const GpuParams& params, std::uint32_t lanes, std::uint32_t spread, std::uint32_t stride, std::uint32_t lines) {
-  const std::string function = "_ZN44_GLOBAL__N__15d1191b_15_shared_banks_cu_main9red_linesEPjjijjj";
+// onto line (w + r) % lines of lines `line_stride` apart, lane l (of the
+// first `lanes`) on word l + (w % spread) * stride.
+double red_lines_per_us(const GpuParams& params, std::uint32_t lanes, std::uint32_t spread, std::uint32_t stride, std::uint32_t lines,
+                        std::uint32_t line_stride) {
+  const std::string function = "_ZN44_GLOBAL__N__15d1191b_15_shared_banks_cu_main9red_linesEPjjjijjj";
   const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/shared_banks.sass");
   const auto program = trace::parse_sass_function(listing, function);
   Span loop;  // the unrolled loop: the backward branch around the REDs
@@ -171,7 +172,7 @@ double red_lines_per_us(const GpuParams& params, std::uint32_t lanes, std::uint3
         if (program[i].op == trace::OpClass::Red) {
           const std::uint64_t line = (warp + round++) % lines;
           for (std::uint32_t lane = 0; lane < lanes; ++lane) {
-            r.address[lane] = 0x100000000ull + line * 128 + 4 * (lane + (warp % spread) * stride);
+            r.address[lane] = 0x100000000ull + line * line_stride * 128 + 4 * (lane + (warp % spread) * stride);
             r.value[lane] = 1;
           }
         }
@@ -221,11 +222,29 @@ TEST_CASE("L2: REDs crowding onto a few lines, every point of shared_banks.json 
   const auto params = h100_with({});
   const std::map<std::string, std::array<std::uint32_t, 3>> shapes = {
       {"line", {32, 1, 0}}, {"sector", {8, 1, 0}}, {"word", {1, 1, 0}}, {"words_of_a_sector", {1, 8, 1}}, {"sectors_of_a_line", {1, 4, 8}}};
-  std::printf("| words | lines | H100 REDs/us | model | error |\n|---|---|---|---|---|\n");
+  std::printf("| words | lines | lines apart | H100 REDs/us | model | error |\n|---|---|---|---|---|---|\n");
   for (const auto& p : measured["red_lines"]) {
     const auto& shape = shapes.at(p["words"].get<std::string>());
-    const double on_h100 = p["requests_per_us"], simulated = red_lines_per_us(params, shape[0], shape[1], shape[2], p["lines"]);
-    std::printf("| %s | %d | %.0f | %.0f | %+.1f%% |\n", p["words"].get<std::string>().c_str(), p["lines"].get<int>(), on_h100, simulated,
-                100 * (simulated / on_h100 - 1));
+    const double on_h100 = p["requests_per_us"],
+                 simulated = red_lines_per_us(params, shape[0], shape[1], shape[2], p["lines"], p["line_stride"]);
+    std::printf("| %s | %d | %d | %.0f | %.0f | %+.1f%% |\n", p["words"].get<std::string>().c_str(), p["lines"].get<int>(),
+                p["line_stride"].get<int>(), on_h100, simulated, 100 * (simulated / on_h100 - 1));
   }
+}
+
+TEST_CASE("Shared memory: the histogram loop without a flush and REDs spread over 32 lines take the H100's time", "[models][memory]") {
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/shared_banks.json"));
+  const auto params = h100_with({});
+  const auto within = [](double simulated, double on_h100, double tolerance) {
+    INFO("simulated " << simulated << " against " << on_h100 << " measured");
+    CHECK(std::abs(simulated / on_h100 - 1) <= tolerance);
+  };
+  // Loads from the L2 with 32 warps an SM, only lane 0's counters as atomics.
+  for (const auto& p : measured["sort_histogram"]["points"])
+    if (p["between"] == "nothing" && p["source"] == "l2" && p["warps_per_sm"] == 32)
+      within(histogram_load_to_use(params, 0, true, 32), p["load_to_use_cycles"], 0.10);
+  // One-word REDs from every warp onto 32 lines: the slices' atomic rate.
+  for (const auto& p : measured["red_lines"])
+    if (p["words"] == "word" && p["lines"] == 32 && p["line_stride"] == 1)
+      within(red_lines_per_us(params, 1, 1, 0, 32, 1), p["requests_per_us"], 0.15);
 }
