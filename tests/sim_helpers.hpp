@@ -9,8 +9,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <regex>
+#include <stdexcept>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/config.hpp"
@@ -106,6 +109,18 @@ inline std::string listing_with_control(const std::vector<std::pair<std::string,
                   static_cast<unsigned long long>(program[i].second.high_word()));
     out += line;
   }
+  return out;
+}
+
+// The predicated branches of one function of a cuobjdump listing, as (from, to) pcs.
+inline std::vector<std::pair<std::uint64_t, std::uint64_t>> branches_of(const std::string& listing, const std::string& function) {
+  const auto begin = listing.find("Function : " + function);
+  if (begin == std::string::npos) throw std::invalid_argument("no function " + function + " in the listing");
+  const std::string text = listing.substr(begin, listing.find("Function :", begin + 1) - begin);
+  const std::regex branch(R"(/\*([0-9a-f]{4})\*/ +@!?P[0-6] BRA 0x([0-9a-f]+) ;)");
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), branch); it != std::sregex_iterator(); ++it)
+    out.emplace_back(std::stoull((*it)[1], nullptr, 16), std::stoull((*it)[2], nullptr, 16));
   return out;
 }
 

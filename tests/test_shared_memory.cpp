@@ -4,7 +4,6 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
-#include <regex>
 
 #include "sim_helpers.hpp"
 
@@ -17,18 +16,6 @@ struct Span {
   std::uint64_t begin = 0, end = 0;  // [begin, end) in pcs
   bool contains(std::uint64_t pc) const { return pc >= begin && pc < end; }
 };
-
-// Branches of one function of a cuobjdump listing: (from, to) pcs.
-std::vector<std::pair<std::uint64_t, std::uint64_t>> branches_of(const std::string& listing, const std::string& function) {
-  const auto begin = listing.find("Function : " + function);
-  REQUIRE(begin != std::string::npos);
-  const std::string text = listing.substr(begin, listing.find("Function :", begin + 1) - begin);
-  const std::regex branch(R"(/\*([0-9a-f]{4})\*/ +@!?P[0-6] BRA 0x([0-9a-f]+) ;)");
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), branch); it != std::sregex_iterator(); ++it)
-    out.emplace_back(std::stoull((*it)[1], nullptr, 16), std::stoull((*it)[2], nullptr, 16));
-  return out;
-}
 
 // The radix sort's histogram loop as shared_banks.cu times it
 // (histogram_loop<between>): each warp of CTAs of 4 reads 32 keys, one

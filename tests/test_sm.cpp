@@ -2,7 +2,6 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <regex>
 
 #include "models/interconnect/address_map.hpp"
 #include "sim_helpers.hpp"
@@ -543,15 +542,9 @@ namespace {
 std::vector<trace::StaticInst> innermost_loop(const std::string& listing_file, const std::string& function) {
   const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/" + listing_file);
   const auto program = trace::parse_sass_function(listing, function);
-  const auto begin = listing.find("Function : " + function);
-  REQUIRE(begin != std::string::npos);
-  const std::string text = listing.substr(begin, listing.find("Function :", begin + 1) - begin);
-  const std::regex backward(R"(/\*([0-9a-f]{4})\*/ +@!?P[0-6] BRA 0x([0-9a-f]+) ;)");
   std::uint64_t branch = 0, target = 0;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), backward); it != std::sregex_iterator(); ++it) {
-    const std::uint64_t from = std::stoull((*it)[1], nullptr, 16), to = std::stoull((*it)[2], nullptr, 16);
+  for (const auto& [from, to] : branches_of(listing, function))
     if (to < from && (branch == 0 || from - to < branch - target)) branch = from, target = to;
-  }
   REQUIRE(branch != 0);
   std::vector<trace::StaticInst> body;
   for (const auto& s : program)
