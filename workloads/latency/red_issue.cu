@@ -1,0 +1,199 @@
+// What limits the REDs an SM sends, and whether a warp leaves before its REDs
+// are applied.
+// Part one: one CTA of W warps on one SM or on every SM; each warp issues 64
+// independent REDs back to back onto lines that no other RED of the launch
+// touches at the time (a 32 MB window the L2 holds, so no slice is crowded):
+// 32 lanes on one line (four sectors), 8 lanes on one sector, one lane, or 32
+// lanes on 32 lines. Per CTA (clock64): from its warps' first RED to the last
+// warp's last RED issued, and to the last warp's __threadfence() returning
+// (its REDs applied). Reports REDs per SM cycle issued and applied (median
+// over the CTAs and over 7 launches after a warm-up) and the kernel's time.
+// Part two: one CTA per SM (its shared memory allows no second), two waves of
+// CTAs; each warp issues 4 REDs, then the CTA records when its last RED was
+// issued and exits. The REDs go one lane to a line of its own, or all 32 lanes
+// of every warp of every SM to one word (tens of thousands of requests queued
+// at one slice). Per SM, the cycles from the first wave's last RED issued to
+// the second wave's CTA starting: if a warp's exit waited for its REDs, the
+// crowded word would hold the second wave back by the queue's length.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "workloads/common/runner.cuh"
+
+namespace {
+
+constexpr int kReds = 64;                      // per warp, part one
+constexpr unsigned kWindowLines = 1u << 18;    // 32 MB of lines the L2 holds
+constexpr int kExitReds = 4;                   // per warp, part two
+
+__device__ __forceinline__ long long clock_now() {
+  long long t;
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(t)::"memory");
+  return t;
+}
+
+// A RED as written, one request per lane: atomicAdd would let the compiler
+// fold a warp's lanes on one word into one RED, or emit an ATOM whose result
+// is dropped.
+__device__ __forceinline__ void red_add(unsigned* address, unsigned value) {
+  asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(address), "r"(value) : "memory");
+}
+
+__device__ __forceinline__ unsigned smid() {
+  unsigned id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+
+// spans[cta] = {issue span, applied span}.
+__global__ void red_issue(unsigned* target, unsigned lanes, unsigned lines_per_red, long long* spans) {
+  __shared__ long long first_start, last_issue, last_applied;
+  if (threadIdx.x == 0) first_start = 0x7fffffffffffffffll, last_issue = 0, last_applied = 0;
+  __syncthreads();
+  const unsigned lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  const unsigned long long warp = blockIdx.x * warps + threadIdx.x / 32;
+  const long long start = clock_now();
+  if (lane < lanes) {
+#pragma unroll 8
+    for (int r = 0; r < kReds; ++r) {
+      const unsigned long long red = warp * kReds + r;
+      const unsigned line = static_cast<unsigned>((red * lines_per_red + (lines_per_red > 1 ? lane : 0)) % kWindowLines);
+      red_add(&target[std::size_t(line) * 32 + (lines_per_red > 1 ? 0 : lane)], 1u);
+    }
+  }
+  const long long issued = clock_now();
+  __threadfence();
+  const long long applied = clock_now();
+  if (lane == 0) {
+    atomicMin(&first_start, start);
+    atomicMax(&last_issue, issued);
+    atomicMax(&last_applied, applied);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    spans[2 * blockIdx.x] = last_issue - first_start;
+    spans[2 * blockIdx.x + 1] = last_applied - first_start;
+  }
+}
+
+// records[cta] = {sm, start, last RED issued}.
+__global__ void red_then_exit(unsigned* target, bool one_word, long long* records) {
+  extern __shared__ unsigned padding[];  // one CTA per SM
+  __shared__ long long last_issue;
+  const long long start = clock_now();
+  if (threadIdx.x == 0) last_issue = 0, padding[0] = 0;
+  __syncthreads();
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned long long thread = blockIdx.x * blockDim.x + threadIdx.x;
+#pragma unroll
+  for (int r = 0; r < kExitReds; ++r) {
+    const unsigned line = static_cast<unsigned>((thread * kExitReds + r) % kWindowLines);
+    red_add(one_word ? &target[0] : &target[std::size_t(line) * 32 + lane % 32], 1u);
+  }
+  const long long issued = clock_now();
+  if (lane == 0) atomicMax(&last_issue, issued);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    records[3 * blockIdx.x] = smid();
+    records[3 * blockIdx.x + 1] = start;
+    records[3 * blockIdx.x + 2] = last_issue;
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+}  // namespace
+
+int main() {
+  atomsim::workload::program_name() = "red_issue";
+  cudaDeviceProp prop{};
+  WORKLOAD_CHECK(cudaGetDeviceProperties(&prop, 0));
+  const int sms = prop.multiProcessorCount;
+  unsigned* target;
+  long long* spans;
+  WORKLOAD_CHECK(cudaMalloc(&target, std::size_t(kWindowLines) * 128));
+  WORKLOAD_CHECK(cudaMemset(target, 0, std::size_t(kWindowLines) * 128));
+  WORKLOAD_CHECK(cudaMalloc(&spans, 3 * 2 * sms * sizeof(long long)));
+
+  std::printf("{\n  \"device\": \"%s\", \"sms\": %d,\n  \"issue\": [\n", prop.name, sms);
+  struct Shape {
+    const char* name;
+    unsigned lanes, lines_per_red;
+  };
+  const Shape shapes[] = {{"line", 32, 1}, {"sector", 8, 1}, {"word", 1, 1}, {"lines", 32, 32}};
+  bool first = true;
+  for (const Shape& shape : shapes)
+    for (int ctas : {1, sms})
+      for (int warps : {1, 4, 16, 32}) {
+        std::vector<double> issue_rate, applied_rate;
+        atomsim::workload::KernelTimes timer;
+        std::vector<long long> host(2 * ctas);
+        for (int run = 0; run < 8; ++run) {
+          timer.time("red", run > 0, [&] { red_issue<<<ctas, warps * 32>>>(target, shape.lanes, shape.lines_per_red, spans); });
+          if (run == 0) continue;
+          WORKLOAD_CHECK(cudaMemcpy(host.data(), spans, host.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+          std::vector<double> issue, applied;
+          for (int c = 0; c < ctas; ++c) {
+            issue.push_back(double(warps) * kReds / double(host[2 * c]));
+            applied.push_back(double(warps) * kReds / double(host[2 * c + 1]));
+          }
+          issue_rate.push_back(median(issue));
+          applied_rate.push_back(median(applied));
+        }
+        std::printf("%s    {\"shape\": \"%s\", \"lanes\": %u, \"lines_per_red\": %u, \"ctas\": %d, \"warps\": %d, \"reds_per_warp\": %d, "
+                    "\"issued_per_sm_cycle\": %.4f, \"applied_per_sm_cycle\": %.4f, \"kernel_us\": %.2f}",
+                    first ? "" : ",\n", shape.name, shape.lanes, shape.lines_per_red, ctas, warps, kReds, median(issue_rate),
+                    median(applied_rate), timer.summary("red").median_ms * 1000.0);
+        first = false;
+      }
+  std::printf("\n  ],\n  \"exit\": [\n");
+
+  // Part two: a CTA's shared memory leaves room for no second one on its SM.
+  const int padding = static_cast<int>(prop.sharedMemPerMultiprocessor / 2 + 1024);
+  WORKLOAD_CHECK(cudaFuncSetAttribute(red_then_exit, cudaFuncAttributeMaxDynamicSharedMemorySize, padding));
+  int resident = 0;
+  WORKLOAD_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, red_then_exit, 128, padding));
+  if (resident != 1) {
+    std::fprintf(stderr, "red_issue: %d CTAs of part two fit an SM, not one\n", resident);
+    return 1;
+  }
+  long long* records;
+  const int ctas = 2 * sms;
+  WORKLOAD_CHECK(cudaMalloc(&records, 3 * ctas * sizeof(long long)));
+  first = true;
+  for (bool one_word : {false, true}) {
+    std::vector<double> gaps_per_run;
+    atomsim::workload::KernelTimes timer;
+    std::vector<long long> host(3 * ctas);
+    for (int run = 0; run < 8; ++run) {
+      timer.time("exit", run > 0, [&] { red_then_exit<<<ctas, 128, padding>>>(target, one_word, records); });
+      if (run == 0) continue;
+      WORKLOAD_CHECK(cudaMemcpy(host.data(), records, host.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+      // Per SM, its CTAs in the order they started: the gap from one's last
+      // RED to the next one's start.
+      std::vector<std::vector<std::pair<long long, long long>>> by_sm(sms);
+      for (int c = 0; c < ctas; ++c) by_sm[host[3 * c] % sms].push_back({host[3 * c + 1], host[3 * c + 2]});
+      std::vector<double> gaps;
+      for (auto& runs : by_sm) {
+        std::sort(runs.begin(), runs.end());
+        for (std::size_t i = 1; i < runs.size(); ++i) gaps.push_back(double(runs[i].first - runs[i - 1].second));
+      }
+      gaps_per_run.push_back(median(gaps));
+    }
+    std::printf("%s    {\"reds\": \"%s\", \"ctas\": %d, \"warps_per_cta\": 4, \"reds_per_warp\": %d, "
+                "\"next_cta_start_after_last_red_cycles\": %.0f, \"kernel_us\": %.2f}",
+                first ? "" : ",\n", one_word ? "one_word_from_every_sm" : "a_line_per_lane", ctas, kExitReds,
+                median(gaps_per_run), timer.summary("exit").median_ms * 1000.0);
+    first = false;
+  }
+  std::printf("\n  ]\n}\n");
+  return 0;
+}
