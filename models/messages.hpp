@@ -120,10 +120,11 @@ struct MemPacket {
   trace::DataType atomic_type = trace::DataType::None;
   std::uint32_t ops = 0;          // LaneOpPool handle (atomics)
   std::uint16_t op_count = 0;     // lane operations in the packet (at most one per word)
+  std::uint8_t atomic_flits = 1;  // an atomic request's flits: a header and its lanes' operands
   std::uint32_t flits() const {
     switch (kind) {
-      case Kind::Write: case Kind::ReadReply: case Kind::Atomic: case Kind::Reduction: case Kind::AtomicReply:
-        return sectors;
+      case Kind::Write: case Kind::ReadReply: case Kind::AtomicReply: return sectors;
+      case Kind::Atomic: case Kind::Reduction: return atomic_flits;
       default: return 1;
     }
   }

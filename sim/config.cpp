@@ -49,18 +49,23 @@ GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& ov
   if (p.l1.line_bytes != p.l2.line_bytes)
     throw ConfigError(fmt::format("{}: key 'l1.line_bytes' must equal 'l2.line_bytes'", p.origin));
   // A buffer that can never hold the largest packet sent to it stalls its
-  // link for ever: a line of sectors (written, read back, or updated by a
-  // round of atomics).
-  const std::uint32_t largest_packet = std::max<std::uint32_t>(1, p.l1.line_bytes / p.l1.sector_bytes);
-  const std::string packet = fmt::format("a line of {} sectors", largest_packet);
-  for (const auto& [key, flits] : {std::pair<const char*, std::uint32_t>{"l2.input_buffer_flits", p.l2.input_buffer_flits},
-                                   {"interconnect.request.input_buffer_flits", p.request_network.input_buffer_flits},
-                                   {"interconnect.request.output_queue_flits", p.request_network.output_queue_flits},
-                                   {"interconnect.reply.input_buffer_flits", p.reply_network.input_buffer_flits},
-                                   {"interconnect.reply.output_queue_flits", p.reply_network.output_queue_flits}})
-    if (flits < largest_packet)
+  // link for ever: toward the slices, a line of sectors written or an atomic
+  // request updating a whole line (its operands and header); back, a line of
+  // sectors read or returned by atomics.
+  const std::uint32_t line_sectors = std::max<std::uint32_t>(1, p.l1.line_bytes / p.l1.sector_bytes);
+  const std::uint32_t largest_request =
+      std::max(line_sectors, (p.l1.atomic_header_bytes + p.l1.line_bytes + p.l1.sector_bytes - 1) / p.l1.sector_bytes);
+  const std::string request = fmt::format("a line of {} sectors, or an atomic request updating a whole line", line_sectors);
+  const std::string reply = fmt::format("a line of {} sectors", line_sectors);
+  for (const auto& [key, flits, largest, packet] :
+       {std::tuple<const char*, std::uint32_t, std::uint32_t, const std::string&>{"l2.input_buffer_flits", p.l2.input_buffer_flits, largest_request, request},
+        {"interconnect.request.input_buffer_flits", p.request_network.input_buffer_flits, largest_request, request},
+        {"interconnect.request.output_queue_flits", p.request_network.output_queue_flits, largest_request, request},
+        {"interconnect.reply.input_buffer_flits", p.reply_network.input_buffer_flits, line_sectors, reply},
+        {"interconnect.reply.output_queue_flits", p.reply_network.output_queue_flits, line_sectors, reply}})
+    if (flits < largest)
       throw ConfigError(fmt::format("{}: key '{}' = {} cannot hold the largest packet sent to it ({} flits: {})", p.origin,
-                                    key, flits, largest_packet, packet));
+                                    key, flits, largest, packet));
   if (p.dram.refresh_interval && p.dram.refresh_cycles >= p.dram.refresh_interval)
     throw ConfigError(fmt::format("{}: key 'dram.refresh_cycles' = {} must be shorter than 'dram.refresh_interval' = {}",
                                   p.origin, p.dram.refresh_cycles, p.dram.refresh_interval));

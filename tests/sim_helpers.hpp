@@ -131,12 +131,14 @@ inline trace::WarpInst record(std::uint32_t index, std::uint32_t mask = 0xFFFFFF
   return w;
 }
 
-inline KernelRun run_one(const GpuParams& params, const std::string& path, bool check = true) {
+// `profile`: warp-cycles per instruction and state in the run's instructions.
+inline KernelRun run_one(const GpuParams& params, const std::string& path, bool check = true, bool profile = false) {
   trace::TraceReader reader(path);
   Gpu gpu(params);
   RunOptions options;
   options.progress = false;
   options.check_atomics = check;
+  options.profile_instructions = profile;
   return gpu.run_kernel(reader, 0, options);
 }
 

@@ -107,13 +107,7 @@ double histogram_load_to_use(GpuParams params, int between, bool from_l2, std::u
       }
     return s;
   });
-  trace::TraceReader reader(path);
-  Gpu gpu(params);
-  RunOptions options;
-  options.progress = false;
-  options.check_atomics = false;
-  options.profile_instructions = true;
-  const KernelRun run = gpu.run_kernel(reader, 0, options);
+  const KernelRun run = run_one(params, path, false, true);
   std::remove(path.c_str());
   double waited = 0;
   int clock_reads = 0;

@@ -26,6 +26,8 @@ struct L1Params {
   std::uint32_t ways = 4;
   Cycle hit_latency = 30;
   double sectors_per_cycle = 4;
+  double atomic_instruction_cycles = 0;
+  std::uint32_t atomic_header_bytes = 0;
   std::uint32_t lg_queue_depth = 8;
   std::uint32_t max_inflight_instructions = 256;
   bool atomic_buffer = false;
@@ -38,6 +40,10 @@ struct L1Params {
     b.integer("ways", ways, 1, 256, "associativity");
     b.integer("hit_latency", hit_latency, 1, 10000, "cycles from the L1 taking a load to its data returning on a hit");
     b.real("sectors_per_cycle", sectors_per_cycle, 0.01, 64, "sector (or atomic lane) accesses the L1 pipeline handles per cycle");
+    b.real("atomic_instruction_cycles", atomic_instruction_cycles, 0, 1000,
+           "fewest cycles the pipeline spends on an atomic or reduction instruction");
+    b.integer("atomic_header_bytes", atomic_header_bytes, 0, 1024,
+              "bytes an atomic request carries besides its lanes' operands: its flits are both over sector_bytes, rounded up");
     b.integer("lg_queue_depth", lg_queue_depth, 1, 256, "LG (LSU) queue entries per sub-core");
     b.integer("max_inflight_instructions", max_inflight_instructions, 1, 4096, "memory instructions the L1 tracks at once");
     ParamBinder lab = b.sub("atomic_buffer");
@@ -68,6 +74,7 @@ class L1 : public Unit {
   static constexpr std::uint32_t kFlushRequest = 0xFFFFFFFFu;
 
   void take_instruction(LsuOp& op, Cycle now);
+  std::uint8_t atomic_flits(std::uint32_t op_count, std::uint32_t sectors, trace::DataType type) const;
   // Sorted, distinct sectors the active lanes touch, into scratch_.
   void collect_sectors(const LsuOp& op);
   // One request per line of the sectors in scratch_ that `served_here(line)`

@@ -141,7 +141,9 @@ void L2Slice::serve(MemPacket& packet, Cycle start, bool from_dram) {
 
 bool L2Slice::accept(MemPacket& packet, Cycle now, bool refill) {
   if (!refill) {
-    const std::uint64_t lookups = packet.flits();
+    // A lookup per sector: an atomic's header and operands cross the link, its sectors are looked up.
+    const bool atomic = packet.kind == MemPacket::Kind::Atomic || packet.kind == MemPacket::Kind::Reduction;
+    const std::uint64_t lookups = atomic ? packet.sectors : packet.flits();
     // A request from the other partition costs its extra lookups as a
     // fraction of the tag pipeline's time, not rounded per request.
     double lookup_weight = 1;
