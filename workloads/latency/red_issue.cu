@@ -15,6 +15,10 @@
 // at one slice). Per SM, the cycles from the first wave's last RED issued to
 // the second wave's CTA starting: if a warp's exit waited for its REDs, the
 // crowded word would hold the second wave back by the queue's length.
+// Part three: the round trip of an atomic that returns, on an idle GPU: one
+// warp, one lane, 256 dependent ATOMs (each one's address depends on the
+// previous one's old value) onto lines of their own that the L2 holds, against
+// the same chain of loads. Cycles per step (clock64), median of 7 launches.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -103,6 +107,26 @@ __global__ void red_then_exit(unsigned* target, bool one_word, long long* record
     records[3 * blockIdx.x + 1] = start;
     records[3 * blockIdx.x + 2] = last_issue;
   }
+}
+
+constexpr int kChain = 256;
+
+// cycles[0] = cycles per dependent step. Lines 997 apart: none shares a line or, mostly, a slice with the one before.
+template <bool ATOMIC>
+__global__ void atomic_chain(unsigned* target, long long* cycles) {
+  unsigned old = 0;
+  const long long start = clock_now();
+  for (int i = 0; i < kChain; ++i) {
+    unsigned* p = &target[std::size_t((unsigned(i) * 997u) % kWindowLines) * 32 + (old >> 30)];
+    if constexpr (ATOMIC) {
+      old = atomicAdd(p, 1u);
+    } else {
+      asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(old) : "l"(p) : "memory");
+    }
+  }
+  const long long end = clock_now();
+  cycles[0] = (end - start) / kChain;
+  if (old == 0x9e3779b9u) cycles[1] = old;  // keeps the chain
 }
 
 double median(std::vector<double> v) {
@@ -194,6 +218,21 @@ int main() {
                 median(gaps_per_run), timer.summary("exit").median_ms * 1000.0);
     first = false;
   }
-  std::printf("\n  ]\n}\n");
+  std::printf("\n  ],\n  \"round_trip\": {");
+  first = true;
+  for (bool atomic : {true, false}) {
+    std::vector<double> steps;
+    std::vector<long long> host(2);
+    for (int run = 0; run < 8; ++run) {
+      if (atomic) atomic_chain<true><<<1, 1>>>(target, spans);
+      else atomic_chain<false><<<1, 1>>>(target, spans);
+      WORKLOAD_CHECK(cudaGetLastError());
+      WORKLOAD_CHECK(cudaMemcpy(host.data(), spans, 2 * sizeof(long long), cudaMemcpyDeviceToHost));
+      if (run > 0) steps.push_back(double(host[0]));
+    }
+    std::printf("%s\"%s\": %.1f", first ? "" : ", ", atomic ? "atom_cycles" : "load_cg_cycles", median(steps));
+    first = false;
+  }
+  std::printf(", \"unit\": \"SM cycles per dependent step, one lane, lines the L2 holds\"}\n}\n");
   return 0;
 }
