@@ -24,8 +24,7 @@ bool combinable_update(AtomicOp kind, DataType type) {
 }
 
 std::uint64_t combine_updates(std::uint64_t a, std::uint64_t b, AtomicOp kind, DataType type) {
-  const bool wide = type == DataType::U64 || type == DataType::S64 || type == DataType::F64;
-  const std::uint64_t mask = wide ? ~0ull : 0xFFFFFFFFull;
+  const std::uint64_t mask = trace::operand_bytes(type) == 8 ? ~0ull : 0xFFFFFFFFull;
   a &= mask;
   b &= mask;
   switch (kind) {

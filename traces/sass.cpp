@@ -207,7 +207,7 @@ StaticInst parse_sass_instruction(std::string_view text, std::uint64_t pc) {
                   : has_modifier(mnemonic, "S32") ? DataType::S32
                   : has_modifier(mnemonic, "S64") ? DataType::S64
                   : has_modifier(mnemonic, "64") ? DataType::U64 : DataType::U32;
-    s.access_bytes = (s.atomic_type == DataType::F64 || s.atomic_type == DataType::U64 || s.atomic_type == DataType::S64) ? 8 : 4;
+    s.access_bytes = static_cast<std::uint8_t>(operand_bytes(s.atomic_type));
   }
   return s;
 }

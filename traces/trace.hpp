@@ -35,6 +35,8 @@ const char* op_class_name(OpClass op);
 enum class AtomicOp : std::uint8_t { None = 0, Add, Min, Max, Inc, Dec, And, Or, Xor, Exch, Cas };
 enum class DataType : std::uint8_t { None = 0, U32, S32, U64, S64, F32, F64, F16x2, BF16x2 };
 const char* atomic_op_name(AtomicOp op);
+// Bytes one lane's operand of this type takes: 8 for the 64-bit types, 4 otherwise.
+inline std::uint32_t operand_bytes(DataType t) { return t == DataType::U64 || t == DataType::S64 || t == DataType::F64 ? 8 : 4; }
 const char* data_type_name(DataType t);
 
 inline bool is_global_memory(OpClass op) {

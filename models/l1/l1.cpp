@@ -144,7 +144,7 @@ void L1::send_evicted(const BufferedUpdate& update) {
   p.ops = pool_.acquire();
   pool_.ops(p.ops)[0] = update.op;
   p.op_count = 1;
-  p.atomic_flits = atomic_flits(1, p.sectors, update.type);
+  p.atomic_flits = static_cast<std::uint8_t>(params_.atomic_request_flits(trace::operand_bytes(update.type), p.sectors));
   outgoing_.push_back(p);
   ++outstanding_writes_;
   ++atomic_ops_to_l2_;
@@ -232,7 +232,7 @@ void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
     }
     p.op_count = static_cast<std::uint16_t>(op_count);
     p.sectors = static_cast<std::uint8_t>(std::popcount(sector_mask));
-    p.atomic_flits = atomic_flits(op_count, p.sectors, op.atomic_type);
+    p.atomic_flits = static_cast<std::uint8_t>(params_.atomic_request_flits(op_count * op.access_bytes, p.sectors));
     sectors_sent += p.sectors;
     atomic_ops_to_l2_ += op_count;
     ++atomic_packets_to_l2_;
@@ -243,21 +243,10 @@ void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
   // An atomic instruction holds the pipeline for a while whatever its sectors
   // (red_issue probe: one SM takes a RED of one word or of one sector's eight
   // in 2.6 cycles; a line's 32 words, five flits, in 5.3, as the link sends them).
-  const double cycles = std::max({params_.atomic_instruction_cycles, static_cast<double>(std::max<std::uint64_t>(1, sectors_sent)) /
-                                                                         params_.sectors_per_cycle});
-  Cycle done = pipeline_.occupy(now, 1, cycles * params_.sectors_per_cycle);
+  const double sector_accesses = std::max(params_.atomic_instruction_cycles * params_.sectors_per_cycle,
+                                          static_cast<double>(std::max<std::uint64_t>(1, sectors_sent)));
+  Cycle done = pipeline_.occupy(now, 1, sector_accesses);
   if (f.remaining == 0) complete(slot, done + params_.hit_latency);
-}
-
-// An atomic request carries a header and each lane's operand, and at least a
-// flit for each sector it updates (red_issue probe: every SM's REDs of one
-// sector's eight words reach the slices at two thirds of the rate of one-word
-// ones, a flit's worth more each; red_requests probe: REDs of one word in
-// each of a line's four sectors take the L2 four sectors' time).
-std::uint8_t L1::atomic_flits(std::uint32_t op_count, std::uint32_t sectors, trace::DataType type) const {
-  const bool wide = type == trace::DataType::U64 || type == trace::DataType::S64 || type == trace::DataType::F64;
-  const std::uint32_t bytes = params_.atomic_header_bytes + op_count * (wide ? 8 : 4);
-  return static_cast<std::uint8_t>(std::max<std::uint32_t>(sectors, (bytes + params_.sector_bytes - 1) / params_.sector_bytes));
 }
 
 void L1::take_instruction(LsuOp& op, Cycle now) {

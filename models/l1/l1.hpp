@@ -5,6 +5,8 @@
 // from the interconnect stalls the pipeline and so fills the LG queues.
 #pragma once
 
+#include <algorithm>
+
 #include <deque>
 #include <memory>
 #include <optional>
@@ -50,6 +52,15 @@ struct L1Params {
     lab.boolean("enabled", atomic_buffer, "LAB-style combining of reductions in the L1");
     lab.integer("entries", atomic_buffer_entries, 1, 1 << 16, "atomic buffer entries (one word each)");
   }
+  // An atomic request's flits: its header and its lanes' operands over the
+  // sector size, and at least one per sector it updates (red_issue probe:
+  // every SM's REDs of one sector's eight words reach the slices at two thirds
+  // of the rate of one-word ones, a flit's worth more each; red_requests
+  // probe: REDs of one word in each of a line's four sectors take the L2 four
+  // sectors' time).
+  std::uint32_t atomic_request_flits(std::uint32_t operand_bytes, std::uint32_t sectors) const {
+    return std::max(sectors, (atomic_header_bytes + operand_bytes + sector_bytes - 1) / sector_bytes);
+  }
 };
 
 class L1 : public Unit {
@@ -74,7 +85,6 @@ class L1 : public Unit {
   static constexpr std::uint32_t kFlushRequest = 0xFFFFFFFFu;
 
   void take_instruction(LsuOp& op, Cycle now);
-  std::uint8_t atomic_flits(std::uint32_t op_count, std::uint32_t sectors, trace::DataType type) const;
   // Sorted, distinct sectors the active lanes touch, into scratch_.
   void collect_sectors(const LsuOp& op);
   // One request per line of the sectors in scratch_ that `served_here(line)`

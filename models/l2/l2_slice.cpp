@@ -41,8 +41,7 @@ void L2Slice::apply(AtomicCell& cell, const LaneOp& op, AtomicOp kind, DataType 
   auto f32 = [](std::uint64_t bits) { float f; std::uint32_t b = static_cast<std::uint32_t>(bits); std::memcpy(&f, &b, 4); return f; };
   auto f32_bits = [](float f) { std::uint32_t b; std::memcpy(&b, &f, 4); return std::uint64_t(b); };
   auto f64 = [](std::uint64_t bits) { return std::bit_cast<double>(bits); };
-  const bool wide = type == DataType::U64 || type == DataType::S64 || type == DataType::F64;
-  const std::uint64_t mask = wide ? ~0ull : 0xFFFFFFFFull;
+  const std::uint64_t mask = trace::operand_bytes(type) == 8 ? ~0ull : 0xFFFFFFFFull;
   std::uint64_t a = cell.bits, b = op.value & mask;
   switch (kind) {
     case AtomicOp::Add:
