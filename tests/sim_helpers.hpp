@@ -59,11 +59,14 @@ inline GpuParams h100_with(std::vector<std::string> overrides) {
   return load_gpu_params(std::string(ATOMSIM_SOURCE_DIR) + "/configs/h100.toml", overrides);
 }
 
-// One kernel of `program`'s instructions; `stream(warp)` lists the records of each warp.
+// One kernel of `program`'s instructions; `stream(warp)` lists the records of
+// each warp; each CTA takes `shared_bytes` of shared memory.
 inline std::string write_program(const std::string& name, std::vector<trace::StaticInst> program, std::uint32_t ctas,
                                 std::uint32_t warps_per_cta,
-                                const std::function<std::vector<trace::WarpInst>(std::uint64_t)>& stream) {
+                                const std::function<std::vector<trace::WarpInst>(std::uint64_t)>& stream,
+                                std::uint32_t shared_bytes = 0) {
   trace::KernelInfo k;
+  k.shared_bytes = shared_bytes;
   k.name = name;
   k.grid = {ctas, 1, 1};
   k.block = {warps_per_cta * 32, 1, 1};
@@ -122,6 +125,21 @@ inline std::vector<std::pair<std::uint64_t, std::uint64_t>> branches_of(const st
   for (auto it = std::sregex_iterator(text.begin(), text.end(), branch); it != std::sregex_iterator(); ++it)
     out.emplace_back(std::stoull((*it)[1], nullptr, 16), std::stoull((*it)[2], nullptr, 16));
   return out;
+}
+
+// The innermost loop (the shortest backward branch and what it jumps over) of
+// `function` in a cuobjdump listing of the probes under traces/h100/latency.
+inline std::vector<trace::StaticInst> innermost_loop(const std::string& listing_file, const std::string& function) {
+  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/" + listing_file);
+  const auto program = trace::parse_sass_function(listing, function);
+  std::uint64_t branch = 0, target = 0;
+  for (const auto& [from, to] : branches_of(listing, function))
+    if (to < from && (branch == 0 || from - to < branch - target)) branch = from, target = to;
+  if (branch == 0) throw std::invalid_argument("no loop in " + function);
+  std::vector<trace::StaticInst> body;
+  for (const auto& s : program)
+    if (s.pc >= target && s.pc <= branch) body.push_back(s);
+  return body;
 }
 
 inline trace::WarpInst record(std::uint32_t index, std::uint32_t mask = 0xFFFFFFFF) {

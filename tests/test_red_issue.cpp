@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <regex>
 #include <nlohmann/json.hpp>
 
 #include "sim_helpers.hpp"
@@ -18,7 +19,16 @@ struct RedRates {
   double issued = 0, applied = 0;  // REDs per SM cycle, per CTA
 };
 
-// Part one: `ctas` CTAs of `warps` warps, one an SM; each warp's 64 REDs of
+// The listing's name for red_issue<RETURNS> (its namespace's name is a hash).
+std::string red_issue_function(const std::string& listing, bool returns) {
+  const std::regex name(std::string(R"(Function : (\S+9red_issueILb)") + (returns ? "1" : "0") + R"(EEEvPjjjPx))");
+  std::smatch match;
+  if (!std::regex_search(listing, match, name)) throw std::invalid_argument("no red_issue function in the listing");
+  return match[1];
+}
+
+// Part one: `ctas` CTAs of `warps` warps, one an SM; each warp's 64 REDs (or
+// ATOMs, `returns`) of
 // `lanes` lanes, one line each or (lines_per_red = 32) a line per lane, on
 // lines no other RED touches, as red_issue(). The probe's CTA span is
 // the warps' mean span with the CTA's last barrier placed after the second
@@ -26,10 +36,11 @@ struct RedRates {
 // the clock read before the REDs to that barrier (issued), and on to the
 // clock read after the fence (applied; the fence returns for every warp once
 // all of the SM's REDs are applied).
-RedRates red_issue_rates(const GpuParams& params, std::uint32_t lanes, std::uint32_t lines_per_red, std::uint32_t ctas,
+RedRates red_issue_rates(const GpuParams& params, bool returns, std::uint32_t lanes, std::uint32_t lines_per_red, std::uint32_t ctas,
                          std::uint32_t warps) {
-  const std::string function = "_ZN41_GLOBAL__N__4854fcb1_12_red_issue_cu_main9red_issueEPjjjPx";
   const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + kListing);
+  const std::string function = red_issue_function(listing, returns);
+  const trace::OpClass atomic = returns ? trace::OpClass::Atom : trace::OpClass::Red;
   const auto program = trace::parse_sass_function(listing, function);
   std::vector<std::size_t> clock_reads;  // after the CTA's first barrier: start, REDs issued, fence returned
   bool after_barrier = false;
@@ -53,7 +64,7 @@ RedRates red_issue_rates(const GpuParams& params, std::uint32_t lanes, std::uint
   REQUIRE(loop_end != 0);
   REQUIRE(skip != 0);
   int reds_per_trip = 0;
-  for (const auto& s : program) reds_per_trip += s.pc >= loop_begin && s.pc < loop_end && s.op == trace::OpClass::Red;
+  for (const auto& s : program) reds_per_trip += s.pc >= loop_begin && s.pc < loop_end && s.op == atomic;
   REQUIRE(64 % reds_per_trip == 0);
   const std::uint32_t lane_mask = lanes == 32 ? 0xFFFFFFFFu : (1u << lanes) - 1;
   const std::uint64_t window_lines = 1ull << 18;
@@ -69,7 +80,7 @@ RedRates red_issue_rates(const GpuParams& params, std::uint32_t lanes, std::uint
     for (int trip = 0; trip < 64 / reds_per_trip; ++trip)
       for (std::size_t j = i; program[j].pc < loop_end; ++j) {
         trace::WarpInst r = record(static_cast<std::uint32_t>(j), lane_mask);
-        if (program[j].op == trace::OpClass::Red) {
+        if (program[j].op == atomic) {
           const std::uint64_t index = warp * 64 + red++;
           for (std::uint32_t lane = 0; lane < lanes; ++lane) {
             const std::uint64_t line = (index * lines_per_red + (lines_per_red > 1 ? lane : 0)) % window_lines;
@@ -114,12 +125,12 @@ RedRates red_issue_rates(const GpuParams& params, std::uint32_t lanes, std::uint
 TEST_CASE("RED probe: the REDs one SM and every SM issue and apply, every point simulated", "[.][red-issue-table]") {
   const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/red_issue.json"));
   const auto params = h100_with({});
-  std::printf("| shape | SMs | warps | H100 issued / SM cycle | model | error | H100 applied / SM cycle | model | error |\n"
-              "|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| op | shape | SMs | warps | H100 issued / SM cycle | model | error | H100 applied / SM cycle | model | error |\n"
+              "|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& p : measured["issue"]) {
-    const RedRates model = red_issue_rates(params, p["lanes"], p["lines_per_red"], p["ctas"], p["warps"]);
+    const RedRates model = red_issue_rates(params, p["op"] == "atom", p["lanes"], p["lines_per_red"], p["ctas"], p["warps"]);
     const double issued = p["issued_per_sm_cycle"], applied = p["applied_per_sm_cycle"];
-    std::printf("| %s | %d | %d | %.4f | %.4f | %+.1f%% | %.4f | %.4f | %+.1f%% |\n", p["shape"].get<std::string>().c_str(),
+    std::printf("| %s | %s | %d | %d | %.4f | %.4f | %+.1f%% | %.4f | %.4f | %+.1f%% |\n", p["op"].get<std::string>().c_str(), p["shape"].get<std::string>().c_str(),
                 p["ctas"].get<int>(), p["warps"].get<int>(), issued, model.issued, 100 * (model.issued / issued - 1), applied,
                 model.applied, 100 * (model.applied / applied - 1));
   }
@@ -130,12 +141,183 @@ TEST_CASE("RED probe: one SM with 32 warps applies its REDs of one word, one lin
   const auto params = h100_with({});
   int checked = 0;
   for (const auto& p : measured["issue"]) {
-    if (p["ctas"] != 1 || p["warps"] != 32 || p["shape"] == "sector") continue;
-    const double simulated = red_issue_rates(params, p["lanes"], p["lines_per_red"], 1, 32).applied,
+    if (p["op"] != "red" || p["ctas"] != 1 || p["warps"] != 32 || p["shape"] == "sector") continue;
+    const double simulated = red_issue_rates(params, false, p["lanes"], p["lines_per_red"], 1, 32).applied,
                  on_h100 = p["applied_per_sm_cycle"];
     INFO(p["shape"].get<std::string>() << ": simulated " << simulated << " REDs per cycle against " << on_h100 << " measured");
     CHECK(std::abs(simulated / on_h100 - 1) <= 0.15);
     ++checked;
   }
   REQUIRE(checked == 3);
+}
+
+namespace {
+
+// The listing's name for one of the probe's kernels (its namespace's name is a hash).
+std::string probe_function(const std::string& mangled_tail) {
+  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + kListing);
+  const auto at = listing.find(mangled_tail);
+  if (at == std::string::npos) throw std::invalid_argument("no " + mangled_tail + " in the listing");
+  const auto begin = listing.rfind("Function : ", at) + 11;
+  return listing.substr(begin, at + mangled_tail.size() - begin);
+}
+
+// SM cycles per step of one of the probe's loops run by `warps` warps of one
+// CTA, `lanes` lanes each: `address(warp, step)` is lane 0's address of the
+// loop's `step`-th memory instruction (lane l's 4 l further). From the
+// difference between two lengths, so that the start drops out.
+double probe_step_cycles(const std::string& function, std::uint32_t warps, std::uint32_t lanes, std::uint32_t trips,
+                         const std::function<std::uint64_t(std::uint64_t, std::uint64_t)>& address, const GpuParams& params) {
+  const auto body = innermost_loop("red_issue.sass", function);
+  std::uint32_t per_trip = 0;
+  for (const auto& s : body) per_trip += trace::is_global_memory(s.op);
+  REQUIRE(per_trip > 0);
+  const std::uint32_t mask = lanes == 32 ? 0xFFFFFFFFu : (1u << lanes) - 1;
+  GpuParams warmed = params;
+  warmed.l2.start = "footprint";  // the probe's lines are in the L2
+  auto cycles = [&](std::uint32_t n) {
+    auto path = write_program(function, body, 1, warps, [&](std::uint64_t warp) {
+      std::vector<trace::WarpInst> s;
+      std::uint64_t step = 0;
+      for (std::uint32_t t = 0; t < n; ++t)
+        for (std::uint32_t i = 0; i < body.size(); ++i) {
+          trace::WarpInst inst = record(i, mask);
+          if (trace::is_global_memory(body[i].op)) {
+            const std::uint64_t a = address(warp, step++);
+            for (std::uint32_t lane = 0; lane < lanes; ++lane) inst.address[lane] = a + 4 * lane, inst.value[lane] = 1;
+          }
+          s.push_back(inst);
+        }
+      return s;
+    });
+    KernelRun run = run_one(warmed, path, false);
+    std::remove(path.c_str());
+    return static_cast<double>(run.cycles);
+  };
+  return (cycles(2 * trips) - cycles(trips)) / (double(trips) * per_trip);
+}
+
+constexpr std::uint64_t kBase = 0x100000000ull, kWindowLines = 1ull << 18;
+
+// Part three: one lane's dependent ATOMs (or loads), lines 997 apart.
+double chain_step_cycles(const GpuParams& params, bool atomic) {
+  return probe_step_cycles(probe_function(std::string("12atomic_chainILb") + (atomic ? "1" : "0") + "EEEvPjPx"), 1, 1, 16,
+                           [](std::uint64_t, std::uint64_t step) { return kBase + (step * 997 % kWindowLines) * 128; }, params);
+}
+
+// Part four: REDs or stores one at a time, each to the line after the last.
+double operand_hold_step_cycles(const GpuParams& params, bool store, std::uint32_t lanes, std::uint32_t warps) {
+  return probe_step_cycles(probe_function(std::string("12operand_holdILb") + (store ? "1" : "0") + "EEEvPjjPx"), warps, lanes, 64,
+                           [](std::uint64_t warp, std::uint64_t step) { return kBase + (warp * 512 + step) * 128; }, params);
+}
+
+// Part two: cycles from a CTA's last RED issued to the next CTA's start on
+// its SM, with one CTA an SM (its shared memory) and two waves: REDs of a
+// line each per lane, or every lane of every SM on one word. From the
+// kernel's length with one wave and with two, less a CTA's time to its last
+// RED (its warps' mean, one wave).
+double exit_gap_cycles(const GpuParams& params, bool one_word) {
+  const std::string function = probe_function("13red_then_exitEPjbPx");
+  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + kListing);
+  const auto program = trace::parse_sass_function(listing, function);
+  std::size_t last_red = 0, clock_after = 0, first_exit = 0;
+  for (std::size_t i = 0; i < program.size(); ++i) {
+    if (program[i].op == trace::OpClass::Red) last_red = i;
+    if (last_red && !clock_after && program[i].mnemonic.rfind("CS2R", 0) == 0) clock_after = i;
+    if (!first_exit && program[i].op == trace::OpClass::Exit) first_exit = i;
+  }
+  REQUIRE(clock_after > last_red);
+  REQUIRE(first_exit > clock_after);
+  // The branch that takes lane 0 into its shared-memory maximum, and where it rejoins.
+  std::uint64_t skip_from = 0, skip_to = 0;
+  for (const auto& [from, to] : branches_of(listing, function))
+    if (!skip_from && from > program[clock_after].pc && to > from) skip_from = from, skip_to = to;
+  REQUIRE(skip_from != 0);
+  const std::uint32_t sms = params.sms, warps = 4;
+  GpuParams warmed = params;
+  warmed.l2.start = "footprint";  // part one's lines are in the L2
+  auto run = [&](std::uint32_t ctas) {
+    auto path = write_program(function, program, ctas, warps, [&](std::uint64_t warp) {
+      std::vector<trace::WarpInst> s;
+      std::uint32_t red = 0;
+      for (std::size_t i = 0; i < program.size(); ++i) {
+        const std::uint64_t pc = program[i].pc;
+        const bool lane0_only = pc > skip_from && pc < skip_to;
+        trace::WarpInst r = record(static_cast<std::uint32_t>(i), lane0_only ? 1u : 0xFFFFFFFFu);
+        if (program[i].op == trace::OpClass::Red) {
+          for (std::uint32_t lane = 0; lane < 32; ++lane) {
+            const std::uint64_t thread = warp * 32 + lane, line = (thread * 4 + red) % (1u << 18);
+            r.address[lane] = kBase + (one_word ? 0 : line * 128 + 4 * lane);
+            r.value[lane] = 1;
+          }
+          ++red;
+        }
+        if (program[i].op == trace::OpClass::StoreGlobal)
+          for (std::uint32_t lane = 0; lane < 1; ++lane) r.address[lane] = kBase + (1ull << 32) + warp * 64 + 8 * (pc & 0x30);
+        if (i == first_exit) {
+          // Every lane but the CTA's thread 0 leaves here.
+          r.active_mask = 0xFFFFFFFFu;
+          s.push_back(r);
+          if (warp % warps != 0) return s;
+          continue;
+        }
+        if (i > first_exit) r.active_mask = 1;
+        s.push_back(r);
+        if (program[i].op == trace::OpClass::Exit && i > first_exit) return s;
+      }
+      return s;
+    }, static_cast<std::uint32_t>(params.sm.shared_memory_bytes / 2 + 1024));  // one CTA an SM, as on the H100
+    KernelRun k = run_one(warmed, path, false, true);
+    std::remove(path.c_str());
+    return k;
+  };
+  const KernelRun one = run(sms), two = run(2 * sms);
+  double to_last_red = 0;
+  for (std::size_t i = 0; i <= clock_after; ++i)
+    for (auto c : one.instructions[i].warp_cycles) to_last_red += static_cast<double>(c);
+  to_last_red /= double(sms) * warps;
+  return static_cast<double>(two.cycles) - static_cast<double>(one.cycles) - to_last_red;
+}
+
+}  // namespace
+
+// Parts three and four against the model: tests/atomsim_tests "[red-issue-steps]".
+TEST_CASE("RED probe: an atomic's round trip and a memory instruction's operands, simulated", "[.][red-issue-steps]") {
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/red_issue.json"));
+  const auto params = h100_with({});
+  std::printf("| step | H100 cycles | model |\n|---|---|---|\n");
+  for (bool atomic : {true, false})
+    std::printf("| %s chain | %.1f | %.1f |\n", atomic ? "ATOM" : "load", measured["round_trip"][atomic ? "atom_cycles" : "load_cg_cycles"].get<double>(),
+                chain_step_cycles(params, atomic));
+  for (const auto& p : measured["exit"])
+    std::printf("| next CTA after the last RED, %s | %.0f | %.0f |\n", p["reds"].get<std::string>().c_str(),
+                p["next_cta_start_after_last_red_cycles"].get<double>(), exit_gap_cycles(params, p["reds"] == "one_word_from_every_sm"));
+  for (const auto& p : measured["operand_hold"])
+    std::printf("| %s, %d lanes, %d warps | %.1f | %.1f |\n", p["op"].get<std::string>().c_str(), p["lanes"].get<int>(), p["warps"].get<int>(),
+                p["cycles_per_step"].get<double>(), operand_hold_step_cycles(params, p["op"] == "store", p["lanes"], p["warps"]));
+}
+
+TEST_CASE("RED probe: a dependent ATOM's round trip and a RED's operands take the H100's time", "[models][memory]") {
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/red_issue.json"));
+  const auto params = h100_with({});
+  CHECK(chain_step_cycles(params, true) == Approx(measured["round_trip"]["atom_cycles"].get<double>()).epsilon(0.03));
+  CHECK(chain_step_cycles(params, false) == Approx(measured["round_trip"]["load_cg_cycles"].get<double>()).epsilon(0.03));
+  for (const auto& p : measured["operand_hold"])
+    if (p["warps"] == 1 && p["lanes"] == 32)
+      CHECK(std::abs(operand_hold_step_cycles(params, p["op"] == "store", 32, 1) - p["cycles_per_step"].get<double>()) <= 2);
+}
+
+TEST_CASE("RED probe: one SM with 32 warps takes ATOMs of a line's words and of 32 lines at the H100's rate", "[models][memory]") {
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/red_issue.json"));
+  const auto params = h100_with({});
+  int checked = 0;
+  for (const auto& p : measured["issue"]) {
+    if (p["op"] != "atom" || p["ctas"] != 1 || p["warps"] != 32 || (p["shape"] != "line" && p["shape"] != "lines")) continue;
+    const double simulated = red_issue_rates(params, true, p["lanes"], p["lines_per_red"], 1, 32).applied,
+                 on_h100 = p["applied_per_sm_cycle"];
+    INFO(p["shape"].get<std::string>() << ": simulated " << simulated << " ATOMs per cycle against " << on_h100 << " measured");
+    CHECK(std::abs(simulated / on_h100 - 1) <= 0.15);
+    ++checked;
+  }
+  REQUIRE(checked == 2);
 }

@@ -537,21 +537,6 @@ namespace {
 // kernels run by `warps` warps of `lanes` lanes on one SM (every `stride`-th
 // warp of the CTA, the others idle: a stride of 4 puts them all on one
 // sub-core), from the difference between 40 and 20 trips so that the start drops out.
-// The innermost loop (the shortest backward branch and what it jumps over) of
-// `function` in a cuobjdump listing of the probes under traces/h100/latency.
-std::vector<trace::StaticInst> innermost_loop(const std::string& listing_file, const std::string& function) {
-  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/" + listing_file);
-  const auto program = trace::parse_sass_function(listing, function);
-  std::uint64_t branch = 0, target = 0;
-  for (const auto& [from, to] : branches_of(listing, function))
-    if (to < from && (branch == 0 || from - to < branch - target)) branch = from, target = to;
-  REQUIRE(branch != 0);
-  std::vector<trace::StaticInst> body;
-  for (const auto& s : program)
-    if (s.pc >= target && s.pc <= branch) body.push_back(s);
-  return body;
-}
-
 double loop_trip_cycles(const GpuParams& params, const std::string& function, std::uint32_t warps, std::uint32_t lanes = 0xFFFFFFFF,
                         std::uint32_t stride = 1) {
   const auto body = innermost_loop("latency.sass", function);

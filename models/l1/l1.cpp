@@ -144,7 +144,7 @@ void L1::send_evicted(const BufferedUpdate& update) {
   p.ops = pool_.acquire();
   pool_.ops(p.ops)[0] = update.op;
   p.op_count = 1;
-  p.atomic_flits = static_cast<std::uint8_t>(params_.atomic_request_flits(trace::operand_bytes(update.type), p.sectors));
+  p.atomic_flits = static_cast<std::uint8_t>(params_.atomic_request_flits(trace::operand_bytes(update.type), p.sectors, false));
   outgoing_.push_back(p);
   ++outstanding_writes_;
   ++atomic_ops_to_l2_;
@@ -232,7 +232,7 @@ void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
     }
     p.op_count = static_cast<std::uint16_t>(op_count);
     p.sectors = static_cast<std::uint8_t>(std::popcount(sector_mask));
-    p.atomic_flits = static_cast<std::uint8_t>(params_.atomic_request_flits(op_count * op.access_bytes, p.sectors));
+    p.atomic_flits = static_cast<std::uint8_t>(params_.atomic_request_flits(op_count * op.access_bytes, p.sectors, p.kind == MemPacket::Kind::Atomic));
     sectors_sent += p.sectors;
     atomic_ops_to_l2_ += op_count;
     ++atomic_packets_to_l2_;

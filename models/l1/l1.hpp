@@ -30,6 +30,7 @@ struct L1Params {
   double sectors_per_cycle = 4;
   double atomic_instruction_cycles = 0;
   std::uint32_t atomic_header_bytes = 0;
+  std::uint32_t returning_header_bytes = 0;
   std::uint32_t lg_queue_depth = 8;
   std::uint32_t max_inflight_instructions = 256;
   bool atomic_buffer = false;
@@ -45,7 +46,9 @@ struct L1Params {
     b.real("atomic_instruction_cycles", atomic_instruction_cycles, 0, 1000,
            "fewest cycles the pipeline spends on an atomic or reduction instruction");
     b.integer("atomic_header_bytes", atomic_header_bytes, 0, 1024,
-              "bytes an atomic request carries besides its lanes' operands: its flits are both over sector_bytes, rounded up");
+              "bytes a reduction request carries besides its lanes' operands: its flits are both over sector_bytes, rounded up");
+    b.integer("returning_header_bytes", returning_header_bytes, 0, 1024,
+              "the same for an atomic request whose old values return (ATOM)");
     b.integer("lg_queue_depth", lg_queue_depth, 1, 256, "LG (LSU) queue entries per sub-core");
     b.integer("max_inflight_instructions", max_inflight_instructions, 1, 4096, "memory instructions the L1 tracks at once");
     ParamBinder lab = b.sub("atomic_buffer");
@@ -57,9 +60,10 @@ struct L1Params {
   // every SM's REDs of one sector's eight words reach the slices at two thirds
   // of the rate of one-word ones, a flit's worth more each; red_requests
   // probe: REDs of one word in each of a line's four sectors take the L2 four
-  // sectors' time).
-  std::uint32_t atomic_request_flits(std::uint32_t operand_bytes, std::uint32_t sectors) const {
-    return std::max(sectors, (atomic_header_bytes + operand_bytes + sector_bytes - 1) / sector_bytes);
+  // sectors' time). `returns`: an ATOM's request, with the larger header.
+  std::uint32_t atomic_request_flits(std::uint32_t operand_bytes, std::uint32_t sectors, bool returns) const {
+    const std::uint32_t header = returns ? returning_header_bytes : atomic_header_bytes;
+    return std::max(sectors, (header + operand_bytes + sector_bytes - 1) / sector_bytes);
   }
 };
 

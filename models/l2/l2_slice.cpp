@@ -102,7 +102,7 @@ Cycle L2Slice::run_atomic(MemPacket& packet, Cycle start) {
   }
   atomic_ops_ += op_count;
   ++atomic_packets_;
-  return done + params_.rop_latency;
+  return done + params_.rop_latency + (packet.kind == MemPacket::Kind::Atomic ? params_.rop_return_latency : 0);
 }
 
 void L2Slice::serve(MemPacket& packet, Cycle start, bool from_dram) {

@@ -34,6 +34,7 @@ struct L2Params {
   std::uint32_t rop_units_per_slice = 1;
   double rop_ops_per_cycle = 1;
   Cycle rop_latency = 1;
+  Cycle rop_return_latency = 0;
   double rop_same_address_interval = 1;
   double rop_return_cost = 1;
   std::string start = "cold";
@@ -57,6 +58,8 @@ struct L2Params {
     b.integer("rop_units_per_slice", rop_units_per_slice, 1, 64, "ROP atomic units per slice");
     b.real("rop_ops_per_cycle", rop_ops_per_cycle, 0.001, 64, "sectors of atomic requests one ROP unit applies per SM cycle (a request's lanes in one sector together)");
     b.integer("rop_latency", rop_latency, 1, 10000, "cycles from an atomic's start in the ROP to its reply");
+    b.integer("rop_return_latency", rop_return_latency, 0, 10000,
+              "further cycles before the reply of an atomic that returns the old values (ATOM), beyond a reduction's acknowledgement");
     b.real("rop_same_address_interval", rop_same_address_interval, 0, 1000, "cycles between the starts of two requests updating one word (read-modify-write dependency)");
     b.real("rop_return_cost", rop_return_cost, 1, 16,
            "ROP time per sector of an atomic that returns the old values, in sectors of reduction time");

@@ -8,6 +8,8 @@
 // warp's last RED issued, and to the last warp's __threadfence() returning
 // (its REDs applied). Reports REDs per SM cycle issued and applied (median
 // over the CTAs and over 7 launches after a warm-up) and the kernel's time.
+// The same for ATOMs whose old values the warp sums (eight in flight a warp):
+// what returning a value costs the SM and the slices beyond a RED.
 // Part two: one CTA per SM (its shared memory allows no second), two waves of
 // CTAs; each warp issues 4 REDs, then the CTA records when its last RED was
 // issued and exits. The REDs go one lane to a line of its own, or all 32 lanes
@@ -19,6 +21,11 @@
 // warp, one lane, 256 dependent ATOMs (each one's address depends on the
 // previous one's old value) onto lines of their own that the L2 holds, against
 // the same chain of loads. Cycles per step (clock64), median of 7 launches.
+// Part four: how long a memory instruction's operands hold its warp: one warp
+// (or one on each sub-core) sends 256 REDs or stores, one at a time, each to
+// the line after the last, the pointer advanced in the register the
+// instruction reads its address from (so the advance waits until the
+// instruction has read it). Cycles per step, 32 lanes or one lane active.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -54,20 +61,32 @@ __device__ __forceinline__ unsigned smid() {
   return id;
 }
 
-// spans[cta] = {issue span, applied span}.
+// An ATOM whose old value the caller uses, one request per lane.
+__device__ __forceinline__ unsigned atom_add(unsigned* address, unsigned value) {
+  unsigned old;
+  asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(address), "r"(value) : "memory");
+  return old;
+}
+
+// spans[cta] = {issue span, applied span}; RETURNS: ATOMs instead of REDs,
+// the issue span lasting until the last one's value has returned.
+template <bool RETURNS>
 __global__ void red_issue(unsigned* target, unsigned lanes, unsigned lines_per_red, long long* spans) {
   __shared__ long long first_start, last_issue, last_applied;
   if (threadIdx.x == 0) first_start = 0x7fffffffffffffffll, last_issue = 0, last_applied = 0;
   __syncthreads();
   const unsigned lane = threadIdx.x % 32, warps = blockDim.x / 32;
   const unsigned long long warp = blockIdx.x * warps + threadIdx.x / 32;
+  unsigned returned = 0;
   const long long start = clock_now();
   if (lane < lanes) {
 #pragma unroll 8
     for (int r = 0; r < kReds; ++r) {
       const unsigned long long red = warp * kReds + r;
       const unsigned line = static_cast<unsigned>((red * lines_per_red + (lines_per_red > 1 ? lane : 0)) % kWindowLines);
-      red_add(&target[std::size_t(line) * 32 + (lines_per_red > 1 ? 0 : lane)], 1u);
+      unsigned* address = &target[std::size_t(line) * 32 + (lines_per_red > 1 ? 0 : lane)];
+      if constexpr (RETURNS) returned += atom_add(address, 1u);
+      else red_add(address, 1u);
     }
   }
   const long long issued = clock_now();
@@ -83,6 +102,7 @@ __global__ void red_issue(unsigned* target, unsigned lanes, unsigned lines_per_r
     spans[2 * blockIdx.x] = last_issue - first_start;
     spans[2 * blockIdx.x + 1] = last_applied - first_start;
   }
+  if (returned == 0x9e3779b9u) spans[0] = returned;  // keeps the ATOMs' results
 }
 
 // records[cta] = {sm, start, last RED issued}.
@@ -129,6 +149,24 @@ __global__ void atomic_chain(unsigned* target, long long* cycles) {
   if (old == 0x9e3779b9u) cycles[1] = old;  // keeps the chain
 }
 
+// cycles[warp] = cycles per step.
+template <bool STORE>
+__global__ void operand_hold(unsigned* target, unsigned lanes, long long* cycles) {
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  unsigned* p = target + std::size_t(warp) * kChain * 32 * 2 + lane;
+  const long long start = clock_now();
+  if (lane < lanes) {
+#pragma unroll 1
+    for (int i = 0; i < kChain; ++i) {
+      if constexpr (STORE) asm volatile("st.global.u32 [%0], %1;" ::"l"(p), "r"(1u) : "memory");
+      else red_add(p, 1u);
+      p += 32;
+    }
+  }
+  const long long end = clock_now();
+  if (lane == 0) cycles[warp] = (end - start) / kChain;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
@@ -154,30 +192,34 @@ int main() {
   };
   const Shape shapes[] = {{"line", 32, 1}, {"sector", 8, 1}, {"word", 1, 1}, {"lines", 32, 32}};
   bool first = true;
-  for (const Shape& shape : shapes)
-    for (int ctas : {1, sms})
-      for (int warps : {1, 4, 16, 32}) {
-        std::vector<double> issue_rate, applied_rate;
-        atomsim::workload::KernelTimes timer;
-        std::vector<long long> host(2 * ctas);
-        for (int run = 0; run < 8; ++run) {
-          timer.time("red", run > 0, [&] { red_issue<<<ctas, warps * 32>>>(target, shape.lanes, shape.lines_per_red, spans); });
-          if (run == 0) continue;
-          WORKLOAD_CHECK(cudaMemcpy(host.data(), spans, host.size() * sizeof(long long), cudaMemcpyDeviceToHost));
-          std::vector<double> issue, applied;
-          for (int c = 0; c < ctas; ++c) {
-            issue.push_back(double(warps) * kReds / double(host[2 * c]));
-            applied.push_back(double(warps) * kReds / double(host[2 * c + 1]));
+  for (bool returns : {false, true})
+    for (const Shape& shape : shapes)
+      for (int ctas : {1, sms})
+        for (int warps : {1, 4, 16, 32}) {
+          std::vector<double> issue_rate, applied_rate;
+          atomsim::workload::KernelTimes timer;
+          std::vector<long long> host(2 * ctas);
+          for (int run = 0; run < 8; ++run) {
+            timer.time("red", run > 0, [&] {
+              if (returns) red_issue<true><<<ctas, warps * 32>>>(target, shape.lanes, shape.lines_per_red, spans);
+              else red_issue<false><<<ctas, warps * 32>>>(target, shape.lanes, shape.lines_per_red, spans);
+            });
+            if (run == 0) continue;
+            WORKLOAD_CHECK(cudaMemcpy(host.data(), spans, host.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+            std::vector<double> issue, applied;
+            for (int c = 0; c < ctas; ++c) {
+              issue.push_back(double(warps) * kReds / double(host[2 * c]));
+              applied.push_back(double(warps) * kReds / double(host[2 * c + 1]));
+            }
+            issue_rate.push_back(median(issue));
+            applied_rate.push_back(median(applied));
           }
-          issue_rate.push_back(median(issue));
-          applied_rate.push_back(median(applied));
+          std::printf("%s    {\"op\": \"%s\", \"shape\": \"%s\", \"lanes\": %u, \"lines_per_red\": %u, \"ctas\": %d, \"warps\": %d, \"reds_per_warp\": %d, "
+                      "\"issued_per_sm_cycle\": %.4f, \"applied_per_sm_cycle\": %.4f, \"kernel_us\": %.2f}",
+                      first ? "" : ",\n", returns ? "atom" : "red", shape.name, shape.lanes, shape.lines_per_red, ctas, warps, kReds, median(issue_rate),
+                      median(applied_rate), timer.summary("red").median_ms * 1000.0);
+          first = false;
         }
-        std::printf("%s    {\"shape\": \"%s\", \"lanes\": %u, \"lines_per_red\": %u, \"ctas\": %d, \"warps\": %d, \"reds_per_warp\": %d, "
-                    "\"issued_per_sm_cycle\": %.4f, \"applied_per_sm_cycle\": %.4f, \"kernel_us\": %.2f}",
-                    first ? "" : ",\n", shape.name, shape.lanes, shape.lines_per_red, ctas, warps, kReds, median(issue_rate),
-                    median(applied_rate), timer.summary("red").median_ms * 1000.0);
-        first = false;
-      }
   std::printf("\n  ],\n  \"exit\": [\n");
 
   // Part two: a CTA's shared memory leaves room for no second one on its SM.
@@ -233,6 +275,24 @@ int main() {
     std::printf("%s\"%s\": %.1f", first ? "" : ", ", atomic ? "atom_cycles" : "load_cg_cycles", median(steps));
     first = false;
   }
-  std::printf(", \"unit\": \"SM cycles per dependent step, one lane, lines the L2 holds\"}\n}\n");
+  std::printf(", \"unit\": \"SM cycles per dependent step, one lane, lines the L2 holds\"},\n  \"operand_hold\": [\n");
+  first = true;
+  for (bool store : {false, true})
+    for (unsigned lanes : {32u, 1u})
+      for (int warps : {1, 4}) {
+        std::vector<double> steps;
+        std::vector<long long> host(warps);
+        for (int run = 0; run < 8; ++run) {
+          if (store) operand_hold<true><<<1, warps * 32>>>(target, lanes, spans);
+          else operand_hold<false><<<1, warps * 32>>>(target, lanes, spans);
+          WORKLOAD_CHECK(cudaGetLastError());
+          WORKLOAD_CHECK(cudaMemcpy(host.data(), spans, warps * sizeof(long long), cudaMemcpyDeviceToHost));
+          if (run > 0) steps.push_back(median(std::vector<double>(host.begin(), host.end())));
+        }
+        std::printf("%s    {\"op\": \"%s\", \"lanes\": %u, \"warps\": %d, \"cycles_per_step\": %.1f}", first ? "" : ",\n",
+                    store ? "store" : "red", lanes, warps, median(steps));
+        first = false;
+      }
+  std::printf("\n  ]\n}\n");
   return 0;
 }
