@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
-#include <regex>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "sim_helpers.hpp"
@@ -19,12 +19,13 @@ struct RedRates {
   double issued = 0, applied = 0;  // REDs per SM cycle, per CTA
 };
 
-// The listing's name for red_issue<RETURNS> (its namespace's name is a hash).
-std::string red_issue_function(const std::string& listing, bool returns) {
-  const std::regex name(std::string(R"(Function : (\S+9red_issueILb)") + (returns ? "1" : "0") + R"(EEEvPjjjPx))");
-  std::smatch match;
-  if (!std::regex_search(listing, match, name)) throw std::invalid_argument("no red_issue function in the listing");
-  return match[1];
+// The listing's name for one of the probe's kernels (its namespace's name is a hash).
+std::string probe_function(const std::string& mangled_tail) {
+  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + kListing);
+  const auto at = listing.find(mangled_tail);
+  if (at == std::string::npos) throw std::invalid_argument("no " + mangled_tail + " in the listing");
+  const auto begin = listing.rfind("Function : ", at) + 11;
+  return listing.substr(begin, at + mangled_tail.size() - begin);
 }
 
 // Part one: `ctas` CTAs of `warps` warps, one an SM; each warp's 64 REDs (or
@@ -39,7 +40,7 @@ std::string red_issue_function(const std::string& listing, bool returns) {
 RedRates red_issue_rates(const GpuParams& params, bool returns, std::uint32_t lanes, std::uint32_t lines_per_red, std::uint32_t ctas,
                          std::uint32_t warps) {
   const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + kListing);
-  const std::string function = red_issue_function(listing, returns);
+  const std::string function = probe_function(std::string("9red_issueILb") + (returns ? "1" : "0") + "EEEvPjjjPx");
   const trace::OpClass atomic = returns ? trace::OpClass::Atom : trace::OpClass::Red;
   const auto program = trace::parse_sass_function(listing, function);
   std::vector<std::size_t> clock_reads;  // after the CTA's first barrier: start, REDs issued, fence returned
@@ -119,6 +120,24 @@ RedRates red_issue_rates(const GpuParams& params, bool returns, std::uint32_t la
   return {warps * 64 / to_issued, warps * 64 / to_applied};
 }
 
+// Part one's points of one SM with 32 warps, REDs or ATOMs (`returns`), of
+// the given shapes: each applied rate within `tolerance` of the H100's; how many.
+int one_sm_points_within(bool returns, const std::set<std::string>& shapes, double tolerance) {
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/red_issue.json"));
+  const auto params = h100_with({});
+  int checked = 0;
+  for (const auto& p : measured["issue"]) {
+    if ((p["op"] == "atom") != returns || p["ctas"] != 1 || p["warps"] != 32 || !shapes.contains(p["shape"].get<std::string>())) continue;
+    const double simulated = red_issue_rates(params, returns, p["lanes"], p["lines_per_red"], 1, 32).applied,
+                 on_h100 = p["applied_per_sm_cycle"];
+    INFO(p["op"].get<std::string>() << " " << p["shape"].get<std::string>() << ": simulated " << simulated << " a cycle against "
+                                   << on_h100 << " measured");
+    CHECK(std::abs(simulated / on_h100 - 1) <= tolerance);
+    ++checked;
+  }
+  return checked;
+}
+
 }  // namespace
 
 // Part one against the model: tests/atomsim_tests "[red-issue-table]".
@@ -137,30 +156,10 @@ TEST_CASE("RED probe: the REDs one SM and every SM issue and apply, every point 
 }
 
 TEST_CASE("RED probe: one SM with 32 warps applies its REDs of one word, one line and 32 lines at the H100's rate", "[models][memory]") {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/red_issue.json"));
-  const auto params = h100_with({});
-  int checked = 0;
-  for (const auto& p : measured["issue"]) {
-    if (p["op"] != "red" || p["ctas"] != 1 || p["warps"] != 32 || p["shape"] == "sector") continue;
-    const double simulated = red_issue_rates(params, false, p["lanes"], p["lines_per_red"], 1, 32).applied,
-                 on_h100 = p["applied_per_sm_cycle"];
-    INFO(p["shape"].get<std::string>() << ": simulated " << simulated << " REDs per cycle against " << on_h100 << " measured");
-    CHECK(std::abs(simulated / on_h100 - 1) <= 0.15);
-    ++checked;
-  }
-  REQUIRE(checked == 3);
+  REQUIRE(one_sm_points_within(false, {"word", "line", "lines"}, 0.15) == 3);
 }
 
 namespace {
-
-// The listing's name for one of the probe's kernels (its namespace's name is a hash).
-std::string probe_function(const std::string& mangled_tail) {
-  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + kListing);
-  const auto at = listing.find(mangled_tail);
-  if (at == std::string::npos) throw std::invalid_argument("no " + mangled_tail + " in the listing");
-  const auto begin = listing.rfind("Function : ", at) + 11;
-  return listing.substr(begin, at + mangled_tail.size() - begin);
-}
 
 // SM cycles per step of one of the probe's loops run by `warps` warps of one
 // CTA, `lanes` lanes each: `address(warp, step)` is lane 0's address of the
@@ -308,16 +307,5 @@ TEST_CASE("RED probe: a dependent ATOM's round trip and a RED's operands take th
 }
 
 TEST_CASE("RED probe: one SM with 32 warps takes ATOMs of a line's words and of 32 lines at the H100's rate", "[models][memory]") {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/red_issue.json"));
-  const auto params = h100_with({});
-  int checked = 0;
-  for (const auto& p : measured["issue"]) {
-    if (p["op"] != "atom" || p["ctas"] != 1 || p["warps"] != 32 || (p["shape"] != "line" && p["shape"] != "lines")) continue;
-    const double simulated = red_issue_rates(params, true, p["lanes"], p["lines_per_red"], 1, 32).applied,
-                 on_h100 = p["applied_per_sm_cycle"];
-    INFO(p["shape"].get<std::string>() << ": simulated " << simulated << " ATOMs per cycle against " << on_h100 << " measured");
-    CHECK(std::abs(simulated / on_h100 - 1) <= 0.15);
-    ++checked;
-  }
-  REQUIRE(checked == 2);
+  REQUIRE(one_sm_points_within(true, {"line", "lines"}, 0.15) == 2);
 }
