@@ -8,7 +8,8 @@
 // warp's last RED issued, and to the last warp's __threadfence() returning
 // (its REDs applied). Reports REDs per SM cycle issued and applied (median
 // over the CTAs and over 7 launches after a warm-up) and the kernel's time.
-// The same for ATOMs whose old values the warp sums (eight in flight a warp):
+// The same for ATOMs whose old values the warp sums (as compiled, three and
+// then five in flight a warp before it waits for their values):
 // what returning a value costs the SM and the slices beyond a RED.
 // Part two: one CTA per SM (its shared memory allows no second), two waves of
 // CTAs; each warp issues 4 REDs, then the CTA records when its last RED was
@@ -172,6 +173,38 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
+struct Shape {
+  const char* name;
+  unsigned lanes, lines_per_red;
+};
+
+struct IssueRates {
+  double issued, applied, kernel_us;  // per SM cycle (medians over CTAs, then over launches), and the kernel's median time
+};
+
+// Part one at one point: 7 launches after a warm-up.
+IssueRates issue_rates(bool returns, const Shape& shape, int ctas, int warps, unsigned* target, long long* spans) {
+  std::vector<double> issue_rate, applied_rate;
+  atomsim::workload::KernelTimes timer;
+  std::vector<long long> host(2 * ctas);
+  for (int run = 0; run < 8; ++run) {
+    timer.time("red", run > 0, [&] {
+      if (returns) red_issue<true><<<ctas, warps * 32>>>(target, shape.lanes, shape.lines_per_red, spans);
+      else red_issue<false><<<ctas, warps * 32>>>(target, shape.lanes, shape.lines_per_red, spans);
+    });
+    if (run == 0) continue;
+    WORKLOAD_CHECK(cudaMemcpy(host.data(), spans, host.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+    std::vector<double> issue, applied;
+    for (int c = 0; c < ctas; ++c) {
+      issue.push_back(double(warps) * kReds / double(host[2 * c]));
+      applied.push_back(double(warps) * kReds / double(host[2 * c + 1]));
+    }
+    issue_rate.push_back(median(issue));
+    applied_rate.push_back(median(applied));
+  }
+  return {median(issue_rate), median(applied_rate), timer.summary("red").median_ms * 1000.0};
+}
+
 }  // namespace
 
 int main() {
@@ -186,38 +219,17 @@ int main() {
   WORKLOAD_CHECK(cudaMalloc(&spans, 3 * 2 * sms * sizeof(long long)));
 
   std::printf("{\n  \"device\": \"%s\", \"sms\": %d,\n  \"issue\": [\n", prop.name, sms);
-  struct Shape {
-    const char* name;
-    unsigned lanes, lines_per_red;
-  };
   const Shape shapes[] = {{"line", 32, 1}, {"sector", 8, 1}, {"word", 1, 1}, {"lines", 32, 32}};
   bool first = true;
   for (bool returns : {false, true})
     for (const Shape& shape : shapes)
       for (int ctas : {1, sms})
         for (int warps : {1, 4, 16, 32}) {
-          std::vector<double> issue_rate, applied_rate;
-          atomsim::workload::KernelTimes timer;
-          std::vector<long long> host(2 * ctas);
-          for (int run = 0; run < 8; ++run) {
-            timer.time("red", run > 0, [&] {
-              if (returns) red_issue<true><<<ctas, warps * 32>>>(target, shape.lanes, shape.lines_per_red, spans);
-              else red_issue<false><<<ctas, warps * 32>>>(target, shape.lanes, shape.lines_per_red, spans);
-            });
-            if (run == 0) continue;
-            WORKLOAD_CHECK(cudaMemcpy(host.data(), spans, host.size() * sizeof(long long), cudaMemcpyDeviceToHost));
-            std::vector<double> issue, applied;
-            for (int c = 0; c < ctas; ++c) {
-              issue.push_back(double(warps) * kReds / double(host[2 * c]));
-              applied.push_back(double(warps) * kReds / double(host[2 * c + 1]));
-            }
-            issue_rate.push_back(median(issue));
-            applied_rate.push_back(median(applied));
-          }
+          const IssueRates r = issue_rates(returns, shape, ctas, warps, target, spans);
           std::printf("%s    {\"op\": \"%s\", \"shape\": \"%s\", \"lanes\": %u, \"lines_per_red\": %u, \"ctas\": %d, \"warps\": %d, \"reds_per_warp\": %d, "
                       "\"issued_per_sm_cycle\": %.4f, \"applied_per_sm_cycle\": %.4f, \"kernel_us\": %.2f}",
-                      first ? "" : ",\n", returns ? "atom" : "red", shape.name, shape.lanes, shape.lines_per_red, ctas, warps, kReds, median(issue_rate),
-                      median(applied_rate), timer.summary("red").median_ms * 1000.0);
+                      first ? "" : ",\n", returns ? "atom" : "red", shape.name, shape.lanes, shape.lines_per_red, ctas, warps, kReds, r.issued,
+                      r.applied, r.kernel_us);
           first = false;
         }
   std::printf("\n  ],\n  \"exit\": [\n");

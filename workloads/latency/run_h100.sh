@@ -3,7 +3,8 @@
 # OUTDIR/latency.json, loaded.json (memory under load, workloads/latency/loaded.cu) and
 # load_spread.json (each load's latency under load, load_spread.cu), shared_banks.json
 # (shared memory's bank conflicts and atomics, shared_banks.cu), red_issue.json
-# (what limits an SM's REDs, and whether a warp's exit waits for them, red_issue.cu),
+# (what limits an SM's REDs and ATOMs, whether a warp's exit waits for them, an
+# ATOM's round trip and how long a RED's operands hold its warp, red_issue.cu),
 # the SASS (to check each chain is what it claims) and the clocks.
 # Usage: workloads/latency/run_h100.sh OUTDIR
 set -euo pipefail
