@@ -121,6 +121,7 @@ struct MemPacket {
   std::uint32_t ops = 0;          // LaneOpPool handle (atomics)
   std::uint16_t op_count = 0;     // lane operations in the packet (at most one per word)
   std::uint8_t atomic_flits = 1;  // an atomic request's flits: a header and its lanes' operands
+  bool is_atomic() const { return kind == Kind::Atomic || kind == Kind::Reduction; }
   std::uint32_t flits() const {
     switch (kind) {
       case Kind::Write: case Kind::ReadReply: case Kind::AtomicReply: return sectors;

@@ -1,6 +1,7 @@
 #include "sim/config.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <filesystem>
 #include <tuple>
 #include <utility>
@@ -36,6 +37,7 @@ GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& ov
   p.l1.declare(ParamBinder(source, "l1"));
   p.request_network.declare(ParamBinder(source, "interconnect.request"));
   p.reply_network.declare(ParamBinder(source, "interconnect.reply"));
+  p.partition_network.declare(ParamBinder(source, "interconnect.partition"));
   p.l2.declare(ParamBinder(source, "l2"));
   p.dram.declare(ParamBinder(source, "dram"));
   p.dispatch.declare(ParamBinder(source, "dispatch"));
@@ -46,6 +48,9 @@ GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& ov
   if (p.sm.max_warps > 64 * p.sm.subcores)
     throw ConfigError(fmt::format("{}: key 'sm.max_warps' = {} exceeds 64 warps per sub-core ({} sub-cores)", p.origin,
                                   p.sm.max_warps, p.sm.subcores));
+  if (!std::has_single_bit(p.l2.interleave_bytes) || p.l2.interleave_bytes < p.l2.line_bytes)
+    throw ConfigError(fmt::format("{}: key 'l2.interleave_bytes' = {} must be a power of two of at least 'l2.line_bytes' = {}",
+                                  p.origin, p.l2.interleave_bytes, p.l2.line_bytes));
   if (p.l1.line_bytes != p.l2.line_bytes)
     throw ConfigError(fmt::format("{}: key 'l1.line_bytes' must equal 'l2.line_bytes'", p.origin));
   // A buffer that can never hold the largest packet sent to it stalls its
@@ -61,6 +66,8 @@ GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& ov
        {std::tuple<const char*, std::uint32_t, std::uint32_t, const std::string&>{"l2.input_buffer_flits", p.l2.input_buffer_flits, largest_request, request},
         {"interconnect.request.input_buffer_flits", p.request_network.input_buffer_flits, largest_request, request},
         {"interconnect.request.output_queue_flits", p.request_network.output_queue_flits, largest_request, request},
+        {"interconnect.partition.input_buffer_flits", p.partition_network.input_buffer_flits, largest_request, request},
+        {"interconnect.partition.output_queue_flits", p.partition_network.output_queue_flits, largest_request, request},
         {"interconnect.reply.input_buffer_flits", p.reply_network.input_buffer_flits, line_sectors, reply},
         {"interconnect.reply.output_queue_flits", p.reply_network.output_queue_flits, line_sectors, reply}})
     if (flits < largest)

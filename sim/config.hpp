@@ -22,7 +22,7 @@ struct GpuParams {
   model::SmParams sm;
   model::MioParams mio;
   model::L1Params l1;
-  model::CrossbarParams request_network, reply_network;
+  model::CrossbarParams request_network, reply_network, partition_network;
   model::L2Params l2;
   model::DramParams dram;
   model::DispatchParams dispatch;

@@ -27,7 +27,7 @@ struct Gpu::Units {
   std::vector<std::unique_ptr<Sm>> sms;
   std::vector<std::unique_ptr<Mio>> mios;
   std::vector<std::unique_ptr<L1>> l1s;
-  std::unique_ptr<Crossbar> request_network, reply_network;
+  std::unique_ptr<Crossbar> request_network, reply_network, partition_network;
   std::vector<std::unique_ptr<L2Slice>> slices;
   std::unique_ptr<Dram> dram;
   std::unique_ptr<CtaDispatcher> dispatcher;
@@ -47,6 +47,7 @@ Gpu::Gpu(const GpuParams& p) : params_(p), created_(std::chrono::steady_clock::n
   }
   u.request_network = std::make_unique<Crossbar>("request_network", p.request_network, p.sms, slices, stats_);
   u.reply_network = std::make_unique<Crossbar>("reply_network", p.reply_network, slices, p.sms, stats_);
+  u.partition_network = std::make_unique<Crossbar>("partition_network", p.partition_network, slices, slices, stats_);
   for (std::uint32_t s = 0; s < slices; ++s)
     u.slices.push_back(std::make_unique<L2Slice>(fmt::format("l2_slice{}", s).c_str(), p.l2, s, u.map, u.pool, stats_));
   u.dram = std::make_unique<Dram>("dram", p.dram, slices, stats_);
@@ -72,6 +73,8 @@ Gpu::Gpu(const GpuParams& p) : params_(p), created_(std::chrono::steady_clock::n
     L2Slice& slice = *u.slices[s];
     u.request_network->output(s).bind(slice.requests(), p.request_network.latency);
     slice.replies().bind(u.reply_network->input(s), 1);
+    slice.to_other_partition().bind(u.partition_network->input(s), 1);
+    u.partition_network->output(s).bind(slice.from_other_partition(), p.partition_network.latency);
     slice.to_dram().bind(u.dram->request(s), 1);
     u.dram->reply(s).bind(slice.from_dram(), 1);
   }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <regex>
 #include <stdexcept>
 #include <sstream>
@@ -55,7 +56,17 @@ inline CommandResult run_command(const std::string& command) {
   return r;
 }
 
+// The h100 configuration with `overrides`, after those of the environment's
+// ATOMSIM_TEST_SET (space-separated key=value, as `atomsim --set` takes them),
+// so that a probe's table can be simulated with a candidate change of the
+// configuration without editing it.
 inline GpuParams h100_with(std::vector<std::string> overrides) {
+  if (const char* extra = std::getenv("ATOMSIM_TEST_SET")) {
+    std::istringstream words(extra);
+    std::vector<std::string> all{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+    all.insert(all.end(), overrides.begin(), overrides.end());
+    overrides = std::move(all);
+  }
   return load_gpu_params(std::string(ATOMSIM_SOURCE_DIR) + "/configs/h100.toml", overrides);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <fstream>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
@@ -57,6 +58,20 @@ struct SliceBench {
   Sink<MemPacket> sink{"sink", 1024};
 };
 
+// Cycles from the first reply to the last of `count` requests sent at once to
+// a slice holding line 0x1000; `make(pool, i)` builds the i-th.
+Cycle reply_spread(const L2Params& p, int count, const std::function<MemPacket(LaneOpPool&, int)>& make) {
+  reset_simulation_context();
+  SliceBench b(p);
+  b.slice.preload(0x1000);
+  for (int i = 0; i < count; ++i) b.source.schedule(0, make(b.pool, i));
+  b.source.start();
+  sc_core::sc_start();
+  const std::vector<Cycle> t = arrival_cycles(b.sink.received);
+  REQUIRE(t.size() == static_cast<std::size_t>(count));
+  return t.back() - t.front();
+}
+
 }  // namespace
 
 TEST_CASE("crossbar: one flit per cycle per port, latency plus serialization", "[models][crossbar]") {
@@ -103,25 +118,17 @@ TEST_CASE("L2 slice: a request from the other partition costs its fraction of ex
   // Eight reads of a cached line from an SM of the other partition, all at once:
   // the last reply's distance from the first is the tag pipeline's time for the rest.
   auto spread = [](double extra) {
-    reset_simulation_context();
     L2Params p;
     p.slices = 2;
     p.partitions = 2;  // slice 0 in partition 0, SM 1 in partition 1
     p.lookups_per_cycle = 1;
     p.hit_latency = 10;
     p.far_partition_extra_lookups = extra;
-    SliceBench b(p);
-    b.slice.preload(0x1000);
-    for (int i = 0; i < 8; ++i) {
+    return reply_spread(p, 8, [](LaneOpPool&, int) {
       MemPacket r = packet(MemPacket::Kind::Read, 0x1000);
       r.source = 1;
-      b.source.schedule(0, r);
-    }
-    b.source.start();
-    sc_core::sc_start();
-    const std::vector<Cycle> t = arrival_cycles(b.sink.received);
-    REQUIRE(t.size() == 8);
-    return t.back() - t.front();
+      return r;
+    });
   };
   REQUIRE(spread(0) == 7);
   REQUIRE(spread(1) == 14);
@@ -144,8 +151,7 @@ TEST_CASE("L2 slice: miss to DRAM, ROP throughput, same-address serialization th
   p.rop_units_per_slice = 1;
   p.rop_ops_per_cycle = 1;
   p.rop_latency = 5;
-  p.rop_same_address_interval = 2;
-  p.rop_return_cost = 3;
+  p.rop_returned_value_cost = 2;
   SliceBench bench(p);
   L2Slice& slice = bench.slice;
   LaneOpPool& pool = bench.pool;
@@ -172,7 +178,7 @@ TEST_CASE("L2 slice: miss to DRAM, ROP throughput, same-address serialization th
     same.op_count = 1;
     source.schedule(200, same);
   }
-  // Another word behind them: the unit serves it while they wait for their word.
+  // Another word behind them: served next, with no wait of a word's own before them.
   MemPacket other = packet(MemPacket::Kind::Reduction, line);
   other.atomic_op = trace::AtomicOp::Add;
   other.atomic_type = trace::DataType::F32;
@@ -191,7 +197,7 @@ TEST_CASE("L2 slice: miss to DRAM, ROP throughput, same-address serialization th
     r.op_count = static_cast<std::uint16_t>(words);
     source.schedule(words == 1 ? 400 : 500, r);
   }
-  // Atomics that return take the unit rop_return_cost times as long per sector.
+  // An atomic that returns its old value costs the unit rop_returned_value_cost more per value.
   for (int k = 0; k < 2; ++k) {
     MemPacket atom = packet(MemPacket::Kind::Atomic, line);
     atom.atomic_op = trace::AtomicOp::Add;
@@ -214,8 +220,8 @@ TEST_CASE("L2 slice: miss to DRAM, ROP throughput, same-address serialization th
   };
   REQUIRE(reply_of(9) - reply_of(8) == 3);
   // The unit took the 32 same-word requests one per cycle from 202 and this one
-  // next, 30 cycles before the last of them; its reply may wait a cycle for the
-  // link behind a same-word reply ready in the same cycle.
+  // next; its reply may wait a cycle for the link behind the last same-word
+  // reply ready in the same cycle.
   const Cycle served = 202 + 32 + 1 + 5 + 1, other_at = reply_of(7);
   REQUIRE(other_at >= served);
   REQUIRE(other_at <= served + 1);
@@ -226,13 +232,99 @@ TEST_CASE("L2 slice: miss to DRAM, ROP throughput, same-address serialization th
   REQUIRE(t[0] == 35);
   // Four lookups per cycle; one op per cycle in the ROP from cycle 102; 5-cycle ROP latency; 1-cycle link.
   REQUIRE(std::vector<Cycle>(t.begin() + 1, t.begin() + 9) == std::vector<Cycle>{109, 110, 111, 112, 113, 114, 115, 116});
-  // 32 updates of one word: 31 intervals of 2 cycles plus one op, starting at 202.
-  REQUIRE(t[40] == 202 + 31 * 2 + 1 + 5 + 1);
+  // 32 updates of one word, one a cycle from 202.
+  REQUIRE(t[40] == 202 + 31 + 1 + 5 + 1);
   const auto& cell = slice.atomic_memory().at(line);
   REQUIRE(cell.updates == 33);
   REQUIRE(std::bit_cast<float>(static_cast<std::uint32_t>(cell.bits)) == 17.0f);
   REQUIRE(slice.atomic_memory().at(line + 28).updates == 1);
   REQUIRE(std::bit_cast<float>(static_cast<std::uint32_t>(slice.atomic_memory().at(line + 32).bits)) == 2.0f);
+}
+
+TEST_CASE("L2 slice: each atomic request costs the unit its sectors and the request overhead", "[models][l2]") {
+  auto spacing = [](double overhead) {
+    L2Params p;
+    p.lookups_per_cycle = 4;
+    p.rop_ops_per_cycle = 1;
+    p.rop_latency = 5;
+    p.rop_request_overhead = overhead;
+    return reply_spread(p, 8, [](LaneOpPool& pool, int i) {
+      MemPacket r = packet(MemPacket::Kind::Reduction, 0x1000);
+      r.atomic_op = trace::AtomicOp::Add;
+      r.atomic_type = trace::DataType::U32;
+      r.ops = pool.acquire();
+      pool.ops(r.ops)[0] = LaneOp{0x1000u + 4u * i, 1, 1};
+      r.op_count = 1;
+      return r;
+    });
+  };
+  REQUIRE(spacing(0) == 7);
+  REQUIRE(spacing(1) == 14);
+  REQUIRE(spacing(0.5) >= 10);  // 7 x 1.5 cycles, not rounded per request
+  REQUIRE(spacing(0.5) <= 11);
+}
+
+TEST_CASE("Address map: a slice holds interleave_bytes of consecutive addresses; an SM's atomics enter its own partition",
+          "[models][l2]") {
+  L2Params p;
+  p.slices = 8;
+  p.partitions = 2;
+  p.hash = "modulo";
+  p.interleave_bytes = 512;
+  const AddressMap map(p.address_map());
+  for (std::uint64_t line = 0; line < 4; ++line) REQUIRE(map.slice_of(line * 128) == 0);
+  REQUIRE(map.slice_of(512) == 1);
+  REQUIRE(map.slice_of(5 * 512 + 100) == 5);
+  // Slices 0-3 are partition 0, 4-7 partition 1; SM 0 is in partition 0, SM 1 in 1.
+  REQUIRE(map.entry_slice(5 * 512, 1) == 5);  // home in the SM's partition
+  REQUIRE(map.entry_slice(5 * 512, 0) == 1);  // the same place in partition 0
+  REQUIRE(map.entry_slice(2 * 512, 1) == 6);
+}
+
+TEST_CASE("L2 slice: an atomic homed in the other partition is looked up and passed on; one passed on is applied here",
+          "[models][l2]") {
+  reset_simulation_context();
+  L2Params p;
+  p.slices = 2;
+  p.partitions = 2;  // slice 0 in partition 0 (SM 0), slice 1 in partition 1 (SM 1)
+  p.hash = "modulo";
+  p.lookups_per_cycle = 1;
+  p.far_partition_extra_lookups = 1;
+  p.far_partition_latency = 50;
+  p.rop_ops_per_cycle = 1;
+  p.rop_latency = 5;
+  SliceBench b(p);
+  Sink<MemPacket> onward("onward", 64);
+  Source<MemPacket> from_other("from_other");
+  b.slice.to_other_partition().bind(onward.in, 1);
+  from_other.out.bind(b.slice.from_other_partition(), 1);
+  b.slice.preload(0x0);
+  auto red = [&](std::uint64_t line, std::uint16_t sm) {
+    MemPacket r = packet(MemPacket::Kind::Reduction, line);
+    r.source = sm;
+    r.atomic_op = trace::AtomicOp::Add;
+    r.atomic_type = trace::DataType::U32;
+    r.ops = b.pool.acquire();
+    b.pool.ops(r.ops)[0] = LaneOp{line, 1, 1};
+    r.op_count = 1;
+    return r;
+  };
+  for (int i = 0; i < 4; ++i) b.source.schedule(0, red(0x80, 0));  // SM 0's atomics for slice 1
+  from_other.schedule(0, red(0x0, 1));                               // SM 1's atomic, passed on by slice 1
+  b.source.start();
+  from_other.start();
+  sc_core::sc_start();
+  // Passed on toward slice 1, one lookup each (far_partition_extra_lookups per sector), not applied here.
+  const std::vector<Cycle> passed = arrival_cycles(onward.received);
+  REQUIRE(passed.size() == 4);
+  for (const auto& [at, m] : onward.received) REQUIRE(m.destination == 1);
+  REQUIRE(passed.back() - passed.front() == 3);
+  REQUIRE_THROWS(b.slice.atomic_memory().at(0x80));
+  // Applied here and acknowledged to SM 1 without the far partition's latency: it paid its way on the link.
+  REQUIRE(b.slice.atomic_memory().at(0x0).updates == 1);
+  REQUIRE(b.sink.received.size() == 1);
+  REQUIRE(b.sink.received[0].second.destination == 1);
+  REQUIRE(b.sink.received[0].first < 20);
 }
 
 TEST_CASE("L1: RED lanes leave in per-line requests by rounds of distinct words, one L1 access per sector", "[models][l1]") {

@@ -11,10 +11,13 @@ struct AddressMapParams {
   std::uint32_t slices = 1;
   std::uint32_t partitions = 1;
   std::uint32_t line_bytes = 128;
+  // Consecutive bytes that go to one slice before the hash moves on: a
+  // multiple of the line.
+  std::uint32_t interleave_bytes = 128;
   std::string hash = "xor";
 };
 
-// Folds upper bits of a line or chunk index into its lower ones, so that
+// Folds upper bits of a chunk index into its lower ones, so that
 // consecutive indices stay spread and power-of-two strides do not land on a
 // few slices or channels.
 inline std::uint64_t xor_fold(std::uint64_t index) { return index ^ (index >> 7) ^ (index >> 13) ^ (index >> 19); }
@@ -26,12 +29,20 @@ class AddressMap {
   std::uint32_t slice_of(std::uint64_t address) const;
   std::uint32_t partition_of_slice(std::uint32_t slice) const { return slice * partitions_ / slices_; }
   std::uint32_t partition_of_sm(std::uint32_t sm) const { return sm % partitions_; }
+  // The slice an atomic of `sm` enters the L2 at: its home slice, or for a
+  // home in the other partition, the slice at the same place in the SM's own
+  // partition, which passes it on to the home slice.
+  std::uint32_t entry_slice(std::uint64_t address, std::uint32_t sm) const {
+    const std::uint32_t home = slice_of(address), per_partition = slices_ / partitions_;
+    return home % per_partition + partition_of_sm(sm) * per_partition;
+  }
   std::uint32_t slices() const { return slices_; }
 
  private:
   std::uint32_t slices_;
   std::uint32_t partitions_;
   std::uint32_t line_bytes_;
+  std::uint32_t interleave_bytes_;
   bool xor_hash_;
 };
 

@@ -137,7 +137,7 @@ void L1::send_evicted(const BufferedUpdate& update) {
   p.kind = MemPacket::Kind::Reduction;
   p.source = sm_;
   p.line = map_.line_of(update.op.address);
-  p.destination = static_cast<std::uint16_t>(map_.slice_of(p.line));
+  p.destination = static_cast<std::uint16_t>(map_.entry_slice(p.line, sm_));
   p.request = kFlushRequest;
   p.atomic_op = update.kind;
   p.atomic_type = update.type;
@@ -212,7 +212,7 @@ void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
     MemPacket p;
     p.kind = op.op == OpClass::Atom ? MemPacket::Kind::Atomic : MemPacket::Kind::Reduction;
     p.source = sm_;
-    p.destination = static_cast<std::uint16_t>(map_.slice_of(line));
+    p.destination = static_cast<std::uint16_t>(map_.entry_slice(line, sm_));
     p.request = slot;
     p.line = line;
     p.atomic_op = op.atomic_op;

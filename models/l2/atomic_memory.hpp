@@ -15,17 +15,10 @@ struct AtomicCell {
   std::uint64_t bits = 0;
   std::uint64_t updates = 0;
   trace::DataType type = trace::DataType::None;
-  // Timing, kept here because every update looks its word up anyway: the first
-  // cycle the word's next read-modify-write may start.
-  std::uint64_t next_update = 0;
 };
 
 class AtomicMemory {
  public:
-  // Room for `more` new words without growing, so that cells taken meanwhile stay put.
-  void reserve(std::size_t more) {
-    while (2 * (used_ + more) > slots_.size()) grow();
-  }
   // The word's cell, created (zero) on first use.
   AtomicCell& operator[](std::uint64_t address) {
     if (2 * (used_ + 1) > slots_.size()) grow();

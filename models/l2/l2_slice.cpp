@@ -1,7 +1,6 @@
 #include "models/l2/l2_slice.hpp"
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cstring>
 #include <stdexcept>
@@ -15,9 +14,11 @@ L2Slice::L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::ui
                  LaneOpPool& pool, StatRegistry& stats)
     : Unit(name), params_(p), index_(index), map_(map), pool_(pool), tags_(p.slice_bytes, p.line_bytes, p.ways),
       requests_(*this, p.input_buffer_flits), replies_(*this), to_dram_(*this), from_dram_(*this, p.mshrs + 1),
+      to_other_partition_(*this), from_other_partition_(*this, p.input_buffer_flits),
       lookups_(p.lookups_per_cycle), rop_units_(p.rop_units_per_slice, RateServer(p.rop_ops_per_cycle)) {
   StatGroup& g = stats.group("l2_slice", basename());
   requests_.register_stats(g, "input");
+  from_other_partition_.register_stats(g, "input_from_other_partition");
   g.add_counter("hits", &hits_, "lookups that found their line");
   g.add_counter("misses", &misses_, "lookups that went to DRAM");
   g.add_counter("reads", &reads_, "read requests");
@@ -26,6 +27,7 @@ L2Slice::L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::ui
   g.add_counter("atomic_ops", &atomic_ops_, "atomic operations processed by the ROP units");
   g.add_counter("atomic_lane_updates", &atomic_updates_, "lane updates those operations carry (more than ops when L1 combined them)");
   g.add_counter("far_partition_requests", &far_requests_, "requests from SMs of the other partition");
+  g.add_counter("passed_on", &passed_on_, "atomics looked up here and passed on to their home slice in the other partition");
   g.add_counter("writebacks", &writebacks_, "dirty lines written back to DRAM");
   g.add_busy("lookup_utilization", lookups_.busy_scaled(), "busy fraction of the tag pipeline");
   g.add_busy("rop_utilization", &rop_busy_scaled_, "busy fraction of the ROP units (mean over units)");
@@ -74,30 +76,20 @@ void L2Slice::preload(std::uint64_t line) { tags_.insert(line, false); }
 Cycle L2Slice::run_atomic(MemPacket& packet, Cycle start) {
   const LaneOp* ops = pool_.ops(packet.ops);
   const std::size_t op_count = packet.op_count;
-  // A unit applies a request's lanes sector by sector. A request holds at most
-  // one lane per word (the L1 sends same-word lanes in separate rounds), so a
-  // word's updates are separate requests, and each word waits until the
-  // read-modify-write of its previous update has had its interval. A request
-  // waiting for its words does not hold up the unit: it serves the requests
-  // behind it meanwhile (probe/atom: 32 same-word rounds of every warp on its
-  // own word keep the slices busy, while one word updated from every SM takes
-  // the interval per update).
-  std::array<AtomicCell*, 32> cells{};  // a request carries at most one lane of a warp per word
-  static_assert(LaneOpPool::kSlotOps <= std::tuple_size_v<decltype(cells)>);
-  memory_.reserve(op_count);
-  for (std::size_t i = 0; i < op_count; ++i) cells[i] = &memory_[ops[i].address];
+  // A unit applies requests at its rate in arrival order. A request costs its
+  // sectors, the request overhead and, for an atomic that returns them, its
+  // old values. A word's updates wait for nothing of their own: one word
+  // updated from every SM goes at the slice's rate (shared_banks probe, part
+  // five), and words that crowd are slow because they share a slice.
   RateServer& unit = rop_units_[(packet.line / params_.line_bytes) % rop_units_.size()];
   const Cycle unit_start = std::max(start, unit.free_at());
-  std::uint64_t before = *unit.busy_scaled();
-  const double cost = packet.kind == MemPacket::Kind::Atomic ? params_.rop_return_cost : 1.0;
-  Cycle done = unit.occupy(unit_start, packet.sectors, cost);
+  const std::uint64_t before = *unit.busy_scaled();
+  const double returned = packet.kind == MemPacket::Kind::Atomic ? static_cast<double>(op_count) : 0.0;
+  const Cycle done = unit.occupy(unit_start, 1,
+                                 packet.sectors + params_.rop_request_overhead + returned * params_.rop_returned_value_cost);
   rop_busy_scaled_ += (*unit.busy_scaled() - before) / rop_units_.size();
-  const Cycle interval = static_cast<Cycle>(params_.rop_same_address_interval + 0.5);
   for (std::size_t i = 0; i < op_count; ++i) {
-    apply(*cells[i], ops[i], packet.atomic_op, packet.atomic_type);
-    const Cycle update_start = std::max(unit_start, cells[i]->next_update);
-    cells[i]->next_update = update_start + interval;
-    done = std::max(done, update_start + 1);
+    apply(memory_[ops[i].address], ops[i], packet.atomic_op, packet.atomic_type);
     atomic_updates_ += ops[i].updates;
   }
   atomic_ops_ += op_count;
@@ -109,8 +101,10 @@ void L2Slice::serve(MemPacket& packet, Cycle start, bool from_dram) {
   MemPacket reply = packet;
   reply.destination = packet.source;
   reply.source = static_cast<std::uint16_t>(index_);
+  // An atomic from the other partition paid its way here on the link between
+  // the partitions.
   Cycle extra = 0;
-  if (map_.partition_of_sm(packet.source) != map_.partition_of_slice(index_))
+  if (!packet.is_atomic() && map_.partition_of_sm(packet.source) != map_.partition_of_slice(index_))
     extra = params_.far_partition_latency + (from_dram ? params_.far_partition_miss_latency : 0);
   switch (packet.kind) {
     case MemPacket::Kind::Read:
@@ -138,17 +132,28 @@ void L2Slice::serve(MemPacket& packet, Cycle start, bool from_dram) {
   }
 }
 
+bool L2Slice::pass_on(const MemPacket& packet, Cycle now) {
+  MemPacket onward = packet;
+  onward.destination = static_cast<std::uint16_t>(map_.slice_of(packet.line));
+  if (!to_other_partition_.try_send(onward)) return false;  // woken by the link's credit
+  lookups_.occupy(now, packet.sectors, params_.far_partition_extra_lookups);
+  ++passed_on_;
+  return true;
+}
+
 bool L2Slice::accept(MemPacket& packet, Cycle now, bool refill) {
   if (!refill) {
     // A lookup per sector: an atomic's header and operands cross the link, its sectors are looked up.
-    const bool atomic = packet.kind == MemPacket::Kind::Atomic || packet.kind == MemPacket::Kind::Reduction;
+    const bool atomic = packet.is_atomic();
+    if (atomic && map_.slice_of(packet.line) != index_) return pass_on(packet, now);
     const std::uint64_t lookups = atomic ? packet.sectors : packet.flits();
     // A request from the other partition costs its extra lookups as a
-    // fraction of the tag pipeline's time, not rounded per request.
+    // fraction of the tag pipeline's time, not rounded per request; an atomic
+    // paid them at the slice that passed it on.
     double lookup_weight = 1;
     if (map_.partition_of_sm(packet.source) != map_.partition_of_slice(index_)) {
       ++far_requests_;
-      lookup_weight += params_.far_partition_extra_lookups;
+      if (!atomic) lookup_weight += params_.far_partition_extra_lookups;
     }
     Cycle start = std::max(now, lookups_.free_at());
     bool hit = tags_.access(packet.line);
@@ -200,9 +205,13 @@ void L2Slice::evaluate() {
   for (auto& p : refilled_) accept(p, now, true);
   refilled_.clear();
 
-  while (requests_.ready(now) && lookups_.free(now)) {
-    if (!accept(requests_.front(), now, false)) break;
-    requests_.pop();
+  // Atomics passed on from the other partition first: they never go further,
+  // so taking them keeps the link between the partitions moving.
+  for (InPort<MemPacket>* input : {&from_other_partition_, &requests_}) {
+    while (input->ready(now) && lookups_.free(now)) {
+      if (!accept(input->front(), now, false)) break;
+      input->pop();
+    }
   }
   // The next request's lane operations were written by an L1 long ago; fetch
   // them into the host's cache while the other units run.
@@ -219,6 +228,8 @@ void L2Slice::evaluate() {
   const bool waits_for_mshr = requests_.ready(now) && mshrs_.size() >= params_.mshrs;
   if (!requests_.empty() && !waits_for_mshr)
     next = std::min(next, std::max({requests_.next_ready(), lookups_.free_at(), now + 1}));
+  if (!from_other_partition_.empty() && !(from_other_partition_.ready(now) && mshrs_.size() >= params_.mshrs))
+    next = std::min(next, std::max({from_other_partition_.next_ready(), lookups_.free_at(), now + 1}));
   next = std::min(next, from_dram_.next_ready());
   if (next != kNever) wake_at(next);
 }

@@ -1,6 +1,8 @@
 // One L2 slice: a tag pipeline that accepts requests at the L2 clock, MSHRs
 // for misses to DRAM, and ROP atomic units that apply atomics functionally.
-// Atomics to one address are serialized inside the unit that owns the address.
+// An atomic from an SM of the other partition enters at a slice of the SM's
+// partition, which looks it up and passes it on through the link between the
+// partitions to its home slice, where it is applied.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,7 @@ struct L2Params {
   std::uint32_t partitions = 1;
   std::uint64_t slice_bytes = 1 << 20;
   std::uint32_t line_bytes = 128;
+  std::uint32_t interleave_bytes = 128;
   std::uint32_t ways = 16;
   std::string hash = "xor";
   double lookups_per_cycle = 1;
@@ -33,42 +36,45 @@ struct L2Params {
   Cycle far_partition_miss_latency = 0;
   std::uint32_t rop_units_per_slice = 1;
   double rop_ops_per_cycle = 1;
+  double rop_request_overhead = 0;
   Cycle rop_latency = 1;
   Cycle rop_return_latency = 0;
-  double rop_same_address_interval = 1;
-  double rop_return_cost = 1;
+  double rop_returned_value_cost = 0;
   std::string start = "cold";
 
   void declare(ParamBinder b) {
     b.integer("slices", slices, 1, 4096, "L2 slices (LTS units) in the GPU");
-    b.integer("partitions", partitions, 1, 16, "L2 partitions; a request to a slice of another partition than its SM's pays the far-partition costs");
+    b.integer("partitions", partitions, 1, 16, "L2 partitions; a load or store to a slice of another partition than its SM's pays the far-partition costs, an atomic enters at a slice of its SM's partition that passes it on");
     b.integer("slice_bytes", slice_bytes, 1024, 1ll << 26, "capacity of one slice (the model keeps every line's tag)");
     b.integer("line_bytes", line_bytes, 32, 1024, "line size");
+    b.integer("interleave_bytes", interleave_bytes, 32, 1 << 20,
+              "consecutive bytes one slice holds before the address hash moves to another (a power of two, at least a line)");
     b.integer("ways", ways, 1, 256, "associativity");
     b.choice("hash", hash, {"xor", "modulo"}, "address-to-slice hash");
     b.real("lookups_per_cycle", lookups_per_cycle, 0.001, 64, "tag lookups per SM cycle per slice (one per L2 clock)");
     b.integer("hit_latency", hit_latency, 1, 10000, "cycles from lookup to reply for a hit");
     b.integer("mshrs", mshrs, 1, 4096, "outstanding line misses per slice");
     b.integer("input_buffer_flits", input_buffer_flits, 1, 4096, "request flits buffered at the slice input");
-    b.real("far_partition_extra_lookups", far_partition_extra_lookups, 0, 8, "extra lookups a request from the other partition costs, per flit (a fraction costs that share of a lookup's time)");
-    b.integer("far_partition_latency", far_partition_latency, 0, 10000, "extra cycles for a request from the other partition");
+    b.real("far_partition_extra_lookups", far_partition_extra_lookups, 0, 8, "extra lookups a load or store from the other partition costs at its slice, per flit, and an atomic at the slice that passes it on, per sector (a fraction costs that share of a lookup's time)");
+    b.integer("far_partition_latency", far_partition_latency, 0, 10000, "extra cycles for a load or store from the other partition (an atomic pays interconnect.partition instead)");
     b.integer("far_partition_miss_latency", far_partition_miss_latency, 0, 10000,
               "further cycles for a request from the other partition whose line came from DRAM (the near partition's miss "
               "goes on to the far one)");
     b.integer("rop_units_per_slice", rop_units_per_slice, 1, 64, "ROP atomic units per slice");
     b.real("rop_ops_per_cycle", rop_ops_per_cycle, 0.001, 64, "sectors of atomic requests one ROP unit applies per SM cycle (a request's lanes in one sector together)");
+    b.real("rop_request_overhead", rop_request_overhead, 0, 16,
+           "ROP time each atomic request costs beyond its sectors, in sectors of reduction time");
     b.integer("rop_latency", rop_latency, 1, 10000, "cycles from an atomic's start in the ROP to its reply");
     b.integer("rop_return_latency", rop_return_latency, 0, 10000,
               "further cycles before the reply of an atomic that returns the old values (ATOM), beyond a reduction's acknowledgement");
-    b.real("rop_same_address_interval", rop_same_address_interval, 0, 1000, "cycles between the starts of two requests updating one word (read-modify-write dependency)");
-    b.real("rop_return_cost", rop_return_cost, 1, 16,
-           "ROP time per sector of an atomic that returns the old values, in sectors of reduction time");
+    b.real("rop_returned_value_cost", rop_returned_value_cost, 0, 16,
+           "ROP time each old value an atomic returns (ATOM) costs, in sectors of reduction time");
     b.choice("start", start, {"cold", "footprint"},
              "the slices' contents when a kernel starts: cold, what earlier kernels of the run left (nothing for the first); "
              "footprint, also every line the kernel's global memory instructions touch, put in in trace order (as after "
              "earlier launches over the same data)");
   }
-  AddressMapParams address_map() const { return {slices, partitions, line_bytes, hash}; }
+  AddressMapParams address_map() const { return {slices, partitions, line_bytes, interleave_bytes, hash}; }
 };
 
 class L2Slice : public Unit {
@@ -79,6 +85,10 @@ class L2Slice : public Unit {
   OutPort<MemPacket>& replies() { return replies_; }
   OutPort<DramRequest>& to_dram() { return to_dram_; }
   InPort<DramRequest>& from_dram() { return from_dram_; }
+  // Atomics entering here for a home slice in the other partition, and those
+  // arriving from the other partition for this one.
+  OutPort<MemPacket>& to_other_partition() { return to_other_partition_; }
+  InPort<MemPacket>& from_other_partition() { return from_other_partition_; }
   const AtomicMemory& atomic_memory() const { return memory_; }
   // Puts a line in the cache before a kernel starts, clean (the set's least recently used line makes room).
   void preload(std::uint64_t line);
@@ -95,6 +105,7 @@ class L2Slice : public Unit {
   };
   // Returns false when the packet cannot be taken now (resources busy).
   bool accept(MemPacket& packet, Cycle now, bool refill);
+  bool pass_on(const MemPacket& packet, Cycle now);
   void serve(MemPacket& packet, Cycle start, bool from_dram);
   Cycle run_atomic(MemPacket& packet, Cycle start);
   void apply(AtomicCell& cell, const LaneOp& op, trace::AtomicOp kind, trace::DataType type);
@@ -109,6 +120,8 @@ class L2Slice : public Unit {
   OutPort<MemPacket> replies_;
   OutPort<DramRequest> to_dram_;
   InPort<DramRequest> from_dram_;
+  OutPort<MemPacket> to_other_partition_;
+  InPort<MemPacket> from_other_partition_;
   RateServer lookups_;
   std::vector<RateServer> rop_units_;
   std::unordered_map<std::uint64_t, std::vector<MemPacket>> mshrs_;
@@ -118,7 +131,7 @@ class L2Slice : public Unit {
   AtomicMemory memory_;
 
   std::uint64_t hits_ = 0, misses_ = 0, reads_ = 0, writes_ = 0, atomic_packets_ = 0, atomic_ops_ = 0,
-                atomic_updates_ = 0, far_requests_ = 0, writebacks_ = 0, rop_busy_scaled_ = 0;
+                atomic_updates_ = 0, far_requests_ = 0, passed_on_ = 0, writebacks_ = 0, rop_busy_scaled_ = 0;
 };
 
 }  // namespace atomsim::model
