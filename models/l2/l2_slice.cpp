@@ -224,9 +224,13 @@ void L2Slice::evaluate() {
 
   Cycle next = kNever;
   if (!pending_replies_.empty() && pending_replies_.top().ready > now) next = pending_replies_.top().ready;
-  // A head waiting for a free MSHR is woken by the line coming back from DRAM.
+  // A head waiting for a free MSHR is woken by the line coming back from DRAM,
+  // one waiting for room on the link between the partitions by its credit.
   const bool waits_for_mshr = requests_.ready(now) && mshrs_.size() >= params_.mshrs;
-  if (!requests_.empty() && !waits_for_mshr)
+  const bool waits_for_link = requests_.ready(now) && requests_.front().is_atomic() &&
+                              map_.slice_of(requests_.front().line) != index_ &&
+                              !to_other_partition_.has_room(requests_.front().flits());
+  if (!requests_.empty() && !waits_for_mshr && !waits_for_link)
     next = std::min(next, std::max({requests_.next_ready(), lookups_.free_at(), now + 1}));
   if (!from_other_partition_.empty() && !(from_other_partition_.ready(now) && mshrs_.size() >= params_.mshrs))
     next = std::min(next, std::max({from_other_partition_.next_ready(), lookups_.free_at(), now + 1}));
