@@ -144,8 +144,8 @@ bool L2Slice::pass_on(const MemPacket& packet, Cycle now) {
 bool L2Slice::accept(MemPacket& packet, Cycle now, bool refill) {
   if (!refill) {
     // A lookup per sector: an atomic's header and operands cross the link, its sectors are looked up.
+    if (passes_on(packet)) return pass_on(packet, now);
     const bool atomic = packet.is_atomic();
-    if (atomic && map_.slice_of(packet.line) != index_) return pass_on(packet, now);
     const std::uint64_t lookups = atomic ? packet.sectors : packet.flits();
     // A request from the other partition costs its extra lookups as a
     // fraction of the tag pipeline's time, not rounded per request; an atomic
@@ -227,8 +227,7 @@ void L2Slice::evaluate() {
   // A head waiting for a free MSHR is woken by the line coming back from DRAM,
   // one waiting for room on the link between the partitions by its credit.
   const bool waits_for_mshr = requests_.ready(now) && mshrs_.size() >= params_.mshrs;
-  const bool waits_for_link = requests_.ready(now) && requests_.front().is_atomic() &&
-                              map_.slice_of(requests_.front().line) != index_ &&
+  const bool waits_for_link = requests_.ready(now) && passes_on(requests_.front()) &&
                               !to_other_partition_.has_room(requests_.front().flits());
   if (!requests_.empty() && !waits_for_mshr && !waits_for_link)
     next = std::min(next, std::max({requests_.next_ready(), lookups_.free_at(), now + 1}));

@@ -106,6 +106,8 @@ class L2Slice : public Unit {
   // Returns false when the packet cannot be taken now (resources busy).
   bool accept(MemPacket& packet, Cycle now, bool refill);
   bool pass_on(const MemPacket& packet, Cycle now);
+  // An atomic that entered here for its home slice in the other partition.
+  bool passes_on(const MemPacket& packet) const { return packet.is_atomic() && map_.slice_of(packet.line) != index_; }
   void serve(MemPacket& packet, Cycle start, bool from_dram);
   Cycle run_atomic(MemPacket& packet, Cycle start);
   void apply(AtomicCell& cell, const LaneOp& op, trace::AtomicOp kind, trace::DataType type);
