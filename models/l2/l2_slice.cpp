@@ -159,17 +159,16 @@ bool L2Slice::accept(MemPacket& packet, Cycle now, bool refill) {
     bool hit = tags_.access(packet.line);
     if (!hit && packet.kind == MemPacket::Kind::Write) {
       // Writes allocate without fetching: partial lines are merged on writeback.
-      if (auto victim = tags_.insert(packet.line, true); victim && victim->dirty) {
-        ++writebacks_;
-        to_dram_.try_send(DramRequest{true, static_cast<std::uint16_t>(index_), victim->line, params_.line_bytes});
-      }
+      if (auto victim = tags_.insert(packet.line, true); victim && victim->dirty) write_back(victim->line);
       hit = true;
     }
     if (!hit) {
       auto it = mshrs_.find(packet.line);
       if (it == mshrs_.end()) {
-        if (mshrs_.size() >= params_.mshrs || !to_dram_.has_room(1)) return false;
-        to_dram_.try_send(DramRequest{false, static_cast<std::uint16_t>(index_), packet.line, params_.line_bytes});
+        // Woken by a line back from DRAM, or by the DRAM queue's credit.
+        if (mshrs_.size() >= params_.mshrs || !pending_writebacks_.empty()) return false;
+        if (!to_dram_.try_send(DramRequest{false, static_cast<std::uint16_t>(index_), packet.line, params_.line_bytes}))
+          return false;
         it = mshrs_.emplace(packet.line, std::vector<MemPacket>{}).first;
       }
       lookups_.occupy(now, lookups, lookup_weight);
@@ -186,16 +185,26 @@ bool L2Slice::accept(MemPacket& packet, Cycle now, bool refill) {
   return true;
 }
 
+void L2Slice::write_back(std::uint64_t line) {
+  ++writebacks_;
+  pending_writebacks_.push_back(line);
+  send_writebacks();
+}
+
+void L2Slice::send_writebacks() {
+  while (!pending_writebacks_.empty() &&
+         to_dram_.try_send(DramRequest{true, static_cast<std::uint16_t>(index_), pending_writebacks_.front(), params_.line_bytes}))
+    pending_writebacks_.pop_front();
+}
+
 void L2Slice::evaluate() {
   const Cycle now = Unit::now();
+  send_writebacks();
   // Lines back from DRAM release the requests waiting on them.
   while (from_dram_.ready(now)) {
     std::uint64_t line = from_dram_.front().line;
     from_dram_.pop();
-    if (auto victim = tags_.insert(line, false); victim && victim->dirty) {
-      ++writebacks_;
-      to_dram_.try_send(DramRequest{true, static_cast<std::uint16_t>(index_), victim->line, params_.line_bytes});
-    }
+    if (auto victim = tags_.insert(line, false); victim && victim->dirty) write_back(victim->line);
     auto it = mshrs_.find(line);
     if (it != mshrs_.end()) {
       for (auto& p : it->second) refilled_.push_back(p);
@@ -224,15 +233,12 @@ void L2Slice::evaluate() {
 
   Cycle next = kNever;
   if (!pending_replies_.empty() && pending_replies_.top().ready > now) next = pending_replies_.top().ready;
-  // A head waiting for a free MSHR is woken by the line coming back from DRAM,
-  // one waiting for room on the link between the partitions by its credit.
-  const bool waits_for_mshr = requests_.ready(now) && mshrs_.size() >= params_.mshrs;
-  const bool waits_for_link = requests_.ready(now) && passes_on(requests_.front()) &&
-                              !to_other_partition_.has_room(requests_.front().flits());
-  if (!requests_.empty() && !waits_for_mshr && !waits_for_link)
-    next = std::min(next, std::max({requests_.next_ready(), lookups_.free_at(), now + 1}));
-  if (!from_other_partition_.empty() && !(from_other_partition_.ready(now) && mshrs_.size() >= params_.mshrs))
-    next = std::min(next, std::max({from_other_partition_.next_ready(), lookups_.free_at(), now + 1}));
+  // A ready head left with the tag pipeline free was refused: it waits for a
+  // line back from DRAM, or for credit on the DRAM queue or on the link between
+  // the partitions, each of which wakes this slice.
+  for (const InPort<MemPacket>* input : {&from_other_partition_, &requests_})
+    if (!input->empty() && !(input->ready(now) && lookups_.free(now)))
+      next = std::min(next, std::max({input->next_ready(), lookups_.free_at(), now + 1}));
   next = std::min(next, from_dram_.next_ready());
   if (next != kNever) wake_at(next);
 }

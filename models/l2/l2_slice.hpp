@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <queue>
 #include <unordered_map>
 #include <vector>
@@ -112,6 +113,10 @@ class L2Slice : public Unit {
   Cycle run_atomic(MemPacket& packet, Cycle start);
   void apply(AtomicCell& cell, const LaneOp& op, trace::AtomicOp kind, trace::DataType type);
   void schedule_reply(Cycle ready, const MemPacket& packet);
+  // Dirty victims wait here when the DRAM queue is full: none is lost, and
+  // misses wait behind them.
+  void write_back(std::uint64_t line);
+  void send_writebacks();
 
   const L2Params params_;
   const std::uint32_t index_;
@@ -127,6 +132,7 @@ class L2Slice : public Unit {
   RateServer lookups_;
   std::vector<RateServer> rop_units_;
   std::unordered_map<std::uint64_t, std::vector<MemPacket>> mshrs_;
+  std::deque<std::uint64_t> pending_writebacks_;
   std::vector<MemPacket> refilled_;  // packets whose line arrived, replayed before new requests
   std::priority_queue<Reply, std::vector<Reply>, std::greater<>> pending_replies_;
   std::uint64_t reply_sequence_ = 0;
