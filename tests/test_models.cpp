@@ -197,9 +197,11 @@ TEST_CASE("L2 slice: miss to DRAM, ROP throughput, same-address serialization th
     r.op_count = static_cast<std::uint16_t>(words);
     source.schedule(words == 1 ? 400 : 500, r);
   }
-  // An atomic that returns its old value costs the unit rop_returned_value_cost more per value.
-  for (int k = 0; k < 2; ++k) {
-    MemPacket atom = packet(MemPacket::Kind::Atomic, line);
+  // An ATOM's old value leaves through the unit's return stage, rop_returned_value_cost
+  // a value: two ATOMs' replies are that far apart, and a RED the unit takes
+  // after them is not held behind their values.
+  for (int k = 0; k < 3; ++k) {
+    MemPacket atom = packet(k < 2 ? MemPacket::Kind::Atomic : MemPacket::Kind::Reduction, line);
     atom.atomic_op = trace::AtomicOp::Add;
     atom.atomic_type = trace::DataType::U32;
     atom.request = 8 + k;
@@ -218,7 +220,9 @@ TEST_CASE("L2 slice: miss to DRAM, ROP throughput, same-address serialization th
     sink.received.erase(r);
     return at;
   };
-  REQUIRE(reply_of(9) - reply_of(8) == 3);
+  const Cycle first_atom = reply_of(8), second_atom = reply_of(9), red_after_atoms = reply_of(10);
+  REQUIRE(second_atom - first_atom == 2);
+  REQUIRE(red_after_atoms < second_atom);
   // The unit took the 32 same-word requests one per cycle from 202 and this one
   // next; its reply may wait a cycle for the link behind the last same-word
   // reply ready in the same cycle.

@@ -15,7 +15,8 @@ L2Slice::L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::ui
     : Unit(name), params_(p), index_(index), map_(map), pool_(pool), tags_(p.slice_bytes, p.line_bytes, p.ways),
       requests_(*this, p.input_buffer_flits), replies_(*this), to_dram_(*this), from_dram_(*this, p.mshrs + 1),
       to_other_partition_(*this), from_other_partition_(*this, p.input_buffer_flits),
-      lookups_(p.lookups_per_cycle), rop_units_(p.rop_units_per_slice, RateServer(p.rop_ops_per_cycle)) {
+      lookups_(p.lookups_per_cycle), rop_units_(p.rop_units_per_slice, RateServer(p.rop_ops_per_cycle)),
+      rop_returns_(p.rop_units_per_slice, RateServer(p.rop_ops_per_cycle)) {
   StatGroup& g = stats.group("l2_slice", basename());
   requests_.register_stats(g, "input");
   from_other_partition_.register_stats(g, "input_from_other_partition");
@@ -30,7 +31,8 @@ L2Slice::L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::ui
   g.add_counter("passed_on", &passed_on_, "atomics looked up here and passed on to their home slice in the other partition");
   g.add_counter("writebacks", &writebacks_, "dirty lines written back to DRAM");
   g.add_busy("lookup_utilization", lookups_.busy_scaled(), "busy fraction of the tag pipeline");
-  g.add_busy("rop_utilization", &rop_busy_scaled_, "busy fraction of the ROP units (mean over units)");
+  g.add_busy("rop_utilization", &rop_busy_scaled_, "busy fraction of the ROP units' input (mean over units)");
+  g.add_busy("rop_return_utilization", &rop_return_busy_scaled_, "busy fraction of the ROP units' return stages, which send ATOMs' old values (mean over units)");
 }
 
 void L2Slice::schedule_reply(Cycle ready, const MemPacket& packet) {
@@ -76,18 +78,26 @@ void L2Slice::preload(std::uint64_t line) { tags_.insert(line, false); }
 Cycle L2Slice::run_atomic(MemPacket& packet, Cycle start) {
   const LaneOp* ops = pool_.ops(packet.ops);
   const std::size_t op_count = packet.op_count;
-  // A unit applies requests at its rate in arrival order. A request costs its
-  // sectors, the request overhead and, for an atomic that returns them, its
-  // old values. A word's updates wait for nothing of their own: one word
-  // updated from every SM goes at the slice's rate (shared_banks probe, part
-  // five), and words that crowd are slow because they share a slice.
-  RateServer& unit = rop_units_[(packet.line / params_.line_bytes) % rop_units_.size()];
-  const Cycle unit_start = std::max(start, unit.free_at());
+  // A unit takes requests at its rate in arrival order. A request costs its
+  // sectors and the request overhead, an ATOM no more than a RED: the H100's
+  // atomic units count the same input cycles for both on every probed pattern
+  // (traces/h100/latency/ncu-l2-slices.csv). A word's updates wait for nothing
+  // of their own: one word updated from every SM goes at the slice's rate
+  // (shared_banks probe, part five), and words that crowd are slow because
+  // they share a slice.
+  const std::size_t u = (packet.line / params_.line_bytes) % rop_units_.size();
+  RateServer& unit = rop_units_[u];
   const std::uint64_t before = *unit.busy_scaled();
-  const double returned = packet.kind == MemPacket::Kind::Atomic ? static_cast<double>(op_count) : 0.0;
-  const Cycle done = unit.occupy(unit_start, 1,
-                                 packet.sectors + params_.rop_request_overhead + returned * params_.rop_returned_value_cost);
+  Cycle done = unit.occupy(std::max(start, unit.free_at()), 1, packet.sectors + params_.rop_request_overhead);
   rop_busy_scaled_ += (*unit.busy_scaled() - before) / rop_units_.size();
+  // An ATOM's old values leave through the unit's return stage, one at a
+  // time, while the unit takes the next requests.
+  if (packet.kind == MemPacket::Kind::Atomic) {
+    RateServer& returns = rop_returns_[u];
+    const std::uint64_t returns_before = *returns.busy_scaled();
+    done = returns.occupy(std::max(done, returns.free_at()), 1, static_cast<double>(op_count) * params_.rop_returned_value_cost);
+    rop_return_busy_scaled_ += (*returns.busy_scaled() - returns_before) / rop_returns_.size();
+  }
   for (std::size_t i = 0; i < op_count; ++i) {
     apply(memory_[ops[i].address], ops[i], packet.atomic_op, packet.atomic_type);
     atomic_updates_ += ops[i].updates;

@@ -69,7 +69,8 @@ struct L2Params {
     b.integer("rop_return_latency", rop_return_latency, 0, 10000,
               "further cycles before the reply of an atomic that returns the old values (ATOM), beyond a reduction's acknowledgement");
     b.real("rop_returned_value_cost", rop_returned_value_cost, 0, 16,
-           "ROP time each old value an atomic returns (ATOM) costs, in sectors of reduction time");
+           "time each old value an atomic returns (ATOM) takes in its ROP unit's return stage, which works behind the unit's "
+           "input, in sectors of reduction time");
     b.choice("start", start, {"cold", "footprint"},
              "the slices' contents when a kernel starts: cold, what earlier kernels of the run left (nothing for the first); "
              "footprint, also every line the kernel's global memory instructions touch, put in in trace order (as after "
@@ -131,6 +132,7 @@ class L2Slice : public Unit {
   InPort<MemPacket> from_other_partition_;
   RateServer lookups_;
   std::vector<RateServer> rop_units_;
+  std::vector<RateServer> rop_returns_;
   std::unordered_map<std::uint64_t, std::vector<MemPacket>> mshrs_;
   std::deque<std::uint64_t> pending_writebacks_;
   std::vector<MemPacket> refilled_;  // packets whose line arrived, replayed before new requests
@@ -139,7 +141,8 @@ class L2Slice : public Unit {
   AtomicMemory memory_;
 
   std::uint64_t hits_ = 0, misses_ = 0, reads_ = 0, writes_ = 0, atomic_packets_ = 0, atomic_ops_ = 0,
-                atomic_updates_ = 0, far_requests_ = 0, passed_on_ = 0, writebacks_ = 0, rop_busy_scaled_ = 0;
+                atomic_updates_ = 0, far_requests_ = 0, passed_on_ = 0, writebacks_ = 0, rop_busy_scaled_ = 0,
+                rop_return_busy_scaled_ = 0;
 };
 
 }  // namespace atomsim::model
