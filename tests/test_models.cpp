@@ -39,11 +39,23 @@ MemPacket packet(MemPacket::Kind kind, std::uint64_t line, std::uint8_t sectors 
   return p;
 }
 
+// A one-lane integer add from `sm` to the word at `line`.
+MemPacket one_lane_reduction(LaneOpPool& pool, std::uint64_t line, std::uint16_t sm) {
+  MemPacket r = packet(MemPacket::Kind::Reduction, line);
+  r.source = sm;
+  r.atomic_op = trace::AtomicOp::Add;
+  r.atomic_type = trace::DataType::U32;
+  r.ops = pool.acquire();
+  pool.ops(r.ops)[0] = LaneOp{line, 1, 1};
+  r.op_count = 1;
+  return r;
+}
+
 // One L2 slice (index 0) with a DRAM behind it, fed by a source and replying
 // into a sink; build it after reset_simulation_context().
 struct SliceBench {
-  explicit SliceBench(const L2Params& p)
-      : map(p.address_map()), slice("slice", p, 0, map, pool, stats), dram("dram", DramParams{1, 128.0, 20, 8, 256}, 1, stats) {
+  explicit SliceBench(const L2Params& p, const DramParams& d = DramParams{1, 128.0, 20, 8, 256})
+      : map(p.address_map()), slice("slice", p, 0, map, pool, stats), dram("dram", d, 1, stats) {
     source.out.bind(slice.requests(), 1);
     slice.replies().bind(sink.in, 1);
     slice.to_dram().bind(dram.request(0), 1);
@@ -303,16 +315,7 @@ TEST_CASE("L2 slice: an atomic homed in the other partition is looked up and pas
   b.slice.to_other_partition().bind(onward.in, 1);
   from_other.out.bind(b.slice.from_other_partition(), 1);
   b.slice.preload(0x0);
-  auto red = [&](std::uint64_t line, std::uint16_t sm) {
-    MemPacket r = packet(MemPacket::Kind::Reduction, line);
-    r.source = sm;
-    r.atomic_op = trace::AtomicOp::Add;
-    r.atomic_type = trace::DataType::U32;
-    r.ops = b.pool.acquire();
-    b.pool.ops(r.ops)[0] = LaneOp{line, 1, 1};
-    r.op_count = 1;
-    return r;
-  };
+  auto red = [&](std::uint64_t line, std::uint16_t sm) { return one_lane_reduction(b.pool, line, sm); };
   for (int i = 0; i < 4; ++i) b.source.schedule(0, red(0x80, 0));  // SM 0's atomics for slice 1
   from_other.schedule(0, red(0x0, 1));                               // SM 1's atomic, passed on by slice 1
   b.source.start();
@@ -346,41 +349,22 @@ TEST_CASE("L2 slice: a head waiting for room on the link between the partitions 
   p.far_partition_extra_lookups = 1;
   p.rop_ops_per_cycle = 1;
   p.rop_latency = 5;
-  StatRegistry stats;
-  AddressMap map(p.address_map());
-  LaneOpPool pool;
-  L2Slice slice("slice", p, 0, map, pool, stats);
-  Dram dram("dram", DramParams{}, 1, stats);
-  Source<MemPacket> source("source");
+  SliceBench b(p);
   Source<MemPacket> from_other("from_other");
-  Sink<MemPacket> replies("replies", 1024);
   Sink<MemPacket> onward("onward", 1, 1000);
-  source.out.bind(slice.requests(), 1);
-  from_other.out.bind(slice.from_other_partition(), 1);
-  slice.replies().bind(replies.in, 1);
-  slice.to_other_partition().bind(onward.in, 1);
-  slice.to_dram().bind(dram.request(0), 1);
-  dram.reply(0).bind(slice.from_dram(), 1);
-  auto red = [&](std::uint64_t line, std::uint16_t sm) {
-    MemPacket r = packet(MemPacket::Kind::Reduction, line);
-    r.source = sm;
-    r.atomic_op = trace::AtomicOp::Add;
-    r.atomic_type = trace::DataType::U32;
-    r.ops = pool.acquire();
-    pool.ops(r.ops)[0] = LaneOp{line, 1, 1};
-    r.op_count = 1;
-    return r;
-  };
+  from_other.out.bind(b.slice.from_other_partition(), 1);
+  b.slice.to_other_partition().bind(onward.in, 1);
   constexpr int kPassing = 3, kHomed = 10;
-  for (int i = 0; i < kPassing; ++i) source.schedule(0, red(0x80, 0));
-  slice.preload(0x0);
-  for (int i = 0; i < kHomed; ++i) from_other.schedule(8 + 4 * i, red(0x0, 1));  // the pipeline frees every 4 cycles
-  source.start();
+  for (int i = 0; i < kPassing; ++i) b.source.schedule(0, one_lane_reduction(b.pool, 0x80, 0));
+  b.slice.preload(0x0);
+  for (int i = 0; i < kHomed; ++i)  // the pipeline frees every 4 cycles
+    from_other.schedule(8 + 4 * i, one_lane_reduction(b.pool, 0x0, 1));
+  b.source.start();
   from_other.start();
   sc_core::sc_start();
   REQUIRE(onward.received.size() == kPassing);
-  REQUIRE(slice.atomic_memory().at(0x0).updates == kHomed);
-  REQUIRE(replies.received.size() == kHomed);
+  REQUIRE(b.slice.atomic_memory().at(0x0).updates == kHomed);
+  REQUIRE(b.sink.received.size() == kHomed);
 }
 
 TEST_CASE("L2 slice: dirty lines evicted while the DRAM queue is full wait for it, none is lost", "[models][l2]") {
@@ -391,23 +375,13 @@ TEST_CASE("L2 slice: dirty lines evicted while the DRAM queue is full wait for i
   p.slice_bytes = 2 * p.line_bytes;  // one set of two ways
   p.ways = 2;
   p.lookups_per_cycle = 8;  // several evictions a cycle, more than the DRAM queue takes
-  StatRegistry stats;
-  AddressMap map(p.address_map());
-  LaneOpPool pool;
-  L2Slice slice("slice", p, 0, map, pool, stats);
-  Dram dram("dram", DramParams{1, 4.0, 20, 1, 256}, 1, stats);  // one request in its queue
-  Source<MemPacket> source("source");
-  Sink<MemPacket> replies("replies", 1024);
-  source.out.bind(slice.requests(), 1);
-  slice.replies().bind(replies.in, 1);
-  slice.to_dram().bind(dram.request(0), 1);
-  dram.reply(0).bind(slice.from_dram(), 1);
+  SliceBench b(p, DramParams{1, 4.0, 20, 1, 256});  // one request in the DRAM's queue
   constexpr int kWrites = 8;  // each after the second evicts a dirty line
-  for (int i = 0; i < kWrites; ++i) source.schedule(0, packet(MemPacket::Kind::Write, p.line_bytes * (i + 1)));
-  source.start();
+  for (int i = 0; i < kWrites; ++i) b.source.schedule(0, packet(MemPacket::Kind::Write, p.line_bytes * (i + 1)));
+  b.source.start();
   sc_core::sc_start();
-  REQUIRE(replies.received.size() == kWrites);
-  auto s = stats.summarize(std::vector<std::uint64_t>(stats.snapshot().size(), 0), stats.snapshot(), 1);
+  REQUIRE(b.sink.received.size() == kWrites);
+  auto s = b.stats.summarize(std::vector<std::uint64_t>(b.stats.snapshot().size(), 0), b.stats.snapshot(), 1);
   REQUIRE(s["l2_slice"]["writebacks"].total == kWrites - 2);
   REQUIRE(s["dram"]["writes"].total == kWrites - 2);
 }

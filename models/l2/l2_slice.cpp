@@ -75,6 +75,13 @@ void L2Slice::apply(AtomicCell& cell, const LaneOp& op, AtomicOp kind, DataType 
 
 void L2Slice::preload(std::uint64_t line) { tags_.insert(line, false); }
 
+Cycle L2Slice::occupy_counted(RateServer& stage, Cycle start, double cost, std::uint64_t& busy_scaled) {
+  const std::uint64_t before = *stage.busy_scaled();
+  const Cycle done = stage.occupy(start, 1, cost);
+  busy_scaled += (*stage.busy_scaled() - before) / rop_units_.size();
+  return done;
+}
+
 Cycle L2Slice::run_atomic(MemPacket& packet, Cycle start) {
   const LaneOp* ops = pool_.ops(packet.ops);
   const std::size_t op_count = packet.op_count;
@@ -86,18 +93,12 @@ Cycle L2Slice::run_atomic(MemPacket& packet, Cycle start) {
   // (shared_banks probe, part five), and words that crowd are slow because
   // they share a slice.
   const std::size_t u = (packet.line / params_.line_bytes) % rop_units_.size();
-  RateServer& unit = rop_units_[u];
-  const std::uint64_t before = *unit.busy_scaled();
-  Cycle done = unit.occupy(std::max(start, unit.free_at()), 1, packet.sectors + params_.rop_request_overhead);
-  rop_busy_scaled_ += (*unit.busy_scaled() - before) / rop_units_.size();
+  Cycle done = occupy_counted(rop_units_[u], start, packet.sectors + params_.rop_request_overhead, rop_busy_scaled_);
   // An ATOM's old values leave through the unit's return stage, one at a
   // time, while the unit takes the next requests.
-  if (packet.kind == MemPacket::Kind::Atomic) {
-    RateServer& returns = rop_returns_[u];
-    const std::uint64_t returns_before = *returns.busy_scaled();
-    done = returns.occupy(std::max(done, returns.free_at()), 1, static_cast<double>(op_count) * params_.rop_returned_value_cost);
-    rop_return_busy_scaled_ += (*returns.busy_scaled() - returns_before) / rop_returns_.size();
-  }
+  if (packet.kind == MemPacket::Kind::Atomic)
+    done = occupy_counted(rop_returns_[u], done, static_cast<double>(op_count) * params_.rop_returned_value_cost,
+                          rop_return_busy_scaled_);
   for (std::size_t i = 0; i < op_count; ++i) {
     apply(memory_[ops[i].address], ops[i], packet.atomic_op, packet.atomic_type);
     atomic_updates_ += ops[i].updates;

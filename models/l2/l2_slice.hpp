@@ -112,6 +112,9 @@ class L2Slice : public Unit {
   bool passes_on(const MemPacket& packet) const { return packet.is_atomic() && map_.slice_of(packet.line) != index_; }
   void serve(MemPacket& packet, Cycle start, bool from_dram);
   Cycle run_atomic(MemPacket& packet, Cycle start);
+  // Occupies one of a slice's ROP stages (a unit's input or return stage) and
+  // adds its busy time, as a share of all units, to the stage kind's statistic.
+  Cycle occupy_counted(RateServer& stage, Cycle start, double cost, std::uint64_t& busy_scaled);
   void apply(AtomicCell& cell, const LaneOp& op, trace::AtomicOp kind, trace::DataType type);
   void schedule_reply(Cycle ready, const MemPacket& packet);
   // Dirty victims wait here when the DRAM queue is full: none is lost, and
