@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -66,7 +67,7 @@ Gpu::Gpu(const GpuParams& p) : params_(p), created_(std::chrono::steady_clock::n
     l1.to_l2().bind(u.request_network->input(i), 1);
     u.reply_network->output(i).bind(l1.from_l2(), p.reply_network.latency);
     u.dispatcher->to_sm(i).bind(sm.cta_launch(), 1);
-    sm.cta_done().bind(u.dispatcher->from_sm(i), 1);
+    sm.cta_done().bind(u.dispatcher->from_sm(i), p.dispatch.cta_done_latency);
     u.dispatcher->kernel_end(i).bind(l1.kernel_end(), 1);
   }
   for (std::uint32_t s = 0; s < slices; ++s) {
@@ -206,9 +207,21 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
     };
   }
   if (params_.l2.start == "footprint") warm_l2(reader, kernel);
-  for (auto& sm : u.sms) {
-    sm->begin_kernel(ctx);
-    sm->set_hooks(hooks);
+  // A CTA's place in run.ctas, by CTA index.
+  std::unordered_map<std::uint64_t, std::size_t> cta_spans;
+  for (std::uint32_t i = 0; i < u.sms.size(); ++i) {
+    u.sms[i]->begin_kernel(ctx);
+    SmHooks sm_hooks = hooks;
+    if (options.record_ctas)
+      sm_hooks.on_cta = [&run, &cta_spans, i, start = current_cycle()](std::uint64_t cta, bool started, Cycle cycle) {
+        if (started) {
+          cta_spans[cta] = run.ctas.size();
+          run.ctas.push_back(KernelRun::CtaSpan{cta, i, cycle - start, 0});
+        } else {
+          run.ctas[cta_spans.at(cta)].end = cycle - start;
+        }
+      };
+    u.sms[i]->set_hooks(std::move(sm_hooks));
   }
   auto before = stats_.snapshot();
   run.start = current_cycle();

@@ -48,11 +48,21 @@ struct KernelRun {
     std::vector<std::uint64_t> waits_on;  // the instructions (pcs) whose dependency barriers it waits on
   };
   std::vector<InstructionProfile> instructions;
+  // With RunOptions::record_ctas: every CTA's SM and its place's span there,
+  // in the order the CTAs started.
+  struct CtaSpan {
+    std::uint64_t cta = 0;
+    std::uint32_t sm = 0;
+    Cycle start = 0;
+    Cycle end = 0;
+  };
+  std::vector<CtaSpan> ctas;
 };
 
 struct RunOptions {
   bool check_atomics = true;
   bool profile_instructions = false;
+  bool record_ctas = false;
   bool progress = true;
   std::string label;  // shown in progress lines
 };

@@ -91,6 +91,11 @@ nlohmann::json kernel_json(const KernelRun& run, const GpuParams& params) {
     }
     k["instructions"] = per_instruction;
   }
+  if (!run.ctas.empty()) {
+    json ctas = json::array();
+    for (const auto& c : run.ctas) ctas.push_back({{"cta", c.cta}, {"sm", c.sm}, {"start", c.start}, {"end", c.end}});
+    k["ctas"] = ctas;
+  }
 
   json atomics;
   atomics["warp_instructions"] = static_cast<std::uint64_t>(stat_total(run, "smsp", "atomic_warp_instructions"));

@@ -24,6 +24,7 @@ std::vector<KernelRun> simulate_trace(const GpuParams& params, const std::string
     ro.check_atomics = options.check_atomics;
     ro.progress = options.progress;
     ro.profile_instructions = options.profile_instructions;
+    ro.record_ctas = options.record_ctas;
     ro.label = fmt::format("[{}]", params.name);
     runs.push_back(gpu.run_kernel(reader, k, ro));
   }

@@ -17,6 +17,7 @@ struct SimulateOptions {
   bool check_atomics = true;
   bool progress = true;
   bool profile_instructions = false;  // warp-cycles by state per instruction in the results
+  bool record_ctas = false;           // every CTA's SM and span in the results
 };
 
 // Runs every kernel of a trace on one GPU configuration.

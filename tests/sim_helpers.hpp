@@ -161,13 +161,16 @@ inline trace::WarpInst record(std::uint32_t index, std::uint32_t mask = 0xFFFFFF
 }
 
 // `profile`: warp-cycles per instruction and state in the run's instructions.
-inline KernelRun run_one(const GpuParams& params, const std::string& path, bool check = true, bool profile = false) {
+// `record_ctas`: every CTA's span on its SM in the run's ctas.
+inline KernelRun run_one(const GpuParams& params, const std::string& path, bool check = true, bool profile = false,
+                         bool record_ctas = false) {
   trace::TraceReader reader(path);
   Gpu gpu(params);
   RunOptions options;
   options.progress = false;
   options.check_atomics = check;
   options.profile_instructions = profile;
+  options.record_ctas = record_ctas;
   return gpu.run_kernel(reader, 0, options);
 }
 

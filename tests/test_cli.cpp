@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -137,6 +138,20 @@ TEST_CASE("CLI: run writes the JSON document and trace tools read what gen wrote
   double sum = 0;
   for (auto& [name, reason] : doc["kernels"][0]["warp_states"]["reasons"].items()) sum += reason["fraction"].get<double>();
   REQUIRE(sum == Approx(1.0));
+  REQUIRE(!doc["kernels"][0].contains("ctas"));
+  // --ctas: the 4 CTAs, each on an SM, launched before it ended, within the kernel.
+  REQUIRE(cli("run -q --ctas --trace " + trace + " --set gpu.sms=4 --json " + json).code == 0);
+  doc = nlohmann::json::parse(slurp(json));
+  const auto& ctas = doc["kernels"][0]["ctas"];
+  REQUIRE(ctas.size() == 4);
+  std::set<std::uint64_t> seen;
+  for (const auto& c : ctas) {
+    seen.insert(c["cta"].get<std::uint64_t>());
+    REQUIRE(c["sm"].get<std::uint32_t>() < 4);
+    REQUIRE(c["start"].get<std::uint64_t>() < c["end"].get<std::uint64_t>());
+    REQUIRE(c["end"].get<std::uint64_t>() <= doc["kernels"][0]["cycles"].get<std::uint64_t>());
+  }
+  REQUIRE(seen.size() == 4);
   std::remove(json.c_str());
   std::remove(trace.c_str());
 }

@@ -386,6 +386,68 @@ TEST_CASE("L2 slice: dirty lines evicted while the DRAM queue is full wait for i
   REQUIRE(s["dram"]["writes"].total == kWrites - 2);
 }
 
+TEST_CASE("L1: a RED or store holds its warp until acknowledged, or until sent; a fence waits for the acknowledgements", "[models][l1]") {
+  reset_simulation_context();
+  StatRegistry stats;
+  L2Params l2;
+  l2.slices = 4;
+  AddressMap map(l2.address_map());
+  LaneOpPool pool;
+  L1Params p;
+  const bool when_sent = GENERATE(false, true);
+  p.writes_held_until = when_sent ? "sent" : "acknowledged";
+  L1 l1("l1", p, 0, 1, map, pool, stats);
+  Source<LsuOp> warps("warps");
+  Sink<MemPacket> to_l2("to_l2", 1024);
+  Sink<Completion> to_sm("to_sm", 64);
+  Source<MemPacket> replies("replies");
+  warps.out.bind(l1.lg_queue(0), 1);
+  l1.to_l2().bind(to_l2.in, 1);
+  l1.to_sm().bind(to_sm.in, 1);
+  replies.out.bind(l1.from_l2(), 1);
+
+  LsuOp red;
+  red.warp_slot = 3;
+  red.op = trace::OpClass::Red;
+  red.atomic_op = trace::AtomicOp::Add;
+  red.atomic_type = trace::DataType::U32;
+  red.active_mask = 0xFFFFFFFF;
+  for (int lane = 0; lane < 32; ++lane) red.address[lane] = 0x10000 + 128u * lane, red.value[lane] = 1;
+  LsuOp store = red;
+  store.op = trace::OpClass::StoreGlobal;
+  store.atomic_op = trace::AtomicOp::None;
+  store.atomic_type = trace::DataType::None;
+  LsuOp fence;
+  fence.kind = LsuOp::Kind::Membar;
+  fence.warp_slot = 3;
+  warps.schedule(0, red);
+  warps.schedule(0, store);
+  warps.schedule(0, fence);
+  warps.start();
+  sc_core::sc_start();  // nothing answers: every request sent, none acknowledged
+
+  REQUIRE(to_l2.received.size() == 64);
+  auto count = [&](Completion::Kind kind) {
+    return std::count_if(to_sm.received.begin(), to_sm.received.end(), [&](const auto& c) { return c.second.kind == kind; });
+  };
+  REQUIRE(count(Completion::Kind::MemoryAck) == (when_sent ? 2 : 0));
+  REQUIRE(count(Completion::Kind::MembarDone) == 0);
+  if (when_sent) REQUIRE(to_sm.received.front().first <= to_l2.received[31].first + 3);
+
+  const Cycle answered = to_l2.received.back().first + 100;
+  for (const auto& [t, request] : to_l2.received) {
+    MemPacket ack = request;
+    ack.kind = request.kind == MemPacket::Kind::Write ? MemPacket::Kind::WriteAck : MemPacket::Kind::ReductionAck;
+    replies.schedule(answered, ack);
+  }
+  replies.start();
+  sc_core::sc_start();
+  REQUIRE(count(Completion::Kind::MemoryAck) == 2);
+  REQUIRE(count(Completion::Kind::MembarDone) == 1);
+  for (const auto& [t, c] : to_sm.received)
+    if (c.kind == Completion::Kind::MembarDone || !when_sent) REQUIRE(t > answered);
+}
+
 TEST_CASE("L1: RED lanes leave in per-line requests by rounds of distinct words, one L1 access per sector", "[models][l1]") {
   reset_simulation_context();
   StatRegistry stats;

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <set>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "sim_helpers.hpp"
@@ -211,18 +212,49 @@ double operand_hold_step_cycles(const GpuParams& params, bool store, std::uint32
 }
 
 // Part two: cycles from a CTA's last RED issued to the next CTA's start on
-// its SM, with one CTA an SM (its shared memory) and two waves: REDs of a
-// line each per lane, or every lane of every SM on one word. From the
-// kernel's length with one wave and with two, less a CTA's time to its last
-// RED (its warps' mean, one wave).
-double exit_gap_cycles(const GpuParams& params, bool one_word) {
-  const std::string function = probe_function("13red_then_exitEPjbPx");
+// its SM, with one CTA an SM (its shared memory) and two waves of CTAs of
+// `warps` warps, each issuing `reds` REDs: a line each per lane, or every lane
+// of every SM on one word. As the probe takes it, percentiles over SMs, a
+// CTA's last RED issued when a first-wave CTA's warps have, on average,
+// issued theirs.
+struct ExitGaps {
+  double to_last_red = 0;  // a first-wave CTA's warps' mean
+  double p10 = 0, median = 0, p90 = 0;
+};
+
+// Parts two and five: a warp's `red`-th of `reds` REDs, each lane onto a line
+// of its own or every lane of every SM onto one word.
+void address_red(trace::WarpInst& r, std::uint64_t warp, std::uint32_t red, std::uint32_t reds, bool one_word) {
+  for (std::uint32_t lane = 0; lane < 32; ++lane) {
+    const std::uint64_t thread = warp * 32 + lane, line = (thread * reds + red) % kWindowLines;
+    r.address[lane] = kBase + (one_word ? 0 : line * 128 + 4 * lane);
+    r.value[lane] = 1;
+  }
+}
+
+// Per SM, cycles from each CTA's start to the next one's, sorted.
+std::vector<double> start_to_start(const KernelRun& run, std::uint32_t sms) {
+  std::vector<std::vector<Cycle>> starts(sms);
+  for (const auto& c : run.ctas) starts[c.sm].push_back(c.start);
+  std::vector<double> periods;
+  for (auto& s : starts) {
+    std::sort(s.begin(), s.end());
+    for (std::size_t i = 1; i < s.size(); ++i) periods.push_back(static_cast<double>(s[i] - s[i - 1]));
+  }
+  REQUIRE(!periods.empty());
+  std::sort(periods.begin(), periods.end());
+  return periods;
+}
+
+ExitGaps exit_gap_cycles(const GpuParams& params, bool one_word, std::uint32_t warps, std::uint32_t reds) {
+  const std::string function = probe_function("13red_then_exitILi" + std::to_string(reds) + "EEEvPjbPx");
   const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + kListing);
   const auto program = trace::parse_sass_function(listing, function);
-  std::size_t last_red = 0, clock_after = 0, first_exit = 0;
+  // The clock read after the REDs is the kernel's second.
+  std::size_t last_red = 0, clocks = 0, clock_after = 0, first_exit = 0;
   for (std::size_t i = 0; i < program.size(); ++i) {
     if (program[i].op == trace::OpClass::Red) last_red = i;
-    if (last_red && !clock_after && program[i].mnemonic.rfind("CS2R", 0) == 0) clock_after = i;
+    if (program[i].mnemonic.rfind("CS2R", 0) == 0 && ++clocks == 2) clock_after = i;
     if (!first_exit && program[i].op == trace::OpClass::Exit) first_exit = i;
   }
   REQUIRE(clock_after > last_red);
@@ -232,7 +264,7 @@ double exit_gap_cycles(const GpuParams& params, bool one_word) {
   for (const auto& [from, to] : branches_of(listing, function))
     if (!skip_from && from > program[clock_after].pc && to > from) skip_from = from, skip_to = to;
   REQUIRE(skip_from != 0);
-  const std::uint32_t sms = params.sms, warps = 4;
+  const std::uint32_t sms = params.sms;
   GpuParams warmed = params;
   warmed.l2.start = "footprint";  // part one's lines are in the L2
   auto run = [&](std::uint32_t ctas) {
@@ -243,14 +275,7 @@ double exit_gap_cycles(const GpuParams& params, bool one_word) {
         const std::uint64_t pc = program[i].pc;
         const bool lane0_only = pc > skip_from && pc < skip_to;
         trace::WarpInst r = record(static_cast<std::uint32_t>(i), lane0_only ? 1u : 0xFFFFFFFFu);
-        if (program[i].op == trace::OpClass::Red) {
-          for (std::uint32_t lane = 0; lane < 32; ++lane) {
-            const std::uint64_t thread = warp * 32 + lane, line = (thread * 4 + red) % (1u << 18);
-            r.address[lane] = kBase + (one_word ? 0 : line * 128 + 4 * lane);
-            r.value[lane] = 1;
-          }
-          ++red;
-        }
+        if (program[i].op == trace::OpClass::Red) address_red(r, warp, red++, reds, one_word);
         if (program[i].op == trace::OpClass::StoreGlobal)
           for (std::uint32_t lane = 0; lane < 1; ++lane) r.address[lane] = kBase + (1ull << 32) + warp * 64 + 8 * (pc & 0x30);
         if (i == first_exit) {
@@ -266,16 +291,62 @@ double exit_gap_cycles(const GpuParams& params, bool one_word) {
       }
       return s;
     }, static_cast<std::uint32_t>(params.sm.shared_memory_bytes / 2 + 1024));  // one CTA an SM, as on the H100
-    KernelRun k = run_one(warmed, path, false, true);
+    KernelRun k = run_one(warmed, path, false, true, true);
     std::remove(path.c_str());
     return k;
   };
+  // A first-wave CTA's time to its last RED, from a run of that wave alone.
   const KernelRun one = run(sms), two = run(2 * sms);
   double to_last_red = 0;
   for (std::size_t i = 0; i <= clock_after; ++i)
     for (auto c : one.instructions[i].warp_cycles) to_last_red += static_cast<double>(c);
   to_last_red /= double(sms) * warps;
-  return static_cast<double>(two.cycles) - static_cast<double>(one.cycles) - to_last_red;
+  std::vector<double> gaps = start_to_start(two, sms);
+  for (double& g : gaps) g -= to_last_red;
+  return ExitGaps{to_last_red, gaps[gaps.size() / 10], gaps[gaps.size() / 2], gaps[gaps.size() * 9 / 10]};
+}
+
+// Part five: per SM, cycles from one CTA's start to the next one's (10th,
+// 50th and 90th percentiles), one CTA an SM and two waves; thread 0 stores
+// first, every warp then issues `reds` REDs and exits, or thread 0 stores once
+// more at the end.
+std::array<double, 3> cta_period_cycles(const GpuParams& params, bool one_word, std::uint32_t warps, std::uint32_t reds,
+                                        bool store_at_end) {
+  const std::string function = probe_function("10cta_periodILi" + std::to_string(reds) + "ELb" + (store_at_end ? "1" : "0") +
+                                              "EEEvPjbPxS2_");
+  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + kListing);
+  const auto program = trace::parse_sass_function(listing, function);
+  // Thread 0's part: the instructions a forward branch skips, or those after
+  // an exit the other threads take.
+  std::uint64_t skip_from = 0, skip_to = 0;
+  for (const auto& [from, to] : branches_of(listing, function))
+    if (!skip_from && to > from) skip_from = from, skip_to = to;
+  std::size_t early_exit = program.size();
+  for (std::size_t i = 0; i + 1 < program.size() && early_exit == program.size(); ++i)
+    if (program[i].op == trace::OpClass::Exit && program[i + 1].op != trace::OpClass::Branch) early_exit = i;
+  const std::uint32_t sms = params.sms;
+  GpuParams warmed = params;
+  warmed.l2.start = "footprint";  // part one's lines are in the L2
+  auto path = write_program(function, program, 2 * sms, warps, [&](std::uint64_t warp) {
+    const bool thread0_warp = warp % warps == 0;
+    std::vector<trace::WarpInst> s;
+    std::uint32_t red = 0;
+    for (std::size_t i = 0; i < program.size(); ++i) {
+      const std::uint64_t pc = program[i].pc;
+      const bool thread0_only = (pc > skip_from && pc < skip_to) || i > early_exit;
+      if (thread0_only && !thread0_warp) continue;
+      trace::WarpInst r = record(static_cast<std::uint32_t>(i), thread0_only ? 1u : 0xFFFFFFFFu);
+      if (program[i].op == trace::OpClass::Red) address_red(r, warp, red++, reds, one_word);
+      if (program[i].op == trace::OpClass::StoreGlobal) r.address[0] = kBase + (1ull << 32) + warp * 64 + 8 * (pc & 0x30);
+      s.push_back(r);
+      if (program[i].op == trace::OpClass::Exit && (i == early_exit ? !thread0_warp : true)) break;
+    }
+    return s;
+  }, static_cast<std::uint32_t>(params.sm.shared_memory_bytes / 2 + 1024));  // one CTA an SM, as on the H100
+  const KernelRun two = run_one(warmed, path, false, false, true);
+  std::remove(path.c_str());
+  const std::vector<double> periods = start_to_start(two, sms);
+  return {periods[periods.size() / 10], periods[periods.size() / 2], periods[periods.size() * 9 / 10]};
 }
 
 }  // namespace
@@ -288,9 +359,26 @@ TEST_CASE("RED probe: an atomic's round trip and a memory instruction's operands
   for (bool atomic : {true, false})
     std::printf("| %s chain | %.1f | %.1f |\n", atomic ? "ATOM" : "load", measured["round_trip"][atomic ? "atom_cycles" : "load_cg_cycles"].get<double>(),
                 chain_step_cycles(params, atomic));
-  for (const auto& p : measured["exit"])
-    std::printf("| next CTA after the last RED, %s | %.0f | %.0f |\n", p["reds"].get<std::string>().c_str(),
-                p["next_cta_start_after_last_red_cycles"].get<double>(), exit_gap_cycles(params, p["reds"] == "one_word_from_every_sm"));
+  for (const auto& p : measured["exit"]) {
+    const std::uint32_t warps = p["warps_per_cta"], reds = p["reds_per_warp"];
+    const ExitGaps model = exit_gap_cycles(params, p["reds"] == "one_word_from_every_sm", warps, reds);
+    const std::string shape = fmt::format("{}, {} warps, {} REDs", p["reds"].get<std::string>(), warps, reds);
+    std::printf("| a first CTA's start to its last RED, %s | %.0f | %.0f |\n", shape.c_str(),
+                p["first_cta_start_to_last_red_cycles"].get<double>(), model.to_last_red);
+    std::printf("| next CTA after the last RED, %s, p10 / median / p90 over SMs | %.0f / %.0f / %.0f | %.0f / %.0f / %.0f |\n",
+                shape.c_str(), p["next_cta_start_after_last_red_p10_cycles"].get<double>(),
+                p["next_cta_start_after_last_red_cycles"].get<double>(), p["next_cta_start_after_last_red_p90_cycles"].get<double>(),
+                model.p10, model.median, model.p90);
+  }
+  for (const auto& p : measured["cta_period"]) {
+    const auto model = cta_period_cycles(params, p["reds"] == "one_word_from_every_sm", p["warps_per_cta"], p["reds_per_warp"],
+                                         p["store_at_end"]);
+    std::printf("| a CTA's start to the next's, %s, %d warps, %d REDs%s, p10 / median / p90 over SMs | %.0f / %.0f / %.0f | "
+                "%.0f / %.0f / %.0f |\n",
+                p["reds"].get<std::string>().c_str(), p["warps_per_cta"].get<int>(), p["reds_per_warp"].get<int>(),
+                p["store_at_end"].get<bool>() ? ", a store at the end" : "", p["period_p10_cycles"].get<double>(),
+                p["period_cycles"].get<double>(), p["period_p90_cycles"].get<double>(), model[0], model[1], model[2]);
+  }
   for (const auto& p : measured["operand_hold"])
     std::printf("| %s, %d lanes, %d warps | %.1f | %.1f |\n", p["op"].get<std::string>().c_str(), p["lanes"].get<int>(), p["warps"].get<int>(),
                 p["cycles_per_step"].get<double>(), operand_hold_step_cycles(params, p["op"] == "store", p["lanes"], p["warps"]));

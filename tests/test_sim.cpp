@@ -145,6 +145,51 @@ TEST_CASE("Long latencies and long gaps without events finish and add their cycl
   std::remove(path.c_str());
 }
 
+// The launch probe's empty kernels (traces/h100/latency/launch_overhead.json):
+// 1 to 1,056 CTAs that exit at once, on the GPU's clock from launch to end.
+TEST_CASE("empty kernels take the H100's launch time", "[sim][dispatch]") {
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/launch_overhead.json"));
+  const auto params = h100_with({});
+  for (const auto& point : measured["empty_kernel"]) {
+    const std::uint32_t ctas = point["blocks"], warps = point["threads"].get<std::uint32_t>() / 32;
+    std::string path = write_kernel("empty", {"EXIT"}, ctas, warps, [](std::uint64_t) { return std::vector<trace::WarpInst>{record(0)}; });
+    const KernelRun run = run_one(params, path);
+    std::remove(path.c_str());
+    INFO(ctas << " CTAs of " << warps << " warps: model " << run.cycles << ", H100 " << point["median_cycles"].get<double>());
+    CHECK(static_cast<double>(run.cycles) == Approx(point["median_cycles"].get<double>()).epsilon(0.05));
+  }
+}
+
+// The dispatcher hears of a finished CTA dispatch.cta_done_latency after its
+// last warp retires, and its place goes to the next CTA then (one cycle to
+// reach the SM), every CTA's span kept by RunOptions::record_ctas.
+TEST_CASE("a CTA's place goes to the next CTA the done latency after its last warp retires", "[sim][dispatch]") {
+  std::string path = small_microbench("cta-done.trace", workloads::MicrobenchVariant::Baseline);
+  auto overrides = kSmall;
+  overrides.push_back("gpu.sms=1");  // 16 CTAs of 8 warps, eight at a time
+  overrides.push_back("dispatch.cta_launch_interval=0");
+  overrides.push_back("dispatch.cta_done_latency=333");
+  trace::TraceReader reader(path);
+  Gpu gpu(h100_with(overrides));
+  RunOptions options;
+  options.progress = false;
+  options.record_ctas = true;
+  const KernelRun run = gpu.run_kernel(reader, 0, options);
+  REQUIRE(run.ctas.size() == run.grid.count());
+  const std::size_t first_wave = std::min<std::size_t>(run.ctas.size(), std::size_t(run.ctas_per_sm) * gpu.params().sms);
+  REQUIRE(first_wave < run.ctas.size());
+  for (std::size_t i = 0; i < run.ctas.size(); ++i) {
+    const auto& c = run.ctas[i];
+    REQUIRE(c.end > c.start);
+    if (i < first_wave) continue;
+    const bool follows_one = std::any_of(run.ctas.begin(), run.ctas.begin() + i, [&](const KernelRun::CtaSpan& before) {
+      return before.sm == c.sm && before.end + 333 + 1 == c.start;
+    });
+    REQUIRE(follows_one);
+  }
+  std::remove(path.c_str());
+}
+
 // A kernel whose data earlier launches left in the L2 (l2.start = footprint)
 // loads it from there: no DRAM read, and it finishes sooner than from cold.
 TEST_CASE("an L2 warmed with the kernel's footprint serves its loads without DRAM", "[sim][l2]") {

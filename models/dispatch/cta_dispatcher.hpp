@@ -27,9 +27,12 @@ std::uint32_t ctas_per_sm(const trace::KernelInfo& kernel, const SmLimits& limit
 struct DispatchParams {
   Cycle launch_latency = 0;       // kernel launch until the first CTA can be handed out
   Cycle cta_launch_interval = 0;  // an SM takes one new CTA per interval (0: any number at once)
+  Cycle cta_done_latency = 1;     // a CTA's last warp retiring until the dispatcher may reuse its place
   void declare(ParamBinder b) {
     b.integer("launch_latency", launch_latency, 0, 1000000, "cycles from a kernel's launch to its first CTA dispatch");
     b.integer("cta_launch_interval", cta_launch_interval, 0, 100000, "cycles between two CTA launches on one SM");
+    b.integer("cta_done_latency", cta_done_latency, 1, 100000,
+              "cycles from a CTA's last warp retiring to the dispatcher learning that its place on the SM is free");
   }
 };
 

@@ -13,7 +13,7 @@ L1::L1(const sc_core::sc_module_name& name, const L1Params& p, std::uint16_t sm,
        const AddressMap& map, LaneOpPool& pool, StatRegistry& stats)
     : Unit(name), params_(p), sm_(sm), map_(map), pool_(pool), tags_(p.capacity_bytes, p.line_bytes, p.ways),
       to_sm_(*this), to_l2_(*this), from_l2_(*this, 1024), kernel_end_(*this, 4), pipeline_(p.sectors_per_cycle),
-      inflight_(p.max_inflight_instructions) {
+      inflight_(p.max_inflight_instructions), writes_complete_when_sent_(p.writes_held_until == "sent") {
   if (p.atomic_buffer) atomic_buffer_.emplace(p.atomic_buffer_entries);
   StatGroup& g = stats.group("l1", basename());
   for (std::uint32_t s = 0; s < subcores; ++s) {
@@ -101,7 +101,7 @@ std::uint32_t L1::request_lines(MemPacket::Kind kind, std::uint32_t slot, Served
     p.kind = kind;
     p.source = sm_;
     p.destination = static_cast<std::uint16_t>(map_.slice_of(line));
-    p.request = slot;
+    p.request = kind == MemPacket::Kind::Write && writes_complete_when_sent_ ? slot | kSentCompletes : slot;
     p.line = line;
     p.sectors = sectors;
     outgoing_.push_back(p);
@@ -213,7 +213,7 @@ void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
     p.kind = op.op == OpClass::Atom ? MemPacket::Kind::Atomic : MemPacket::Kind::Reduction;
     p.source = sm_;
     p.destination = static_cast<std::uint16_t>(map_.entry_slice(line, sm_));
-    p.request = slot;
+    p.request = p.kind == MemPacket::Kind::Reduction && writes_complete_when_sent_ ? slot | kSentCompletes : slot;
     p.line = line;
     p.atomic_op = op.atomic_op;
     p.atomic_type = op.atomic_type;
@@ -276,7 +276,7 @@ void L1::handle_reply(const MemPacket& reply, Cycle now) {
   } else {
     --outstanding_writes_;
   }
-  if (reply.request == kFlushRequest) return;
+  if (reply.request & kSentCompletes) return;  // a flush, or a request whose instruction completed when sent
   Inflight& f = inflight_[reply.request];
   if (--f.remaining == 0) complete(reply.request, now + 1);
 }
@@ -306,7 +306,12 @@ void L1::evaluate() {
         ++stall_cycles_;
         return;
       }
+      const std::uint32_t request = outgoing_.front().request;
       outgoing_.pop_front();
+      if (request != kFlushRequest && (request & kSentCompletes)) {
+        const std::uint32_t slot = request & ~kSentCompletes;
+        if (--inflight_[slot].remaining == 0) complete(slot, now + 1);
+      }
     }
   };
   send_outgoing();

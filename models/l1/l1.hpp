@@ -35,6 +35,7 @@ struct L1Params {
   std::uint32_t max_inflight_instructions = 256;
   bool atomic_buffer = false;
   std::uint32_t atomic_buffer_entries = 64;
+  std::string writes_held_until = "acknowledged";
 
   void declare(ParamBinder b) {
     b.integer("capacity_bytes", capacity_bytes, 1024, 1 << 24, "L1 data capacity (the part not used as shared memory)");
@@ -51,6 +52,10 @@ struct L1Params {
               "the same for an atomic request whose old values return (ATOM)");
     b.integer("lg_queue_depth", lg_queue_depth, 1, 256, "LG (LSU) queue entries per sub-core");
     b.integer("max_inflight_instructions", max_inflight_instructions, 1, 4096, "memory instructions the L1 tracks at once");
+    b.choice("writes_held_until", writes_held_until, {"acknowledged", "sent"},
+             "how long a store or reduction counts against its warp (which cannot retire, nor give its CTA's place to "
+             "the next, before): until the L2 acknowledges each of its requests, or until the L1 has sent them all "
+             "into the interconnect; a fence waits for the acknowledgements either way");
     ParamBinder lab = b.sub("atomic_buffer");
     lab.boolean("enabled", atomic_buffer, "LAB-style combining of reductions in the L1");
     lab.integer("entries", atomic_buffer_entries, 1, 1 << 16, "atomic buffer entries (one word each)");
@@ -87,6 +92,9 @@ class L1 : public Unit {
     bool valid = false;
   };
   static constexpr std::uint32_t kFlushRequest = 0xFFFFFFFFu;
+  // Marks the request of a store or reduction whose instruction completes once
+  // sent (writes_held_until = "sent"): its acknowledgement only counts for fences.
+  static constexpr std::uint32_t kSentCompletes = 0x80000000u;
 
   void take_instruction(LsuOp& op, Cycle now);
   // Sorted, distinct sectors the active lanes touch, into scratch_.
@@ -123,6 +131,7 @@ class L1 : public Unit {
   std::vector<Inflight> inflight_;
   std::vector<std::uint32_t> free_inflight_;
   std::uint64_t outstanding_writes_ = 0;  // stores, atomics and flushes not yet acknowledged
+  const bool writes_complete_when_sent_;
   std::vector<std::uint16_t> membar_waiters_;
   std::vector<std::uint64_t> scratch_;
 

@@ -785,6 +785,7 @@ void Sm::launch_cta(std::uint64_t cta, Cycle now) {
   if (slot_it == ctas_.end()) throw trace::TraceError("internal: CTA dispatched to a full SM");
   CtaSlot& c = *slot_it;
   c = CtaSlot{true, cta, 0, 0, 0, {}};
+  if (hooks_.on_cta) hooks_.on_cta(cta, true, now);
   for (std::uint32_t i = 0; i < warps_per_cta; ++i) {
     // Warp i of a CTA runs on sub-core i mod subcores, as on NVIDIA GPUs.
     std::uint16_t chosen = UINT16_MAX;
@@ -853,6 +854,7 @@ void Sm::maybe_retire(Warp& w, Cycle end) {
   if (--c.resident_warps == 0) {
     c.active = false;
     ++ctas_completed_;
+    if (hooks_.on_cta) hooks_.on_cta(c.cta, false, end);
     CtaDone done{c.cta};
     if (!done_backlog_.empty() || !cta_done_.try_send(done)) done_backlog_.push_back(done);
   }

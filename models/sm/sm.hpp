@@ -100,6 +100,8 @@ struct SmHooks {
   // Warp-cycles a warp spent in one state at one instruction (index into the
   // kernel's program), reported as each stretch ends; unset, nothing is kept.
   std::function<void(std::uint32_t instruction, WarpState state, Cycle cycles)> on_warp_cycles;
+  // A CTA took its place on the SM (`started`) or gave it back, its last warp retired.
+  std::function<void(std::uint64_t cta, bool started, Cycle cycle)> on_cta;
 };
 
 class Sm : public Unit {

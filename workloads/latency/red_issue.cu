@@ -12,12 +12,15 @@
 // then five in flight a warp before it waits for their values):
 // what returning a value costs the SM and the slices beyond a RED.
 // Part two: one CTA per SM (its shared memory allows no second), two waves of
-// CTAs; each warp issues 4 REDs, then the CTA records when its last RED was
-// issued and exits. The REDs go one lane to a line of its own, or all 32 lanes
-// of every warp of every SM to one word (tens of thousands of requests queued
-// at one slice). Per SM, the cycles from the first wave's last RED issued to
-// the second wave's CTA starting: if a warp's exit waited for its REDs, the
-// crowded word would hold the second wave back by the queue's length.
+// CTAs; each warp issues 0, 1, 4 or 16 REDs, then the CTA records when its
+// last RED was issued and exits. The REDs go one lane to a line of its own,
+// or all 32 lanes of every warp of every SM to one word (tens of thousands of
+// requests queued at one slice). Per SM, the cycles from the first wave's last
+// RED issued to the second wave's CTA starting (10th, 50th and 90th
+// percentiles over SMs), and a first CTA's time to its last RED: without
+// REDs, what a CTA's exit and the next one's start cost; with a few uncrowded
+// REDs, whether the exit waits for their round trip; with the crowded word,
+// whether it waits for the queue ahead of them.
 // Part three: the round trip of an atomic that returns, on an idle GPU: one
 // warp, one lane, 256 dependent ATOMs (each one's address depends on the
 // previous one's old value) onto lines of their own that the L2 holds, against
@@ -27,6 +30,13 @@
 // the line after the last, the pointer advanced in the register the
 // instruction reads its address from (so the advance waits until the
 // instruction has read it). Cycles per step, 32 lanes or one lane active.
+// Part five: a CTA's period on its SM, with nothing after its REDs to
+// record: one CTA per SM, two waves; thread 0 stores the SM and its start
+// clock first, then every warp issues 0, 1, 4 or 16 REDs (a line per lane, or
+// one word from every SM) and exits, or thread 0 stores its clock once more
+// and exits. Per SM, cycles from one CTA's start to the next one's
+// (percentiles over SMs): what a CTA's exit and the next one's start cost,
+// and what its REDs, or a store at its end, add.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -41,7 +51,6 @@ namespace {
 
 constexpr int kReds = 64;                      // per warp, part one
 constexpr unsigned kWindowLines = 1u << 18;    // 32 MB of lines the L2 holds
-constexpr int kExitReds = 4;                   // per warp, part two
 
 __device__ __forceinline__ long long clock_now() {
   long long t;
@@ -107,6 +116,7 @@ __global__ void red_issue(unsigned* target, unsigned lanes, unsigned lines_per_r
 }
 
 // records[cta] = {sm, start, last RED issued}.
+template <int REDS>
 __global__ void red_then_exit(unsigned* target, bool one_word, long long* records) {
   extern __shared__ unsigned padding[];  // one CTA per SM
   __shared__ long long last_issue;
@@ -116,8 +126,8 @@ __global__ void red_then_exit(unsigned* target, bool one_word, long long* record
   const unsigned lane = threadIdx.x % 32;
   const unsigned long long thread = blockIdx.x * blockDim.x + threadIdx.x;
 #pragma unroll
-  for (int r = 0; r < kExitReds; ++r) {
-    const unsigned line = static_cast<unsigned>((thread * kExitReds + r) % kWindowLines);
+  for (int r = 0; r < REDS; ++r) {
+    const unsigned line = static_cast<unsigned>((thread * REDS + r) % kWindowLines);
     red_add(one_word ? &target[0] : &target[std::size_t(line) * 32 + lane % 32], 1u);
   }
   const long long issued = clock_now();
@@ -133,6 +143,26 @@ __global__ void red_then_exit(unsigned* target, bool one_word, long long* record
 constexpr int kChain = 256;
 
 // cycles[0] = cycles per dependent step. Lines 997 apart: none shares a line or, mostly, a slice with the one before.
+// records[2 * cta] = {sm, start}; with STORE_AT_END, ends[cta] = thread 0's clock after the REDs.
+template <int REDS, bool STORE_AT_END>
+__global__ void cta_period(unsigned* target, bool one_word, long long* records, long long* ends) {
+  extern __shared__ unsigned padding[];  // one CTA per SM
+  const long long start = clock_now();
+  if (threadIdx.x == 0) {
+    records[2 * blockIdx.x] = smid();
+    records[2 * blockIdx.x + 1] = start;
+    padding[0] = 0;
+  }
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned long long thread = blockIdx.x * blockDim.x + threadIdx.x;
+#pragma unroll
+  for (int r = 0; r < REDS; ++r) {
+    const unsigned line = static_cast<unsigned>((thread * REDS + r) % kWindowLines);
+    red_add(one_word ? &target[0] : &target[std::size_t(line) * 32 + lane % 32], 1u);
+  }
+  if (STORE_AT_END && threadIdx.x == 0) ends[blockIdx.x] = clock_now();
+}
+
 template <bool ATOMIC>
 __global__ void atomic_chain(unsigned* target, long long* cycles) {
   unsigned old = 0;
@@ -236,40 +266,57 @@ int main() {
 
   // Part two: a CTA's shared memory leaves room for no second one on its SM.
   const int padding = static_cast<int>(prop.sharedMemPerMultiprocessor / 2 + 1024);
-  WORKLOAD_CHECK(cudaFuncSetAttribute(red_then_exit, cudaFuncAttributeMaxDynamicSharedMemorySize, padding));
-  int resident = 0;
-  WORKLOAD_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, red_then_exit, 128, padding));
-  if (resident != 1) {
-    std::fprintf(stderr, "red_issue: %d CTAs of part two fit an SM, not one\n", resident);
-    return 1;
-  }
   long long* records;
   const int ctas = 2 * sms;
   WORKLOAD_CHECK(cudaMalloc(&records, 3 * ctas * sizeof(long long)));
+  struct ExitShape {
+    bool one_word;
+    int warps, reds;
+    void (*kernel)(unsigned*, bool, long long*);
+  };
+  const ExitShape exit_shapes[] = {{false, 4, 4, red_then_exit<4>},  {true, 4, 4, red_then_exit<4>},
+                                   {false, 1, 0, red_then_exit<0>},  {false, 4, 0, red_then_exit<0>},
+                                   {false, 1, 1, red_then_exit<1>},  {false, 4, 1, red_then_exit<1>},
+                                   {false, 1, 4, red_then_exit<4>},  {false, 4, 16, red_then_exit<16>}};
   first = true;
-  for (bool one_word : {false, true}) {
-    std::vector<double> gaps_per_run;
+  for (const ExitShape& shape : exit_shapes) {
+    WORKLOAD_CHECK(cudaFuncSetAttribute(shape.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, padding));
+    int resident = 0;
+    WORKLOAD_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, shape.kernel, 32 * shape.warps, padding));
+    if (resident != 1) {
+      std::fprintf(stderr, "red_issue: %d CTAs of part two fit an SM, not one\n", resident);
+      return 1;
+    }
+    std::vector<double> gaps_per_run, low_gaps_per_run, high_gaps_per_run, to_last_red_per_run;
     atomsim::workload::KernelTimes timer;
     std::vector<long long> host(3 * ctas);
     for (int run = 0; run < 8; ++run) {
-      timer.time("exit", run > 0, [&] { red_then_exit<<<ctas, 128, padding>>>(target, one_word, records); });
+      timer.time("exit", run > 0, [&] { shape.kernel<<<ctas, 32 * shape.warps, padding>>>(target, shape.one_word, records); });
       if (run == 0) continue;
       WORKLOAD_CHECK(cudaMemcpy(host.data(), records, host.size() * sizeof(long long), cudaMemcpyDeviceToHost));
       // Per SM, its CTAs in the order they started: the gap from one's last
-      // RED to the next one's start.
+      // RED to the next one's start, and a first CTA's time to its last RED.
       std::vector<std::vector<std::pair<long long, long long>>> by_sm(sms);
       for (int c = 0; c < ctas; ++c) by_sm[host[3 * c] % sms].push_back({host[3 * c + 1], host[3 * c + 2]});
-      std::vector<double> gaps;
+      std::vector<double> gaps, to_last_red;
       for (auto& runs : by_sm) {
         std::sort(runs.begin(), runs.end());
+        if (!runs.empty()) to_last_red.push_back(double(runs[0].second - runs[0].first));
         for (std::size_t i = 1; i < runs.size(); ++i) gaps.push_back(double(runs[i].first - runs[i - 1].second));
       }
+      std::sort(gaps.begin(), gaps.end());
       gaps_per_run.push_back(median(gaps));
+      low_gaps_per_run.push_back(gaps[gaps.size() / 10]);
+      high_gaps_per_run.push_back(gaps[gaps.size() * 9 / 10]);
+      to_last_red_per_run.push_back(median(to_last_red));
     }
-    std::printf("%s    {\"reds\": \"%s\", \"ctas\": %d, \"warps_per_cta\": 4, \"reds_per_warp\": %d, "
-                "\"next_cta_start_after_last_red_cycles\": %.0f, \"kernel_us\": %.2f}",
-                first ? "" : ",\n", one_word ? "one_word_from_every_sm" : "a_line_per_lane", ctas, kExitReds,
-                median(gaps_per_run), timer.summary("exit").median_ms * 1000.0);
+    std::printf("%s    {\"reds\": \"%s\", \"ctas\": %d, \"warps_per_cta\": %d, \"reds_per_warp\": %d, "
+                "\"next_cta_start_after_last_red_cycles\": %.0f, \"next_cta_start_after_last_red_p10_cycles\": %.0f, "
+                "\"next_cta_start_after_last_red_p90_cycles\": %.0f, \"first_cta_start_to_last_red_cycles\": %.0f, "
+                "\"kernel_us\": %.2f}",
+                first ? "" : ",\n", shape.one_word ? "one_word_from_every_sm" : "a_line_per_lane", ctas, shape.warps,
+                shape.reds, median(gaps_per_run), median(low_gaps_per_run), median(high_gaps_per_run),
+                median(to_last_red_per_run), timer.summary("exit").median_ms * 1000.0);
     first = false;
   }
   std::printf("\n  ],\n  \"round_trip\": {");
@@ -305,6 +352,55 @@ int main() {
                     store ? "store" : "red", lanes, warps, median(steps));
         first = false;
       }
+  std::printf("\n  ],\n  \"cta_period\": [\n");
+  struct PeriodShape {
+    bool one_word;
+    int warps, reds;
+    bool store_at_end;
+    void (*kernel)(unsigned*, bool, long long*, long long*);
+  };
+  const PeriodShape period_shapes[] = {
+      {false, 1, 0, false, cta_period<0, false>}, {false, 1, 0, true, cta_period<0, true>},
+      {false, 4, 0, false, cta_period<0, false>}, {false, 1, 1, false, cta_period<1, false>},
+      {false, 1, 4, false, cta_period<4, false>}, {false, 4, 1, false, cta_period<1, false>},
+      {false, 4, 4, false, cta_period<4, false>}, {false, 4, 16, false, cta_period<16, false>},
+      {true, 4, 4, false, cta_period<4, false>}};
+  long long* ends;
+  WORKLOAD_CHECK(cudaMalloc(&ends, ctas * sizeof(long long)));
+  first = true;
+  for (const PeriodShape& shape : period_shapes) {
+    WORKLOAD_CHECK(cudaFuncSetAttribute(shape.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, padding));
+    int resident = 0;
+    WORKLOAD_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, shape.kernel, 32 * shape.warps, padding));
+    if (resident != 1) {
+      std::fprintf(stderr, "red_issue: %d CTAs of part five fit an SM, not one\n", resident);
+      return 1;
+    }
+    std::vector<double> low, mid, high;
+    std::vector<long long> host(2 * ctas);
+    for (int run = 0; run < 8; ++run) {
+      shape.kernel<<<ctas, 32 * shape.warps, padding>>>(target, shape.one_word, records, ends);
+      WORKLOAD_CHECK(cudaGetLastError());
+      if (run == 0) continue;
+      WORKLOAD_CHECK(cudaMemcpy(host.data(), records, host.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+      std::vector<std::vector<long long>> starts(sms);
+      for (int c = 0; c < ctas; ++c) starts[host[2 * c] % sms].push_back(host[2 * c + 1]);
+      std::vector<double> periods;
+      for (auto& s : starts) {
+        std::sort(s.begin(), s.end());
+        for (std::size_t i = 1; i < s.size(); ++i) periods.push_back(double(s[i] - s[i - 1]));
+      }
+      std::sort(periods.begin(), periods.end());
+      low.push_back(periods[periods.size() / 10]);
+      mid.push_back(median(periods));
+      high.push_back(periods[periods.size() * 9 / 10]);
+    }
+    std::printf("%s    {\"reds\": \"%s\", \"ctas\": %d, \"warps_per_cta\": %d, \"reds_per_warp\": %d, \"store_at_end\": %s, "
+                "\"period_p10_cycles\": %.0f, \"period_cycles\": %.0f, \"period_p90_cycles\": %.0f}",
+                first ? "" : ",\n", shape.one_word ? "one_word_from_every_sm" : "a_line_per_lane", ctas, shape.warps, shape.reds,
+                shape.store_at_end ? "true" : "false", median(low), median(mid), median(high));
+    first = false;
+  }
   std::printf("\n  ]\n}\n");
   return 0;
 }
