@@ -70,6 +70,32 @@ struct SliceBench {
   Sink<MemPacket> sink{"sink", 1024};
 };
 
+// An L1 of `p` over four slices' address map, fed by a warp source and a
+// kernel-end source, its requests and completions collected, replies fed in.
+struct L1Bench {
+  explicit L1Bench(const L1Params& p) : map(slices4()), l1("l1", p, 0, 1, map, pool, stats) {
+    warps.out.bind(l1.lg_queue(0), 1);
+    end.out.bind(l1.kernel_end(), 1);
+    l1.to_l2().bind(to_l2.in, 1);
+    l1.to_sm().bind(to_sm.in, 1);
+    replies.out.bind(l1.from_l2(), 1);
+  }
+  static AddressMap slices4() {
+    L2Params l2;
+    l2.slices = 4;
+    return AddressMap(l2.address_map());
+  }
+  StatRegistry stats;
+  AddressMap map;
+  LaneOpPool pool;
+  L1 l1;
+  Source<LsuOp> warps{"warps"};
+  Source<KernelEnd> end{"end"};
+  Sink<MemPacket> to_l2{"to_l2", 1024};
+  Sink<Completion> to_sm{"to_sm", 64};
+  Source<MemPacket> replies{"replies"};
+};
+
 // Cycles from the first reply to the last of `count` requests sent at once to
 // a slice holding line 0x1000; `make(pool, i)` builds the i-th.
 Cycle reply_spread(const L2Params& p, int count, const std::function<MemPacket(LaneOpPool&, int)>& make) {
@@ -388,23 +414,11 @@ TEST_CASE("L2 slice: dirty lines evicted while the DRAM queue is full wait for i
 
 TEST_CASE("L1: a RED or store holds its warp until acknowledged, or until sent; a fence waits for the acknowledgements", "[models][l1]") {
   reset_simulation_context();
-  StatRegistry stats;
-  L2Params l2;
-  l2.slices = 4;
-  AddressMap map(l2.address_map());
-  LaneOpPool pool;
   L1Params p;
   const bool when_sent = GENERATE(false, true);
   p.writes_held_until = when_sent ? "sent" : "acknowledged";
-  L1 l1("l1", p, 0, 1, map, pool, stats);
-  Source<LsuOp> warps("warps");
-  Sink<MemPacket> to_l2("to_l2", 1024);
-  Sink<Completion> to_sm("to_sm", 64);
-  Source<MemPacket> replies("replies");
-  warps.out.bind(l1.lg_queue(0), 1);
-  l1.to_l2().bind(to_l2.in, 1);
-  l1.to_sm().bind(to_sm.in, 1);
-  replies.out.bind(l1.from_l2(), 1);
+  L1Bench b(p);
+  auto [warps, to_l2, to_sm, replies] = std::tie(b.warps, b.to_l2, b.to_sm, b.replies);
 
   LsuOp red;
   red.warp_slot = 3;
@@ -450,11 +464,6 @@ TEST_CASE("L1: a RED or store holds its warp until acknowledged, or until sent; 
 
 TEST_CASE("L1: RED lanes leave in per-line requests by rounds of distinct words, one L1 access per sector", "[models][l1]") {
   reset_simulation_context();
-  StatRegistry stats;
-  L2Params l2;
-  l2.slices = 4;
-  AddressMap map(l2.address_map());
-  LaneOpPool pool;
   L1Params p;
   p.capacity_bytes = 32768;
   p.sectors_per_cycle = 4;
@@ -464,17 +473,8 @@ TEST_CASE("L1: RED lanes leave in per-line requests by rounds of distinct words,
   const bool buffered = GENERATE(false, true);
   p.atomic_buffer = buffered;
   p.atomic_buffer_entries = 64;
-  L1 l1("l1", p, 0, 1, map, pool, stats);
-  Source<LsuOp> warps("warps");
-  Source<KernelEnd> end("end");
-  Sink<MemPacket> to_l2("to_l2", 1024);
-  Sink<Completion> to_sm("to_sm", 64);
-  Source<MemPacket> replies("replies");
-  warps.out.bind(l1.lg_queue(0), 1);
-  end.out.bind(l1.kernel_end(), 1);
-  l1.to_l2().bind(to_l2.in, 1);
-  l1.to_sm().bind(to_sm.in, 1);
-  replies.out.bind(l1.from_l2(), 1);
+  L1Bench b(p);
+  auto [warps, end, to_l2, to_sm, stats, pool] = std::tie(b.warps, b.end, b.to_l2, b.to_sm, b.stats, b.pool);
 
   LsuOp same;
   same.op = trace::OpClass::Red;

@@ -115,6 +115,19 @@ __global__ void red_issue(unsigned* target, unsigned lanes, unsigned lines_per_r
   if (returned == 0x9e3779b9u) spans[0] = returned;  // keeps the ATOMs' results
 }
 
+// Parts two and five: each thread's REDS REDs, each lane onto a line of its
+// own, or every lane of every SM onto one word.
+template <int REDS>
+__device__ __forceinline__ void red_burst(unsigned* target, bool one_word) {
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned long long thread = blockIdx.x * blockDim.x + threadIdx.x;
+#pragma unroll
+  for (int r = 0; r < REDS; ++r) {
+    const unsigned line = static_cast<unsigned>((thread * REDS + r) % kWindowLines);
+    red_add(one_word ? &target[0] : &target[std::size_t(line) * 32 + lane % 32], 1u);
+  }
+}
+
 // records[cta] = {sm, start, last RED issued}.
 template <int REDS>
 __global__ void red_then_exit(unsigned* target, bool one_word, long long* records) {
@@ -123,15 +136,9 @@ __global__ void red_then_exit(unsigned* target, bool one_word, long long* record
   const long long start = clock_now();
   if (threadIdx.x == 0) last_issue = 0, padding[0] = 0;
   __syncthreads();
-  const unsigned lane = threadIdx.x % 32;
-  const unsigned long long thread = blockIdx.x * blockDim.x + threadIdx.x;
-#pragma unroll
-  for (int r = 0; r < REDS; ++r) {
-    const unsigned line = static_cast<unsigned>((thread * REDS + r) % kWindowLines);
-    red_add(one_word ? &target[0] : &target[std::size_t(line) * 32 + lane % 32], 1u);
-  }
+  red_burst<REDS>(target, one_word);
   const long long issued = clock_now();
-  if (lane == 0) atomicMax(&last_issue, issued);
+  if (threadIdx.x % 32 == 0) atomicMax(&last_issue, issued);
   __syncthreads();
   if (threadIdx.x == 0) {
     records[3 * blockIdx.x] = smid();
@@ -142,7 +149,6 @@ __global__ void red_then_exit(unsigned* target, bool one_word, long long* record
 
 constexpr int kChain = 256;
 
-// cycles[0] = cycles per dependent step. Lines 997 apart: none shares a line or, mostly, a slice with the one before.
 // records[2 * cta] = {sm, start}; with STORE_AT_END, ends[cta] = thread 0's clock after the REDs.
 template <int REDS, bool STORE_AT_END>
 __global__ void cta_period(unsigned* target, bool one_word, long long* records, long long* ends) {
@@ -153,16 +159,11 @@ __global__ void cta_period(unsigned* target, bool one_word, long long* records, 
     records[2 * blockIdx.x + 1] = start;
     padding[0] = 0;
   }
-  const unsigned lane = threadIdx.x % 32;
-  const unsigned long long thread = blockIdx.x * blockDim.x + threadIdx.x;
-#pragma unroll
-  for (int r = 0; r < REDS; ++r) {
-    const unsigned line = static_cast<unsigned>((thread * REDS + r) % kWindowLines);
-    red_add(one_word ? &target[0] : &target[std::size_t(line) * 32 + lane % 32], 1u);
-  }
+  red_burst<REDS>(target, one_word);
   if (STORE_AT_END && threadIdx.x == 0) ends[blockIdx.x] = clock_now();
 }
 
+// cycles[0] = cycles per dependent step. Lines 997 apart: none shares a line or, mostly, a slice with the one before.
 template <bool ATOMIC>
 __global__ void atomic_chain(unsigned* target, long long* cycles) {
   unsigned old = 0;
@@ -201,6 +202,25 @@ __global__ void operand_hold(unsigned* target, unsigned lanes, long long* cycles
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// Lets `kernel` take the dynamic shared memory that leaves room for one CTA
+// of `warps` warps an SM, and checks that one fits and no more.
+bool one_cta_per_sm(const void* kernel, int warps, int padding, const char* part) {
+  WORKLOAD_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, padding));
+  int resident = 0;
+  WORKLOAD_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, 32 * warps, padding));
+  if (resident == 1) return true;
+  std::fprintf(stderr, "red_issue: %d CTAs of part %s fit an SM, not one\n", resident, part);
+  return false;
+}
+
+// The 10th, 50th and 90th percentiles of per-SM spans, each appended to its series.
+void add_percentiles(std::vector<double> spans, std::vector<double>& low, std::vector<double>& mid, std::vector<double>& high) {
+  std::sort(spans.begin(), spans.end());
+  low.push_back(spans[spans.size() / 10]);
+  mid.push_back(median(spans));
+  high.push_back(spans[spans.size() * 9 / 10]);
 }
 
 struct Shape {
@@ -280,13 +300,7 @@ int main() {
                                    {false, 1, 4, red_then_exit<4>},  {false, 4, 16, red_then_exit<16>}};
   first = true;
   for (const ExitShape& shape : exit_shapes) {
-    WORKLOAD_CHECK(cudaFuncSetAttribute(shape.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, padding));
-    int resident = 0;
-    WORKLOAD_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, shape.kernel, 32 * shape.warps, padding));
-    if (resident != 1) {
-      std::fprintf(stderr, "red_issue: %d CTAs of part two fit an SM, not one\n", resident);
-      return 1;
-    }
+    if (!one_cta_per_sm(reinterpret_cast<const void*>(shape.kernel), shape.warps, padding, "two")) return 1;
     std::vector<double> gaps_per_run, low_gaps_per_run, high_gaps_per_run, to_last_red_per_run;
     atomsim::workload::KernelTimes timer;
     std::vector<long long> host(3 * ctas);
@@ -304,10 +318,7 @@ int main() {
         if (!runs.empty()) to_last_red.push_back(double(runs[0].second - runs[0].first));
         for (std::size_t i = 1; i < runs.size(); ++i) gaps.push_back(double(runs[i].first - runs[i - 1].second));
       }
-      std::sort(gaps.begin(), gaps.end());
-      gaps_per_run.push_back(median(gaps));
-      low_gaps_per_run.push_back(gaps[gaps.size() / 10]);
-      high_gaps_per_run.push_back(gaps[gaps.size() * 9 / 10]);
+      add_percentiles(gaps, low_gaps_per_run, gaps_per_run, high_gaps_per_run);
       to_last_red_per_run.push_back(median(to_last_red));
     }
     std::printf("%s    {\"reds\": \"%s\", \"ctas\": %d, \"warps_per_cta\": %d, \"reds_per_warp\": %d, "
@@ -369,13 +380,7 @@ int main() {
   WORKLOAD_CHECK(cudaMalloc(&ends, ctas * sizeof(long long)));
   first = true;
   for (const PeriodShape& shape : period_shapes) {
-    WORKLOAD_CHECK(cudaFuncSetAttribute(shape.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, padding));
-    int resident = 0;
-    WORKLOAD_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, shape.kernel, 32 * shape.warps, padding));
-    if (resident != 1) {
-      std::fprintf(stderr, "red_issue: %d CTAs of part five fit an SM, not one\n", resident);
-      return 1;
-    }
+    if (!one_cta_per_sm(reinterpret_cast<const void*>(shape.kernel), shape.warps, padding, "five")) return 1;
     std::vector<double> low, mid, high;
     std::vector<long long> host(2 * ctas);
     for (int run = 0; run < 8; ++run) {
@@ -390,10 +395,7 @@ int main() {
         std::sort(s.begin(), s.end());
         for (std::size_t i = 1; i < s.size(); ++i) periods.push_back(double(s[i] - s[i - 1]));
       }
-      std::sort(periods.begin(), periods.end());
-      low.push_back(periods[periods.size() / 10]);
-      mid.push_back(median(periods));
-      high.push_back(periods[periods.size() * 9 / 10]);
+      add_percentiles(periods, low, mid, high);
     }
     std::printf("%s    {\"reds\": \"%s\", \"ctas\": %d, \"warps_per_cta\": %d, \"reds_per_warp\": %d, \"store_at_end\": %s, "
                 "\"period_p10_cycles\": %.0f, \"period_cycles\": %.0f, \"period_p90_cycles\": %.0f}",
