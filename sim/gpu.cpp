@@ -207,24 +207,24 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
     };
   }
   if (params_.l2.start == "footprint") warm_l2(reader, kernel);
+  run.start = current_cycle();
   // A CTA's place in run.ctas, by CTA index.
   std::unordered_map<std::uint64_t, std::size_t> cta_spans;
   for (std::uint32_t i = 0; i < u.sms.size(); ++i) {
     u.sms[i]->begin_kernel(ctx);
     SmHooks sm_hooks = hooks;
     if (options.record_ctas)
-      sm_hooks.on_cta = [&run, &cta_spans, i, start = current_cycle()](std::uint64_t cta, bool started, Cycle cycle) {
+      sm_hooks.on_cta = [&run, &cta_spans, i](std::uint64_t cta, bool started, Cycle cycle) {
         if (started) {
           cta_spans[cta] = run.ctas.size();
-          run.ctas.push_back(KernelRun::CtaSpan{cta, i, cycle - start, 0});
+          run.ctas.push_back(KernelRun::CtaSpan{cta, i, cycle - run.start, 0});
         } else {
-          run.ctas[cta_spans.at(cta)].end = cycle - start;
+          run.ctas[cta_spans.at(cta)].end = cycle - run.start;
         }
       };
     u.sms[i]->set_hooks(std::move(sm_hooks));
   }
   auto before = stats_.snapshot();
-  run.start = current_cycle();
   u.dispatcher->begin_kernel(info.grid.count(), run.ctas_per_sm);
 
   using clock = std::chrono::steady_clock;

@@ -217,9 +217,13 @@ double operand_hold_step_cycles(const GpuParams& params, bool store, std::uint32
 // of every SM on one word. As the probe takes it, percentiles over SMs, a
 // CTA's last RED issued when a first-wave CTA's warps have, on average,
 // issued theirs.
+struct Percentiles {
+  double p10 = 0, median = 0, p90 = 0;
+};
+
 struct ExitGaps {
   double to_last_red = 0;  // a first-wave CTA's warps' mean
-  double p10 = 0, median = 0, p90 = 0;
+  Percentiles gap;
 };
 
 // Parts two and five: a warp's `red`-th of `reds` REDs, each lane onto a line
@@ -232,18 +236,18 @@ void address_red(trace::WarpInst& r, std::uint64_t warp, std::uint32_t red, std:
   }
 }
 
-// Per SM, cycles from each CTA's start to the next one's, sorted.
-std::vector<double> start_to_start(const KernelRun& run, std::uint32_t sms) {
+// Over SMs, cycles from each CTA's start to the next one's, less `offset`.
+Percentiles start_to_start(const KernelRun& run, std::uint32_t sms, double offset = 0) {
   std::vector<std::vector<Cycle>> starts(sms);
   for (const auto& c : run.ctas) starts[c.sm].push_back(c.start);
   std::vector<double> periods;
   for (auto& s : starts) {
     std::sort(s.begin(), s.end());
-    for (std::size_t i = 1; i < s.size(); ++i) periods.push_back(static_cast<double>(s[i] - s[i - 1]));
+    for (std::size_t i = 1; i < s.size(); ++i) periods.push_back(static_cast<double>(s[i] - s[i - 1]) - offset);
   }
   REQUIRE(!periods.empty());
   std::sort(periods.begin(), periods.end());
-  return periods;
+  return {periods[periods.size() / 10], periods[periods.size() / 2], periods[periods.size() * 9 / 10]};
 }
 
 ExitGaps exit_gap_cycles(const GpuParams& params, bool one_word, std::uint32_t warps, std::uint32_t reds) {
@@ -301,16 +305,14 @@ ExitGaps exit_gap_cycles(const GpuParams& params, bool one_word, std::uint32_t w
   for (std::size_t i = 0; i <= clock_after; ++i)
     for (auto c : one.instructions[i].warp_cycles) to_last_red += static_cast<double>(c);
   to_last_red /= double(sms) * warps;
-  std::vector<double> gaps = start_to_start(two, sms);
-  for (double& g : gaps) g -= to_last_red;
-  return ExitGaps{to_last_red, gaps[gaps.size() / 10], gaps[gaps.size() / 2], gaps[gaps.size() * 9 / 10]};
+  return ExitGaps{to_last_red, start_to_start(two, sms, to_last_red)};
 }
 
 // Part five: per SM, cycles from one CTA's start to the next one's (10th,
 // 50th and 90th percentiles), one CTA an SM and two waves; thread 0 stores
 // first, every warp then issues `reds` REDs and exits, or thread 0 stores once
 // more at the end.
-std::array<double, 3> cta_period_cycles(const GpuParams& params, bool one_word, std::uint32_t warps, std::uint32_t reds,
+Percentiles cta_period_cycles(const GpuParams& params, bool one_word, std::uint32_t warps, std::uint32_t reds,
                                         bool store_at_end) {
   const std::string function = probe_function("10cta_periodILi" + std::to_string(reds) + "ELb" + (store_at_end ? "1" : "0") +
                                               "EEEvPjbPxS2_");
@@ -345,8 +347,7 @@ std::array<double, 3> cta_period_cycles(const GpuParams& params, bool one_word, 
   }, static_cast<std::uint32_t>(params.sm.shared_memory_bytes / 2 + 1024));  // one CTA an SM, as on the H100
   const KernelRun two = run_one(warmed, path, false, false, true);
   std::remove(path.c_str());
-  const std::vector<double> periods = start_to_start(two, sms);
-  return {periods[periods.size() / 10], periods[periods.size() / 2], periods[periods.size() * 9 / 10]};
+  return start_to_start(two, sms);
 }
 
 }  // namespace
@@ -368,7 +369,7 @@ TEST_CASE("RED probe: an atomic's round trip and a memory instruction's operands
     std::printf("| next CTA after the last RED, %s, p10 / median / p90 over SMs | %.0f / %.0f / %.0f | %.0f / %.0f / %.0f |\n",
                 shape.c_str(), p["next_cta_start_after_last_red_p10_cycles"].get<double>(),
                 p["next_cta_start_after_last_red_cycles"].get<double>(), p["next_cta_start_after_last_red_p90_cycles"].get<double>(),
-                model.p10, model.median, model.p90);
+                model.gap.p10, model.gap.median, model.gap.p90);
   }
   for (const auto& p : measured["cta_period"]) {
     const auto model = cta_period_cycles(params, p["reds"] == "one_word_from_every_sm", p["warps_per_cta"], p["reds_per_warp"],
@@ -377,11 +378,19 @@ TEST_CASE("RED probe: an atomic's round trip and a memory instruction's operands
                 "%.0f / %.0f / %.0f |\n",
                 p["reds"].get<std::string>().c_str(), p["warps_per_cta"].get<int>(), p["reds_per_warp"].get<int>(),
                 p["store_at_end"].get<bool>() ? ", a store at the end" : "", p["period_p10_cycles"].get<double>(),
-                p["period_cycles"].get<double>(), p["period_p90_cycles"].get<double>(), model[0], model[1], model[2]);
+                p["period_cycles"].get<double>(), p["period_p90_cycles"].get<double>(), model.p10, model.median, model.p90);
   }
   for (const auto& p : measured["operand_hold"])
     std::printf("| %s, %d lanes, %d warps | %.1f | %.1f |\n", p["op"].get<std::string>().c_str(), p["lanes"].get<int>(), p["warps"].get<int>(),
                 p["cycles_per_step"].get<double>(), operand_hold_step_cycles(params, p["op"] == "store", p["lanes"], p["warps"]));
+}
+
+// The done latency is fitted on part five's one-warp CTA without REDs.
+TEST_CASE("RED probe: a one-warp CTA without REDs gives its place to the next CTA in the H100's time", "[models][dispatch]") {
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/red_issue.json"));
+  for (const auto& p : measured["cta_period"])
+    if (p["warps_per_cta"] == 1 && p["reds_per_warp"] == 0 && !p["store_at_end"].get<bool>())
+      CHECK(cta_period_cycles(h100_with({}), false, 1, 0, false).median == Approx(p["period_cycles"].get<double>()).epsilon(0.03));
 }
 
 TEST_CASE("RED probe: a dependent ATOM's round trip and a RED's operands take the H100's time", "[models][memory]") {
