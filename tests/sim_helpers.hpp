@@ -138,6 +138,23 @@ inline std::vector<std::pair<std::uint64_t, std::uint64_t>> branches_of(const st
   return out;
 }
 
+// The name, in a cuobjdump listing of the probes under traces/h100/latency,
+// of the function whose mangled name ends in `mangled_tail` (a probe's
+// anonymous namespace puts a hash in the rest).
+inline std::string probe_function(const std::string& listing_file, const std::string& mangled_tail) {
+  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/" + listing_file);
+  const auto at = listing.find(mangled_tail);
+  if (at == std::string::npos) throw std::invalid_argument("no " + mangled_tail + " in " + listing_file);
+  const auto begin = listing.rfind("Function : ", at) + 11;
+  return listing.substr(begin, at + mangled_tail.size() - begin);
+}
+
+// That function's program.
+inline std::vector<trace::StaticInst> probe_program(const std::string& listing_file, const std::string& mangled_tail) {
+  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/" + listing_file);
+  return trace::parse_sass_function(listing, probe_function(listing_file, mangled_tail));
+}
+
 // The innermost loop (the shortest backward branch and what it jumps over) of
 // `function` in a cuobjdump listing of the probes under traces/h100/latency.
 inline std::vector<trace::StaticInst> innermost_loop(const std::string& listing_file, const std::string& function) {

@@ -4,6 +4,7 @@
 #include <bit>
 #include <fstream>
 #include <functional>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -462,6 +463,61 @@ TEST_CASE("L1: a RED or store holds its warp until acknowledged, or until sent; 
     if (c.kind == Completion::Kind::MembarDone || !when_sent) REQUIRE(t > answered);
 }
 
+TEST_CASE("L1: loads of a line already asked of the L2 wait for its reply, or ask again", "[models][l1]") {
+  reset_simulation_context();
+  L1Params p;
+  const bool wait = GENERATE(false, true);
+  p.wait_on_pending_lines = wait;
+  L1Bench b(p);
+  auto [warps, to_l2, to_sm, replies, stats] = std::tie(b.warps, b.to_l2, b.to_sm, b.replies, b.stats);
+  // Four warps load line 0x4000 (two its whole line, two one word), one warp line 0x8000.
+  auto load = [](std::uint16_t warp, std::uint64_t first, std::uint64_t step) {
+    LsuOp op;
+    op.warp_slot = warp;
+    op.op = trace::OpClass::LoadGlobal;
+    op.active_mask = 0xFFFFFFFF;
+    op.access_bytes = 4;
+    for (int lane = 0; lane < 32; ++lane) op.address[lane] = first + step * lane;
+    return op;
+  };
+  warps.schedule(0, load(0, 0x4000, 4));
+  warps.schedule(0, load(1, 0x4000, 4));
+  warps.schedule(0, load(2, 0x4010, 0));
+  warps.schedule(0, load(3, 0x8000, 4));
+  warps.schedule(0, load(4, 0x4010, 0));
+  warps.start();
+  sc_core::sc_start();  // nothing answers yet
+  REQUIRE(to_l2.received.size() == (wait ? 2u : 5u));
+  REQUIRE(to_sm.received.empty());
+
+  const Cycle answered = 200;
+  for (const auto& [t, request] : to_l2.received) {
+    MemPacket reply = request;
+    reply.kind = MemPacket::Kind::ReadReply;
+    replies.schedule(answered, reply);
+  }
+  replies.start();
+  sc_core::sc_start();
+  // Every warp gets its registers once, when a reply for its line is back.
+  REQUIRE(to_sm.received.size() == 5);
+  std::set<std::uint16_t> answered_warps;
+  for (const auto& [t, c] : to_sm.received) {
+    REQUIRE(t > answered);
+    answered_warps.insert(c.warp_slot);
+  }
+  REQUIRE(answered_warps.size() == 5);
+  auto s = stats.summarize(std::vector<std::uint64_t>(stats.snapshot().size(), 0), stats.snapshot(), 1);
+  REQUIRE(s["l1"]["load_line_misses"].total == (wait ? 2 : 5));
+  REQUIRE(s["l1"]["load_line_pending_hits"].total == (wait ? 3 : 0));
+
+  // Once back, the line is in the L1: a later load hits without asking.
+  warps.schedule(500, load(5, 0x4000, 4));
+  warps.start();
+  sc_core::sc_start();
+  REQUIRE(to_l2.received.size() == (wait ? 2u : 5u));
+  REQUIRE(to_sm.received.size() == 6);
+}
+
 TEST_CASE("L1: RED lanes leave in per-line requests by rounds of distinct words, one L1 access per sector", "[models][l1]") {
   reset_simulation_context();
   L1Params p;
@@ -669,7 +725,7 @@ TEST_CASE("dispatcher: first CTAs after the launch latency, then one per SM per 
   Source<CtaDone> done0("done0");
   done0.out.bind(d.from_sm(0), 1);
   done1.out.bind(d.from_sm(1), 1);
-  d.begin_kernel(5, 2);  // two CTAs fit per SM
+  d.begin_kernel(5, 2, 1);  // two CTAs fit per SM
   done1.schedule(200, CtaDone{});
   done1.start();
   sc_core::sc_start();

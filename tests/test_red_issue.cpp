@@ -20,14 +20,8 @@ struct RedRates {
   double issued = 0, applied = 0;  // REDs per SM cycle, per CTA
 };
 
-// The listing's name for one of the probe's kernels (its namespace's name is a hash).
-std::string probe_function(const std::string& mangled_tail) {
-  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + kListing);
-  const auto at = listing.find(mangled_tail);
-  if (at == std::string::npos) throw std::invalid_argument("no " + mangled_tail + " in the listing");
-  const auto begin = listing.rfind("Function : ", at) + 11;
-  return listing.substr(begin, at + mangled_tail.size() - begin);
-}
+// The listing's name for one of the probe's kernels.
+std::string probe_function(const std::string& mangled_tail) { return testing::probe_function("red_issue.sass", mangled_tail); }
 
 // Part one: `ctas` CTAs of `warps` warps, one an SM; each warp's 64 REDs (or
 // ATOMs, `returns`) of

@@ -1,5 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
 #include "sim/report.hpp"
 #include "sim/run.hpp"
 #include "sim_helpers.hpp"
@@ -157,6 +162,94 @@ TEST_CASE("empty kernels take the H100's launch time", "[sim][dispatch]") {
     std::remove(path.c_str());
     INFO(ctas << " CTAs of " << warps << " warps: model " << run.cycles << ", H100 " << point["median_cycles"].get<double>());
     CHECK(static_cast<double>(run.cycles) == Approx(point["median_cycles"].get<double>()).epsilon(0.05));
+  }
+}
+
+namespace {
+
+// The cta_launch probe (workloads/latency/cta_launch.cu) from its own SASS:
+// `waves` waves of `per_sm` CTAs an SM of `warps` warps whose thread 0 reads
+// the clock and stores it; each SM's CTA starts, in order.
+std::vector<std::vector<Cycle>> cta_starts(const GpuParams& params, std::uint32_t warps, std::uint32_t per_sm, std::uint32_t waves) {
+  const auto program = probe_program("cta_launch.sass", "9cta_startEPxPj");
+  std::size_t first_exit = 0;
+  while (program[first_exit].op != trace::OpClass::Exit) ++first_exit;
+  const std::uint32_t ctas = params.sms * per_sm * waves;
+  auto path = write_program("cta_start", program, ctas, warps, [&](std::uint64_t warp) {
+    std::vector<trace::WarpInst> s;
+    const bool has_thread0 = warp % warps == 0;
+    for (std::size_t i = 0; i < program.size(); ++i) {
+      trace::WarpInst r = record(static_cast<std::uint32_t>(i), i < first_exit ? ~0u : i == first_exit ? (has_thread0 ? ~1u : ~0u) : 1u);
+      if (program[i].op == trace::OpClass::StoreGlobal) r.address[0] = 0x300000000ull + (warp / warps) * 16 + 8 * (i & 1);
+      s.push_back(r);
+      if (program[i].op == trace::OpClass::Exit && (i > first_exit || !has_thread0)) break;
+    }
+    return s;
+  });
+  const KernelRun run = run_one(params, path, false, false, true);
+  std::remove(path.c_str());
+  std::vector<std::vector<Cycle>> by_sm(params.sms);
+  for (const auto& c : run.ctas) by_sm[c.sm].push_back(c.start);
+  for (auto& s : by_sm) std::sort(s.begin(), s.end());
+  return by_sm;
+}
+
+// Over SMs, the median of each SM's median gap between starts [from, to).
+double median_spacing(const std::vector<std::vector<Cycle>>& by_sm, std::size_t from, std::size_t to) {
+  std::vector<double> per_sm;
+  for (const auto& s : by_sm) {
+    REQUIRE(s.size() >= to);
+    std::vector<double> gaps;
+    for (std::size_t i = from + 1; i < to; ++i) gaps.push_back(static_cast<double>(s[i] - s[i - 1]));
+    std::sort(gaps.begin(), gaps.end());
+    per_sm.push_back(gaps[gaps.size() / 2]);
+  }
+  std::sort(per_sm.begin(), per_sm.end());
+  return per_sm[per_sm.size() / 2];
+}
+
+}  // namespace
+
+// The cta_launch probe against the model: tests/atomsim_tests "[cta-launch-table]".
+TEST_CASE("cta_launch probe: every point simulated", "[.][cta-launch-table]") {
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/cta_launch.json"));
+  const auto params = h100_with({});
+  std::printf("| threads | CTAs an SM | H100 spacing | model |\n|---|---|---|---|\n");
+  for (const auto& p : measured["spacing"]) {
+    const std::uint32_t warps = p["threads"].get<std::uint32_t>() / 32, per_sm = p["ctas_per_sm"];
+    std::printf("| %u | %u | %.1f | %.1f |\n", warps * 32, per_sm, p["spacing_cycles"].get<double>(),
+                median_spacing(cta_starts(params, warps, per_sm, 1), 0, per_sm));
+  }
+  std::printf("\n| threads | CTAs an SM | H100 first wave / second wave spacing, first to second | model |\n|---|---|---|---|\n");
+  for (const auto& p : measured["refill"]) {
+    const std::uint32_t warps = p["threads"].get<std::uint32_t>() / 32, per_sm = p["ctas_per_sm"];
+    const auto starts = cta_starts(params, warps, per_sm, 2);
+    std::vector<double> between;
+    for (const auto& s : starts) between.push_back(static_cast<double>(s[per_sm] - s[per_sm - 1]));
+    std::sort(between.begin(), between.end());
+    std::printf("| %u | %u | %.1f / %.1f, %.1f | %.1f / %.1f, %.1f |\n", warps * 32, per_sm,
+                p["first_wave_spacing_cycles"].get<double>(), p["second_wave_spacing_cycles"].get<double>(),
+                p["first_to_second_wave_cycles"].get<double>(), median_spacing(starts, 0, per_sm),
+                median_spacing(starts, per_sm, 2 * per_sm), between[between.size() / 2]);
+  }
+}
+
+// A wave's CTAs start on their SM some tens of cycles apart, more for large
+// CTAs, and a second wave's as closely: the empty kernels' longer time with
+// more CTAs an SM is their completion being counted, not their launch. (A
+// second wave of 8-warp CTAs starts 48 cycles apart against the H100's 31:
+// the first wave's CTAs end further apart in the model.)
+TEST_CASE("CTAs start on their SM as far apart as on the H100, in a first wave and in the next", "[sim][dispatch]") {
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/cta_launch.json"));
+  const auto params = h100_with({});
+  for (const auto& p : measured["refill"]) {
+    const std::uint32_t warps = p["threads"].get<std::uint32_t>() / 32, per_sm = p["ctas_per_sm"];
+    if (warps != 8 && warps != 32) continue;  // an SM filled by 8 CTAs of 8 warps, and by 2 of 32
+    const auto starts = cta_starts(params, warps, per_sm, 2);
+    INFO(warps << " warps a CTA");
+    CHECK(median_spacing(starts, 0, per_sm) == Approx(p["first_wave_spacing_cycles"].get<double>()).epsilon(0.15));
+    if (warps == 32)
+      CHECK(median_spacing(starts, per_sm, 2 * per_sm) == Approx(p["second_wave_spacing_cycles"].get<double>()).epsilon(0.15));
   }
 }
 

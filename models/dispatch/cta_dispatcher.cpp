@@ -1,6 +1,7 @@
 #include "models/dispatch/cta_dispatcher.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace atomsim::model {
 
@@ -16,7 +17,7 @@ std::uint32_t ctas_per_sm(const trace::KernelInfo& kernel, const SmLimits& limit
 
 CtaDispatcher::CtaDispatcher(const sc_core::sc_module_name& name, const DispatchParams& p, std::uint32_t sms,
                              std::uint32_t l1s, StatRegistry& stats)
-    : Unit(name), p_(p), free_slots_(sms), ready_at_(sms) {
+    : Unit(name), p_(p), free_slots_(sms), ready_at_(sms), next_completion_(sms) {
   for (std::uint32_t i = 0; i < sms; ++i) {
     to_sm_.push_back(std::make_unique<OutPort<CtaLaunch>>(*this));
     from_sm_.push_back(std::make_unique<InPort<CtaDone>>(*this, 256));
@@ -26,13 +27,17 @@ CtaDispatcher::CtaDispatcher(const sc_core::sc_module_name& name, const Dispatch
 }
 
 // Called between kernels, outside any evaluation.
-void CtaDispatcher::begin_kernel(std::uint64_t ctas, std::uint32_t per_sm) {
+void CtaDispatcher::begin_kernel(std::uint64_t ctas, std::uint32_t per_sm, std::uint32_t warps_per_cta) {
   total_ = ctas;
   next_cta_ = finished_ = 0;
   end_sent_ = false;
+  launch_interval_ = std::max(p_.cta_launch_interval,
+                              static_cast<Cycle>(std::lround(p_.warp_launch_interval * warps_per_cta)));
   const Cycle first = current_cycle() + p_.launch_latency;
+  counted_until_ = first;
   std::fill(free_slots_.begin(), free_slots_.end(), per_sm);
   std::fill(ready_at_.begin(), ready_at_.end(), first);
+  std::fill(next_completion_.begin(), next_completion_.end(), first);
   wake_at(first);
 }
 
@@ -42,7 +47,7 @@ bool CtaDispatcher::launch_one(std::uint32_t sm, Cycle now) {
   ++next_cta_;
   ++launched_;
   --free_slots_[sm];
-  ready_at_[sm] = now + p_.cta_launch_interval;
+  ready_at_[sm] = now + launch_interval_;
   return true;
 }
 
@@ -55,6 +60,9 @@ void CtaDispatcher::evaluate() {
       in.pop();
       ++finished_;
       ++free_slots_[sm];
+      const Cycle counted = std::max(now, next_completion_[sm]);
+      next_completion_[sm] = counted + p_.cta_completion_interval;
+      counted_until_ = std::max(counted_until_, counted);
     }
     next = std::min(next, in.next_ready());
   }
@@ -67,8 +75,12 @@ void CtaDispatcher::evaluate() {
     for (std::uint32_t sm = 0; sm < to_sm_.size(); ++sm)
       if (free_slots_[sm] > 0 && ready_at_[sm] > now) next = std::min(next, ready_at_[sm]);
   if (finished_ == total_ && !end_sent_) {
-    end_sent_ = true;
-    for (auto& port : kernel_end_) port->try_send(KernelEnd{});
+    if (counted_until_ > now) {
+      next = std::min(next, counted_until_);
+    } else {
+      end_sent_ = true;
+      for (auto& port : kernel_end_) port->try_send(KernelEnd{});
+    }
   }
   if (next != kNever) wake_at(next);
 }

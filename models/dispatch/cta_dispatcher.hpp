@@ -1,6 +1,8 @@
 // Compute work distributor: hands CTAs to SMs as occupancy allows (first a
 // full wave, breadth-first over SMs, then one new CTA per completed CTA) and,
-// once every CTA has finished, tells the memory side that the kernel ended.
+// once every CTA's completion has been counted, tells the memory side that the
+// kernel ended. A finished CTA's place is free as soon as the dispatcher hears
+// of it; counting it towards the kernel's end goes one CTA at a time per SM.
 #pragma once
 
 #include <memory>
@@ -27,12 +29,19 @@ std::uint32_t ctas_per_sm(const trace::KernelInfo& kernel, const SmLimits& limit
 struct DispatchParams {
   Cycle launch_latency = 0;       // kernel launch until the first CTA can be handed out
   Cycle cta_launch_interval = 0;  // an SM takes one new CTA per interval (0: any number at once)
+  double warp_launch_interval = 0;  // or per its warps, if longer
   Cycle cta_done_latency = 1;     // a CTA's last warp retiring until the dispatcher may reuse its place
+  Cycle cta_completion_interval = 0;  // an SM's finished CTAs count towards the kernel's end one per interval
   void declare(ParamBinder b) {
     b.integer("launch_latency", launch_latency, 0, 1000000, "cycles from a kernel's launch to its first CTA dispatch");
-    b.integer("cta_launch_interval", cta_launch_interval, 0, 100000, "cycles between two CTA launches on one SM");
+    b.integer("cta_launch_interval", cta_launch_interval, 0, 100000, "least cycles between two CTA launches on one SM");
+    b.real("warp_launch_interval", warp_launch_interval, 0, 1000,
+           "cycles a CTA's launch takes on its SM per warp it has, where that is longer than cta_launch_interval");
     b.integer("cta_done_latency", cta_done_latency, 1, 100000,
               "cycles from a CTA's last warp retiring to the dispatcher learning that its place on the SM is free");
+    b.integer("cta_completion_interval", cta_completion_interval, 0, 100000,
+              "cycles each finished CTA of an SM takes to count towards the kernel's end, one at a time per SM (its place "
+              "is free without waiting for this)");
   }
 };
 
@@ -44,8 +53,8 @@ class CtaDispatcher : public Unit {
   InPort<CtaDone>& from_sm(std::uint32_t sm) { return *from_sm_[sm]; }
   OutPort<KernelEnd>& kernel_end(std::uint32_t l1) { return *kernel_end_[l1]; }
 
-  void begin_kernel(std::uint64_t ctas, std::uint32_t per_sm);
-  bool kernel_done() const { return finished_ == total_; }
+  void begin_kernel(std::uint64_t ctas, std::uint32_t per_sm, std::uint32_t warps_per_cta);
+  bool kernel_done() const { return end_sent_; }
   std::uint64_t finished() const { return finished_; }
   std::uint64_t total() const { return total_; }
 
@@ -61,6 +70,9 @@ class CtaDispatcher : public Unit {
   std::uint64_t total_ = 0, next_cta_ = 0, finished_ = 0;
   std::vector<std::uint32_t> free_slots_;  // CTAs each SM can still take
   std::vector<Cycle> ready_at_;            // when each SM can take its next CTA
+  std::vector<Cycle> next_completion_;     // the earliest each SM's next finished CTA can be counted
+  Cycle launch_interval_ = 0;              // this kernel's, from its CTAs' size
+  Cycle counted_until_ = 0;                // when the last finished CTA so far is counted
   bool end_sent_ = false;
   std::uint64_t launched_ = 0;
 };

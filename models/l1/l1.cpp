@@ -25,6 +25,8 @@ L1::L1(const sc_core::sc_module_name& name, const L1Params& p, std::uint16_t sm,
   g.add_counter("load_sectors", &load_sectors_, "sectors read by loads");
   g.add_counter("load_line_hits", &load_hits_, "load line lookups that hit");
   g.add_counter("load_line_misses", &load_misses_, "load line lookups that missed");
+  g.add_counter("load_line_pending_hits", &load_pending_hits_,
+                "load line lookups that found their line on its way from the L2 and waited for it (wait_on_pending_lines)");
   g.add_counter("store_sectors", &store_sectors_, "sectors written through to L2");
   g.add_counter("atomic_lane_ops_in", &atomic_lane_ops_in_, "atomic lane operations arriving from warps");
   g.add_counter("atomic_ops_to_l2", &atomic_ops_to_l2_, "atomic operations leaving the L1 for L2");
@@ -116,9 +118,24 @@ void L1::issue_loads(LsuOp& op, std::uint32_t slot, Cycle now) {
   load_sectors_ += scratch_.size();
   Cycle done = pipeline_.occupy(now, std::max<std::size_t>(1, scratch_.size()));
   request_lines(MemPacket::Kind::Read, slot, [&](std::uint64_t line) {
-    bool hit = tags_.access(line);
-    ++(hit ? load_hits_ : load_misses_);
-    return hit;
+    if (tags_.access(line)) {
+      ++load_hits_;
+      return true;
+    }
+    if (!params_.wait_on_pending_lines) {
+      ++load_misses_;
+      return false;
+    }
+    auto [pending, first] = pending_lines_.try_emplace(line);
+    pending->second.push_back(slot);
+    if (first) {
+      ++load_misses_;
+      return false;
+    }
+    // The line's reply completes this slot's share of it (handle_reply).
+    ++load_pending_hits_;
+    ++inflight_[slot].remaining;
+    return true;
   });
   if (inflight_[slot].remaining == 0) complete(slot, done + params_.hit_latency);
 }
@@ -273,6 +290,13 @@ void L1::take_instruction(LsuOp& op, Cycle now) {
 void L1::handle_reply(const MemPacket& reply, Cycle now) {
   if (reply.kind == MemPacket::Kind::ReadReply) {
     tags_.insert(reply.line, false);
+    if (auto pending = pending_lines_.find(reply.line); pending != pending_lines_.end()) {
+      // The slot that asked is among the waiters.
+      for (std::uint32_t slot : pending->second)
+        if (--inflight_[slot].remaining == 0) complete(slot, now + 1);
+      pending_lines_.erase(pending);
+      return;
+    }
   } else {
     --outstanding_writes_;
   }

@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "models/cache/tag_array.hpp"
@@ -36,6 +37,7 @@ struct L1Params {
   bool atomic_buffer = false;
   std::uint32_t atomic_buffer_entries = 64;
   std::string writes_held_until = "acknowledged";
+  bool wait_on_pending_lines = false;
 
   void declare(ParamBinder b) {
     b.integer("capacity_bytes", capacity_bytes, 1024, 1 << 24, "L1 data capacity (the part not used as shared memory)");
@@ -56,6 +58,9 @@ struct L1Params {
              "how long a store or reduction counts against its warp (which cannot retire, nor give its CTA's place to "
              "the next, before): until the L2 acknowledges each of its requests, or until the L1 has sent them all "
              "into the interconnect; a fence waits for the acknowledgements either way");
+    b.boolean("wait_on_pending_lines", wait_on_pending_lines,
+              "a load missing on a line that an earlier load already asked the L2 for waits for that line's reply "
+              "instead of sending a request of its own");
     ParamBinder lab = b.sub("atomic_buffer");
     lab.boolean("enabled", atomic_buffer, "LAB-style combining of reductions in the L1");
     lab.integer("entries", atomic_buffer_entries, 1, 1 << 16, "atomic buffer entries (one word each)");
@@ -134,8 +139,11 @@ class L1 : public Unit {
   const bool writes_complete_when_sent_;
   std::vector<std::uint16_t> membar_waiters_;
   std::vector<std::uint64_t> scratch_;
+  // Lines asked of the L2 by loads and not yet back, each with the in-flight
+  // slots waiting for it (the one that asked first), when loads wait on them.
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> pending_lines_;
 
-  std::uint64_t instructions_ = 0, load_sectors_ = 0, load_hits_ = 0, load_misses_ = 0, store_sectors_ = 0,
+  std::uint64_t instructions_ = 0, load_sectors_ = 0, load_hits_ = 0, load_misses_ = 0, load_pending_hits_ = 0, store_sectors_ = 0,
                 atomic_lane_ops_in_ = 0, atomic_ops_to_l2_ = 0, atomic_packets_to_l2_ = 0, buffered_combines_ = 0,
                 buffer_evictions_ = 0, stall_cycles_ = 0, inflight_level_ = 0, inflight_integral_ = 0;
   Cycle inflight_changed_ = 0;

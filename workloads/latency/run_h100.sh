@@ -5,21 +5,40 @@
 # (shared memory's bank conflicts and atomics, shared_banks.cu), red_issue.json
 # (what limits an SM's REDs and ATOMs, whether a warp's exit waits for them, an
 # ATOM's round trip and how long a RED's operands hold its warp, red_issue.cu),
-# the SASS (to check each chain is what it claims) and the clocks.
-# Usage: workloads/latency/run_h100.sh OUTDIR
+# pending_line.json (an SM's warps loading one line at once, pending_line.cu),
+# cta_launch.json (how fast an SM takes in CTAs of each size, cta_launch.cu),
+# the SASS (to check each chain is what it claims) and the clocks. Names after
+# OUTDIR run those probes only.
+# Usage: workloads/latency/run_h100.sh OUTDIR [PROBE...]
 set -euo pipefail
-out=${1:?usage: run_h100.sh OUTDIR}
+out=${1:?usage: run_h100.sh OUTDIR [PROBE...]}
+shift
+probes=("$@")
+[ ${#probes[@]} -gt 0 ] || probes=(latency loaded load_spread shared_banks red_issue pending_line cta_launch)
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
 # Builds a probe, lists its SASS (to check each chain is what it claims) and runs it.
 probe() {
-  nvcc -O3 -arch=sm_90 -I"$here/../.." -o "$out/$1" "$here/$1.cu"
-  cuobjdump --dump-sass "$out/$1" > "$out/$1.sass"
-  "$out/$1" | tee "$out/$1.json"
+  nvcc -O3 -arch=sm_90 -I"$here/../.." -o "$bin/$1" "$here/$1.cu"
+  cuobjdump --dump-sass "$bin/$1" > "$out/$1.sass"
+  "$bin/$1" | tee "$out/$1.json"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$out/device.txt" 2>&1 || true
-for name in latency loaded load_spread shared_banks red_issue; do probe "$name"; done
+for name in "${probes[@]}"; do probe "$name"; done
+if [[ " ${probes[*]} " == *" pending_line "* ]]; then
+  # The L2's read requests from the L1s for each 32-warp point, a metric a run
+  # so that one the GPU lacks cannot lose the others.
+  for metric in lts__t_requests_srcunit_tex_op_read.sum lts__t_sectors_srcunit_tex_op_read.sum \
+                l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_miss.sum \
+                l1tex__m_xbar2l1tex_read_sectors.sum; do
+    ncu --kernel-name regex:pending_loads --csv --metrics "$metric" "$bin/pending_line" ncu | sed -n '/^"ID"/,$p' |
+      { [ -s "$out/ncu-pending-line.csv" ] && sed 1d || cat; } >> "$out/ncu-pending-line.csv" || true
+  done
+fi
+[[ " ${probes[*]} " == *" shared_banks "* ]] || exit 0
 # Where part five's REDs go: requests and sectors per L2 slice (Nsight Compute).
 ncu --kernel-name regex:red_lines --csv \
   --metrics lts__t_requests_op_red.sum,lts__t_requests_op_red.max,lts__t_requests_op_red.min,lts__t_sectors_op_red.sum,lts__t_sectors_op_red.max,lts__d_atomic_input_cycles_active.max,smsp__inst_executed_op_global_red.sum,l1tex__t_requests_pipe_lsu_mem_global_op_red.sum,gpu__time_duration.sum \
-  "$out/shared_banks" | sed -n '/^"ID"/,$p' > "$out/ncu-red-lines.csv"
+  "$bin/shared_banks" | sed -n '/^"ID"/,$p' > "$out/ncu-red-lines.csv"
