@@ -387,6 +387,25 @@ TEST_CASE("RED probe: a one-warp CTA without REDs gives its place to the next CT
       CHECK(cta_period_cycles(h100_with({}), false, 1, 0, false).median == Approx(p["period_cycles"].get<double>()).epsilon(0.03));
 }
 
+// What an SM has sent ahead of its port (interconnect.request.input_buffer_flits)
+// is fitted on these three rows; the one-word row needs the SMs served in turn
+// at the slice and in the crossbar (with far atomics first, the far SMs'
+// CTAs finished in a third of the time, and the median SM's at 0.37x).
+TEST_CASE("RED probe: CTAs whose REDs crowd the slices, or one word, give their places to the next in the H100's time",
+          "[models][memory]") {
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/red_issue.json"));
+  int checked = 0;
+  for (const auto& p : measured["cta_period"]) {
+    if (p["warps_per_cta"] != 4 || p["reds_per_warp"] < 4) continue;
+    const bool one_word = p["reds"] == "one_word_from_every_sm";
+    const auto model = cta_period_cycles(h100_with({}), one_word, 4, p["reds_per_warp"], false);
+    INFO(p["reds"].get<std::string>() << ", " << p["reds_per_warp"].get<int>() << " REDs: H100 " << p["period_cycles"].get<double>());
+    CHECK(model.median == Approx(p["period_cycles"].get<double>()).epsilon(0.1));
+    ++checked;
+  }
+  REQUIRE(checked == 3);
+}
+
 TEST_CASE("RED probe: a dependent ATOM's round trip and a RED's operands take the H100's time", "[models][memory]") {
   const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/red_issue.json"));
   const auto params = h100_with({});

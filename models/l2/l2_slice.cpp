@@ -225,13 +225,21 @@ void L2Slice::evaluate() {
   for (auto& p : refilled_) accept(p, now, true);
   refilled_.clear();
 
-  // Atomics passed on from the other partition first: they never go further,
-  // so taking them keeps the link between the partitions moving.
-  for (InPort<MemPacket>* input : {&from_other_partition_, &requests_}) {
-    while (input->ready(now) && lookups_.free(now)) {
-      if (!accept(input->front(), now, false)) break;
-      input->pop();
-    }
+  // The SMs' requests and the atomics passed on from the other partition take
+  // turns, so that neither partition's SMs hold the other's back at a slice
+  // both crowd. A head that cannot be taken leaves its turn to the other input.
+  while (lookups_.free(now)) {
+    InPort<MemPacket>* const first = far_turn_ ? &from_other_partition_ : &requests_;
+    InPort<MemPacket>* const second = far_turn_ ? &requests_ : &from_other_partition_;
+    InPort<MemPacket>* taken = nullptr;
+    for (InPort<MemPacket>* input : {first, second})
+      if (input->ready(now) && accept(input->front(), now, false)) {
+        taken = input;
+        break;
+      }
+    if (!taken) break;
+    taken->pop();
+    far_turn_ = taken == &requests_;
   }
   // The next request's lane operations were written by an L1 long ago; fetch
   // them into the host's cache while the other units run.

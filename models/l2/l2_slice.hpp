@@ -141,6 +141,7 @@ class L2Slice : public Unit {
   std::vector<MemPacket> refilled_;  // packets whose line arrived, replayed before new requests
   std::priority_queue<Reply, std::vector<Reply>, std::greater<>> pending_replies_;
   std::uint64_t reply_sequence_ = 0;
+  bool far_turn_ = false;  // whether the other partition's atomics go first next
   AtomicMemory memory_;
 
   std::uint64_t hits_ = 0, misses_ = 0, reads_ = 0, writes_ = 0, atomic_packets_ = 0, atomic_ops_ = 0,
