@@ -71,8 +71,8 @@ class ActiveInputs {
   // no input is always served first; `still_active(id)` says whether to keep each.
   template <class Visit>
   void visit(Visit still_active) {
-    // One place a call: rotating by a growing amount would start from the
-    // triangular numbers' residues only, a few of the inputs.
+    // One place a call, so that each input in turn is first (a growing step
+    // would start only from the residues of its running sum).
     if (ids_.size() > 1) std::rotate(ids_.begin(), ids_.begin() + 1, ids_.end());
     std::size_t kept = 0;
     for (std::size_t i = 0; i < ids_.size(); ++i) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "workloads/common/runner.cuh"
+#include "workloads/latency/probe.cuh"
 
 namespace {
 
@@ -30,11 +31,6 @@ __global__ void cta_start(long long* starts, unsigned* sm_ids) {
   asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
   starts[blockIdx.x] = t;
   sm_ids[blockIdx.x] = sm;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 double median_gap(const long long* starts, std::size_t n) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "workloads/common/runner.cuh"
+#include "workloads/latency/probe.cuh"
 
 namespace {
 
@@ -68,30 +69,12 @@ __global__ void pending_loads(const unsigned* window, unsigned* out, long long* 
 using Kernel = void (*)(const unsigned*, unsigned*, long long*);
 const Kernel kKernels[] = {pending_loads<kLine>, pending_loads<kWord>, pending_loads<kOwn>};
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
-// Dynamic shared memory that lets one CTA of `warps` warps onto an SM and no more.
-int one_cta_per_sm(Kernel kernel, int warps) {
-  int max_shared = 0, dev = 0;
-  WORKLOAD_CHECK(cudaGetDevice(&dev));
-  WORKLOAD_CHECK(cudaDeviceGetAttribute(&max_shared, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
-  const int padding = max_shared / 2 + 1024;
-  WORKLOAD_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, padding));
-  int resident = 0;
-  WORKLOAD_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, 32 * warps, padding));
-  if (resident != 1) atomsim::workload::fail(1, "%d CTAs of %d warps fit an SM, not one", resident, warps);
-  return padding;
-}
-
 struct Point {
   double mean_cycles, last_cycles;
 };
 
 Point measure(Mode mode, int warps, int sms, unsigned* window, std::size_t window_words, unsigned* out, long long* cycles) {
-  const int padding = one_cta_per_sm(kKernels[mode], warps);
+  const int padding = one_cta_per_sm(reinterpret_cast<const void*>(kKernels[mode]), warps, kModeNames[mode]);
   const std::size_t per_launch = std::size_t(sms) * kLinesPerSm * kLineWords;
   std::vector<double> means, lasts;
   std::vector<long long> host(std::size_t(sms) * kMaxWarps);
@@ -138,7 +121,7 @@ int main(int argc, char** argv) {
   WORKLOAD_CHECK(cudaMalloc(&cycles, std::size_t(sms) * kMaxWarps * sizeof(long long)));
   if (ncu_only) {
     for (Mode mode : {kLine, kWord, kOwn}) {
-      const int padding = one_cta_per_sm(kKernels[mode], kMaxWarps);
+      const int padding = one_cta_per_sm(reinterpret_cast<const void*>(kKernels[mode]), kMaxWarps, kModeNames[mode]);
       kKernels[mode]<<<sms, 32 * kMaxWarps, padding>>>(window, out, cycles);
     }
     WORKLOAD_CHECK(cudaDeviceSynchronize());

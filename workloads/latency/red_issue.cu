@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "workloads/common/runner.cuh"
+#include "workloads/latency/probe.cuh"
 
 namespace {
 
@@ -199,22 +200,6 @@ __global__ void operand_hold(unsigned* target, unsigned lanes, long long* cycles
   if (lane == 0) cycles[warp] = (end - start) / kChain;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
-// Lets `kernel` take the dynamic shared memory that leaves room for one CTA
-// of `warps` warps an SM, and checks that one fits and no more.
-bool one_cta_per_sm(const void* kernel, int warps, int padding, const char* part) {
-  WORKLOAD_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, padding));
-  int resident = 0;
-  WORKLOAD_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, 32 * warps, padding));
-  if (resident == 1) return true;
-  std::fprintf(stderr, "red_issue: %d CTAs of part %s fit an SM, not one\n", resident, part);
-  return false;
-}
-
 // The 10th, 50th and 90th percentiles of per-SM spans, each appended to its series.
 void add_percentiles(std::vector<double> spans, std::vector<double>& low, std::vector<double>& mid, std::vector<double>& high) {
   std::sort(spans.begin(), spans.end());
@@ -285,7 +270,6 @@ int main() {
   std::printf("\n  ],\n  \"exit\": [\n");
 
   // Part two: a CTA's shared memory leaves room for no second one on its SM.
-  const int padding = static_cast<int>(prop.sharedMemPerMultiprocessor / 2 + 1024);
   long long* records;
   const int ctas = 2 * sms;
   WORKLOAD_CHECK(cudaMalloc(&records, 3 * ctas * sizeof(long long)));
@@ -300,7 +284,7 @@ int main() {
                                    {false, 1, 4, red_then_exit<4>},  {false, 4, 16, red_then_exit<16>}};
   first = true;
   for (const ExitShape& shape : exit_shapes) {
-    if (!one_cta_per_sm(reinterpret_cast<const void*>(shape.kernel), shape.warps, padding, "two")) return 1;
+    const int padding = one_cta_per_sm(reinterpret_cast<const void*>(shape.kernel), shape.warps, "part two");
     std::vector<double> gaps_per_run, low_gaps_per_run, high_gaps_per_run, to_last_red_per_run;
     atomsim::workload::KernelTimes timer;
     std::vector<long long> host(3 * ctas);
@@ -380,7 +364,7 @@ int main() {
   WORKLOAD_CHECK(cudaMalloc(&ends, ctas * sizeof(long long)));
   first = true;
   for (const PeriodShape& shape : period_shapes) {
-    if (!one_cta_per_sm(reinterpret_cast<const void*>(shape.kernel), shape.warps, padding, "five")) return 1;
+    const int padding = one_cta_per_sm(reinterpret_cast<const void*>(shape.kernel), shape.warps, "part five");
     std::vector<double> low, mid, high;
     std::vector<long long> host(2 * ctas);
     for (int run = 0; run < 8; ++run) {
