@@ -27,9 +27,10 @@ struct MioOp {
   std::uint16_t warp_slot = 0;
   trace::OpClass op = trace::OpClass::Shuffle;
   MioPipe pipe = MioPipe::Shuffle;
-  // Cycles the instruction holds its MIO pipe: for shared memory, 128-byte pieces of register
-  // data (active lanes x bytes each); one for anything else.
-  std::uint8_t wavefronts = 1;
+  // Passes through its MIO pipe: for shared memory its wavefronts (128-byte pieces of register
+  // data, or as the GPU measured them with its banks' conflicts), for MATCH.ANY the distinct
+  // values among its lanes (as measured); one for anything else. A mean where measured.
+  float units = 1;
   std::uint8_t num_dst = 0;
   std::array<std::uint16_t, kMaxDestinations> dst{};
   std::uint8_t write_barrier = trace::ControlBits::kNoBarrier;  // the warp's dependency barrier its completion frees

@@ -46,6 +46,7 @@ compare::SimulatedKernel simulate_here(const compare::MeasuredKernel& k, const G
                                        const SimulateOptions& options) {
   SimulateOptions quiet = options;
   quiet.progress = false;
+  quiet.counters = k.counters.string();
   auto runs = k.trace.empty() ? simulate_microbench(params, {k.params}, quiet)
                               : simulate_trace(params, k.trace.string(), quiet);
   if (runs.at(0).checked && !runs[0].check.passed())
@@ -68,6 +69,7 @@ compare::SimulatedKernel simulate_child(const compare::MeasuredKernel& k, const 
                                    "--json", json.string()};
   for (const auto& o : options.simulate.overrides) args.insert(args.end(), {"--set", o});
   if (options.simulate.profile_instructions) args.push_back("--instructions");
+  if (!k.counters.empty()) args.insert(args.end(), {"--counters", k.counters.string()});
   const int status = bp::system(bp::exe = options.executable, bp::args = args, bp::std_in < bp::null,
                                 bp::std_out > bp::null, bp::std_err > boost::filesystem::path(log.string()));
   if (status != 0) {

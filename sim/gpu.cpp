@@ -174,7 +174,13 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
                                   params_.sm.shared_memory_bytes));
   KernelContext ctx;
   ctx.info = &info;
-  ctx.program = decode_program(info, params_.sm);
+  if (options.counters.empty()) {
+    ctx.program = decode_program(info, params_.sm);
+  } else {
+    trace::KernelInfo costed = info;
+    run.measured_costs = compare::apply_measured_costs(options.counters, costed);
+    ctx.program = decode_program(costed, params_.sm);
+  }
   ctx.open_warp = [&reader, kernel](std::uint64_t warp) { return reader.open_warp(kernel, warp); };
   ctx.flush_atomics_at_barrier = params_.l1.atomic_buffer;
   SmHooks hooks;

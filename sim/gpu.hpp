@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "models/sm/stall.hpp"
 #include "sim/config.hpp"
 #include "sim/engine/stats.hpp"
+#include "tools/compare/measured_costs.hpp"
 #include "traces/reader.hpp"
 
 namespace atomsim {
@@ -39,6 +41,8 @@ struct KernelRun {
   std::map<std::string, std::map<std::string, StatSummary>> stats;
   FunctionalCheck check;
   bool checked = false;
+  // With RunOptions::counters: what the counters pass set on the program.
+  std::optional<compare::MeasuredCosts> measured_costs;
   // With RunOptions::profile_instructions: per instruction of the program,
   // warp-cycles in each state (models/sm/stall.hpp), all SMs together.
   struct InstructionProfile {
@@ -65,6 +69,7 @@ struct RunOptions {
   bool record_ctas = false;
   bool progress = true;
   std::string label;  // shown in progress lines
+  std::string counters;  // a capture's counters.json: measured costs of the kernel's instructions (empty: none)
 };
 
 class Gpu {

@@ -123,6 +123,10 @@ nlohmann::json kernel_json(const KernelRun& run, const GpuParams& params) {
     units[kind] = u;
   }
   k["units"] = units;
+  if (run.measured_costs)
+    k["measured_costs"] = {{"shared_instructions", run.measured_costs->shared_instructions},
+                           {"match_values", run.measured_costs->match_values},
+                           {"match_executions", run.measured_costs->match_executions}};
   if (run.checked) {
     const FunctionalCheck& c = run.check;
     k["functional_check"] = {{"passed", c.passed()},
@@ -185,6 +189,11 @@ void print_kernel_table(std::ostream& out, const KernelRun& run, const GpuParams
                      level("lg_queue", "occupancy"), level("mio_queue", "occupancy"), util("l1", "pipeline_utilization"),
                      util("l2_slice", "lookup_utilization"), util("l2_slice", "rop_utilization"),
                      util("request_network", "output_utilization"), util("dram", "channel_utilization"));
+  if (run.measured_costs)
+    out << fmt::format("  measured costs: {} shared-memory instructions' wavefronts; MATCH.ANY {:.2f} distinct values on average "
+                       "({} executions)\n",
+                       run.measured_costs->shared_instructions, run.measured_costs->match_values,
+                       run.measured_costs->match_executions);
   if (run.checked) {
     const FunctionalCheck& c = run.check;
     out << fmt::format("  atomic memory image: {} ({} addresses, {} of {} lane updates applied, max rel. error {:.2e})\n",

@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/config.hpp"
 #include "sim/gpu.hpp"
 #include "traces/reader.hpp"
@@ -179,8 +181,9 @@ inline trace::WarpInst record(std::uint32_t index, std::uint32_t mask = 0xFFFFFF
 
 // `profile`: warp-cycles per instruction and state in the run's instructions.
 // `record_ctas`: every CTA's span on its SM in the run's ctas.
+// `counters`: a counters pass's output for the kernel (measured instruction costs).
 inline KernelRun run_one(const GpuParams& params, const std::string& path, bool check = true, bool profile = false,
-                         bool record_ctas = false) {
+                         bool record_ctas = false, const std::string& counters = "") {
   trace::TraceReader reader(path);
   Gpu gpu(params);
   RunOptions options;
@@ -188,7 +191,26 @@ inline KernelRun run_one(const GpuParams& params, const std::string& path, bool 
   options.check_atomics = check;
   options.profile_instructions = profile;
   options.record_ctas = record_ctas;
+  options.counters = counters;
   return gpu.run_kernel(reader, 0, options);
+}
+
+// A counters pass's output (counters.json) by which every MATCH.ANY of
+// `program` finds `match_values` distinct values: each counted once, the ADU
+// taking that many passes for each.
+inline std::string counters_with_match_values(const std::string& name, const std::vector<trace::StaticInst>& program,
+                                              float match_values) {
+  nlohmann::json pcs = nlohmann::json::array();
+  double matches = 0;
+  for (const auto& s : program) {
+    const bool match = trace::opcode_base(s.mnemonic) == "MATCH";
+    matches += match;
+    pcs.push_back({{"pc_offset", s.pc}, {"sass", s.mnemonic}, {"warp_instructions", 1}, {"shared_wavefronts", 0}});
+  }
+  nlohmann::json doc = {{"metrics", {{"sm__inst_executed_pipe_adu.sum", matches * match_values}}}, {"pcs", pcs}};
+  const std::string path = temp_trace(name + "-counters.json");
+  std::ofstream(path) << doc.dump();
+  return path;
 }
 
 inline double total(const KernelRun& run, const std::string& kind, const std::string& name) {

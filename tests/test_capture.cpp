@@ -86,7 +86,13 @@ TEST_CASE("Capture: programs that do no CUDA work, crash or are missing fail wit
   auto hang = run_capture("--pass timing --timeout 0.5 --out " + out.string() + " -- /bin/sleep 30");
   REQUIRE(hang.code == 1);
   REQUIRE(hang.err.find("ran past --timeout") != std::string::npos);
-  REQUIRE(run_capture("--pass bogus -- /bin/true").err == "atomsim-capture: unknown pass 'bogus' (timing, stall, count or trace)\n");
+  REQUIRE(run_capture("--pass bogus -- /bin/true").err ==
+          "atomsim-capture: unknown pass 'bogus' (timing, stall, count, trace or counters)\n");
+  // The counters pass profiles the launch a count pass counted, so it needs one.
+  auto counters = run_capture("--pass counters --out " + out.string() + " -- /bin/true");
+  REQUIRE(counters.code == 1);
+  REQUIRE(counters.err == "atomsim-capture: counters pass: " + (out / "count.json").string() +
+                              " not found (run the count pass of the launch first: --pass count,counters)\n");
   // Without the Sanitizer (library not built, or its runtime not installed) the trace pass says so.
   auto trace = run_capture("--pass trace --out " + out.string() + " -- /bin/true");
   REQUIRE(trace.code == 1);

@@ -510,13 +510,14 @@ namespace {
 // warp of `lanes` lanes: the difference between chains of 400 and 200 steps, so
 // that the start (a first miss, the launch) drops out.
 double chain_step_cycles(const GpuParams& params, const std::string& function, const std::vector<std::uint64_t>& pcs,
-                         std::uint32_t lanes = 0xFFFFFFFF) {
+                         std::uint32_t lanes = 0xFFFFFFFF, float match_values = 0) {
   const auto program = trace::parse_sass_function(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.sass"), function);
   std::vector<trace::StaticInst> step;
   for (std::uint64_t pc : pcs)
     for (const auto& s : program)
       if (s.pc == pc) step.push_back(s);
   REQUIRE(step.size() == pcs.size());
+  const std::string counters = match_values > 0 ? counters_with_match_values(function, step, match_values) : "";
   auto warp_cycles = [&](int steps) {
     auto path = write_program(function, step, 1, 1, [&](std::uint64_t) {
       std::vector<trace::WarpInst> s;
@@ -524,14 +525,16 @@ double chain_step_cycles(const GpuParams& params, const std::string& function, c
         for (std::uint32_t k = 0; k < step.size(); ++k) s.push_back(record(k, lanes));
       return s;
     });
-    KernelRun run = run_one(params, path);
+    KernelRun run = run_one(params, path, true, false, false, counters);
     std::remove(path.c_str());
     double cycles = 0;
     for (const auto& [name, stat] : run.stats.at("smsp"))
       if (name.starts_with("stall.")) cycles += stat.total;
     return cycles;
   };
-  return (warp_cycles(400) - warp_cycles(200)) / 200;
+  const double step_cycles = (warp_cycles(400) - warp_cycles(200)) / 200;
+  if (!counters.empty()) std::remove(counters.c_str());
+  return step_cycles;
 }
 }  // namespace
 
@@ -541,8 +544,9 @@ namespace {
 // warp of the CTA, the others idle: a stride of 4 puts them all on one
 // sub-core), from the difference between 40 and 20 trips so that the start drops out.
 double loop_trip_cycles(const GpuParams& params, const std::string& function, std::uint32_t warps, std::uint32_t lanes = 0xFFFFFFFF,
-                        std::uint32_t stride = 1) {
+                        std::uint32_t stride = 1, float match_values = 0) {
   const auto body = innermost_loop("latency.sass", function);
+  const std::string counters = match_values > 0 ? counters_with_match_values(function, body, match_values) : "";
   auto cycles = [&](int trips) {
     auto path = write_program(function, body, 1, warps * stride, [&](std::uint64_t warp) {
       std::vector<trace::WarpInst> s;
@@ -550,11 +554,13 @@ double loop_trip_cycles(const GpuParams& params, const std::string& function, st
         for (std::uint32_t k = 0; k < body.size(); ++k) s.push_back(record(k, lanes));
       return s;
     });
-    KernelRun run = run_one(params, path);
+    KernelRun run = run_one(params, path, true, false, false, counters);
     std::remove(path.c_str());
     return static_cast<double>(run.cycles);
   };
-  return (cycles(40) - cycles(20)) / 20;
+  const double trip = (cycles(40) - cycles(20)) / 20;
+  if (!counters.empty()) std::remove(counters.c_str());
+  return trip;
 }
 
 // Bytes each SM moves per SM cycle when `warps_per_sm` warps (CTAs of
@@ -647,10 +653,29 @@ double chase_cycles_per_load(GpuParams params, bool from_dram, std::optional<std
 // Warp instructions of one kind per SM cycle on a full SM: the loop of one of
 // the latency probe's rate kernels (time_eight_chains: 4 unrolled iterations
 // of 8 chains, 32 steps, each one instruction of the kind measured) run by 32 warps.
-double probe_rate(const GpuParams& params, const std::string& function) {
-  return 32.0 * 32 / loop_trip_cycles(params, function, 32);
+double probe_rate(const GpuParams& params, const std::string& function, float match_values = 0) {
+  return 32.0 * 32 / loop_trip_cycles(params, function, 32, 0xFFFFFFFF, 1, match_values);
 }
 }  // namespace
+
+TEST_CASE("SM: a MATCH.ANY of several values, as a counters pass measures them, takes the H100's step and rate", "[models][sm]") {
+  // The latency probe's chains and rate loops of 2, 8 and 32 distinct values a
+  // match, with the values a capture's counters pass would set on the program.
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.json"));
+  const auto params = h100_with(kOneSm);
+  for (int values : {2, 8, 32}) {
+    const std::string key = "match_values_" + std::to_string(values), n = std::to_string(values);
+    const double step = chain_step_cycles(params, "_Z11match_chainILi" + n + "ELi32EEvPjPxj", {0x00f0, 0x0100}, 0xFFFFFFFF,
+                                          static_cast<float>(values));
+    const double rate = probe_rate(params, "_Z15kind_throughputILi5ELi5ELi" + n + "EEvPjPxj", static_cast<float>(values));
+    const double step_h100 = measured["step_with_add"][key], rate_h100 = measured["per_sm_cycle"][key];
+    INFO(values << " values: step " << step << " against " << step_h100 << ", rate " << rate << " against " << rate_h100);
+    CHECK(std::abs(step - step_h100) <= 0.03 * step_h100);
+    CHECK(std::abs(rate - rate_h100) <= 0.10 * rate_h100);
+  }
+  // Without a measurement a match is taken to find one value: the 32-value chain runs 10x fast.
+  CHECK(chain_step_cycles(params, "_Z11match_chainILi32ELi32EEvPjPxj", {0x00f0, 0x0100}) < 0.1 * 375.63);
+}
 
 TEST_CASE("SM: the latency probe's rates on a full SM, one kind and two mixed, are the H100's", "[models][sm]") {
   // Which instructions share a pipe: BREV with FLO, MATCH with REDUX; SHFL, BREV and MATCH each have their own,

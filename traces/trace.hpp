@@ -83,6 +83,10 @@ struct StaticInst {
   AtomicOp atomic_op = AtomicOp::None;
   DataType atomic_type = DataType::None;
   ControlBits control;
+  // Costs the GPU measured that a trace's records cannot carry, set from a
+  // capture's counters pass (tools/compare/measured_costs.hpp); 0: not measured.
+  float shared_wavefronts = 0;  // shared memory: mean wavefronts an execution took (bank conflicts)
+  float match_values = 0;       // MATCH.ANY: mean distinct values among an execution's lanes
 };
 
 struct Dim3 {

@@ -1,6 +1,7 @@
 #include "models/mio/mio.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace atomsim::model {
 
@@ -21,13 +22,20 @@ Mio::Mio(const sc_core::sc_module_name& name, const MioParams& p, std::uint32_t 
   g.add_busy("bits_utilization", bits_.busy_scaled(), "busy fraction of the bit-manipulation pipe");
 }
 
-RateServer& Mio::pipe_for(MioPipe pipe, Cycle& latency) {
-  switch (pipe) {
-    case MioPipe::Shared: latency = params_.shared_latency; return shared_;
+// An instruction of several passes (a shared access's wavefronts, a match's
+// values) has its result when the last pass is through.
+RateServer& Mio::pipe_for(const MioOp& op, Cycle& latency) {
+  const double more = std::max(0.0, static_cast<double>(op.units) - 1);
+  switch (op.pipe) {
+    case MioPipe::Shared:
+      latency = params_.shared_latency + static_cast<Cycle>(std::ceil(more / params_.shared_per_cycle));
+      return shared_;
     case MioPipe::Sfu: latency = params_.sfu_latency; return sfu_;
     case MioPipe::Bits: latency = params_.bits_latency; return bits_;
     case MioPipe::Redux: latency = params_.redux_latency; return match_;
-    case MioPipe::Match: latency = params_.match_latency; return match_;
+    case MioPipe::Match:
+      latency = params_.match_latency + static_cast<Cycle>(std::lround(more * params_.match_value_latency));
+      return match_;
     case MioPipe::Shuffle: break;
   }
   latency = params_.shuffle_latency;
@@ -57,7 +65,7 @@ void Mio::evaluate() {
       InPort<MioOp>& q = *queues_[subcore];
       if (!q.ready(now)) continue;
       Cycle latency = 0;
-      RateServer& pipe = pipe_for(q.front().pipe, latency);
+      RateServer& pipe = pipe_for(q.front(), latency);
       if (!pipe.free(now)) continue;
       // A shuffle also needs a moment of the match pipe, a cycle after its
       // dispatch: the two share the stage that moves values between lanes.
@@ -75,7 +83,7 @@ void Mio::evaluate() {
         if (!to_sm_.try_send(c, latency - 1)) return;  // woken by the SM's credit
       }
       dispatch_.occupy(now, 1);
-      pipe.occupy(now, op.wavefronts);
+      pipe.occupy(now, 1, op.units);
       if (limit) limit->occupy(now, 1);
       if (shuffle) match_.occupy(now + 1, 1, params_.match_pipe_per_shuffle);
       ++instructions_;
@@ -90,7 +98,7 @@ void Mio::evaluate() {
     const auto& q = queues_[subcore];
     if (q->empty()) continue;
     Cycle latency = 0;
-    Cycle pipe_free = pipe_for(q->front().pipe, latency).free_at();
+    Cycle pipe_free = pipe_for(q->front(), latency).free_at();
     if (RateServer* limit = subcore_limit(subcore, q->front().pipe)) pipe_free = std::max(pipe_free, limit->free_at());
     if (q->front().pipe == MioPipe::Shuffle && params_.match_pipe_per_shuffle > 0)
       pipe_free = std::max(pipe_free, std::max<Cycle>(match_.free_at(), 1) - 1);

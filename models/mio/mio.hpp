@@ -28,6 +28,7 @@ struct MioParams {
   Cycle bits_latency = 20;
   Cycle redux_latency = 40;
   Cycle match_latency = 24;
+  double match_value_latency = 0;
   double matches_per_cycle = 0.5;
   double match_pipe_per_shuffle = 0.25;
   double subcore_shuffles_per_cycle = 1;
@@ -51,6 +52,9 @@ struct MioParams {
     b.real("sfu_per_cycle", sfu_per_cycle, 0.01, 16, "special-function warp instructions per cycle (whole SM)");
     b.integer("shuffle_latency", shuffle_latency, 1, 10000, "cycles from dispatch to a shuffle's result");
     b.integer("match_latency", match_latency, 1, 10000, "cycles from dispatch to a match's (MATCH.ANY, MATCH.ALL) result");
+    b.real("match_value_latency", match_value_latency, 0, 1000,
+           "cycles a MATCH.ANY's result takes for each distinct value among its lanes beyond the first (the pipe, too, "
+           "takes a pass per value)");
     b.integer("shared_latency", shared_latency, 1, 10000, "cycles from dispatch to a shared load's result");
     b.integer("sfu_latency", sfu_latency, 1, 10000, "cycles from dispatch to a special-function result");
     b.real("bits_per_cycle", bits_per_cycle, 0.01, 16,
@@ -70,7 +74,7 @@ class Mio : public Unit {
   void evaluate() override;
 
  private:
-  RateServer& pipe_for(MioPipe pipe, Cycle& latency);
+  RateServer& pipe_for(const MioOp& op, Cycle& latency);
   RateServer* subcore_limit(std::uint32_t subcore, MioPipe pipe);
   const MioParams params_;
   std::vector<std::unique_ptr<InPort<MioOp>>> queues_;

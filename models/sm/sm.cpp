@@ -30,6 +30,7 @@ struct alignas(64) InstTiming {
   bool operands_in_sets = true;  // every register is below RegSet::kLimit
   std::uint8_t shared_bytes_per_lane = 0;  // shared-memory instructions: what each lane moves
   MioPipe mio_pipe = MioPipe::Shuffle;     // MIO instructions: which of the MIO's pipes
+  float measured_mio_units = 0;            // what the GPU measured of MioOp::units (0: not measured)
   std::array<std::uint16_t, 6> src{};
   std::array<std::uint16_t, kMaxDestinations> dst{};
   std::uint16_t latency = 1;
@@ -573,8 +574,10 @@ class Sm::Subcore {
         op.pipe = tm.mio_pipe;
         op.num_dst = tm.num_dst;
         op.dst = tm.dst;
-        if (tm.shared_bytes_per_lane > 0)
-          op.wavefronts = static_cast<std::uint8_t>(std::max(1u, (lanes * tm.shared_bytes_per_lane + 127) / 128));
+        if (tm.measured_mio_units > 0)
+          op.units = tm.measured_mio_units;
+        else if (tm.shared_bytes_per_lane > 0)
+          op.units = static_cast<float>(std::max(1u, (lanes * tm.shared_bytes_per_lane + 127) / 128));
         if (tm.control_bits) op.write_barrier = hold_write_barrier(w, tm, false);
         else for (int i = 0; i < tm.num_dst; ++i) w.scoreboard.set(Scoreboard::ShortWrite, tm.dst[i]);
         QueuedInstruction& q = mio_queue_.emplace_back();  // issue checked that there is room
@@ -693,6 +696,7 @@ std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams
       t.num_dst = static_cast<std::uint8_t>(std::max<int>(t.num_dst, registers));
     }
     if (s.op == OpClass::Shared) t.shared_bytes_per_lane = trace::access_width(s.mnemonic);
+    t.measured_mio_units = s.op == OpClass::Shared ? s.shared_wavefronts : s.match_values;
     for (int i = 0; i < s.num_src; ++i) t.src_set.add(t.src[i]), t.operands_in_sets &= t.src[i] < RegSet::kLimit;
     for (int i = 0; i < s.num_dst; ++i) t.dst_set.add(t.dst[i]), t.operands_in_sets &= t.dst[i] < RegSet::kLimit;
     auto pipe = [&](PipeIndex i, const PipeParams& pp) { t.route = Route::Pipe; t.pipe = i; t.latency = pp.latency; };

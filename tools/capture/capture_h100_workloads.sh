@@ -6,10 +6,14 @@
 #   measure  the runner's own timed and checked result (LABEL/native.json: CUDA
 #            events, warm-up, medians) and the timing and stall passes
 #            (LABEL/timing.json, LABEL/stall.json) of the same arguments;
-#   trace    the count and trace passes of the second launch of the kernel
-#            (LABEL/trace/: count.json, trace.atr, trace.json), two more count
-#            passes where the kernel depends on timing (count-again-N.json),
-#            and the faithfulness check (trace/faithfulness.json);
+#   trace    the count, trace and counters passes of the second launch of the
+#            kernel (LABEL/trace/: count.json, trace.atr, trace.json,
+#            counters.json), two more count passes where the kernel depends on
+#            timing (count-again-N.json), and the faithfulness check
+#            (trace/faithfulness.json);
+#   counters the counters pass alone, into a folder traced before it existed
+#            (LABEL/trace/counters.json: Nsight Compute's ADU passes and shared
+#            wavefronts of the launch trace/count.json counted);
 #   compare  `atomsim compare` of each kernel as soon as it is traced, while the
 #            next one is captured (LABEL/compare.{txt,json}: a result survives a
 #            run cut short), then the table of all of them, variants against
@@ -170,8 +174,11 @@ for entry in "${kernels[@]}"; do
     fi
     run_capture "$name" "$out" timing,stall "$runner" $args $(launches $runner measure) || continue
   fi
+  if [[ $phases == *,counters,* ]]; then
+    run_capture "$name" "$out/trace" counters "$runner" $args $(launches $runner trace) || continue
+  fi
   if [[ $phases == *,trace,* ]]; then
-    run_capture "$name" "$out/trace" count,trace "$runner" $args $(launches $runner trace) || continue
+    run_capture "$name" "$out/trace" count,trace,counters "$runner" $args $(launches $runner trace) || continue
     again=()
     if [[ $name =~ $timing_dependent ]]; then
       for n in 1 2; do

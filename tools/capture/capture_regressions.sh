@@ -3,7 +3,7 @@
 #  - divergence/KERNEL: trace and count passes of each kernel of
 #    workloads/divergence (warps diverging the ways real kernels do), for the
 #    faithfulness check (tools/capture/check_traces.sh DEST/divergence);
-#  - pytorch/scatter-add-PATTERN: all four passes of the library kernel of a
+#  - pytorch/scatter-add-PATTERN: all five passes of the library kernel of a
 #    PyTorch program (workloads/pytorch/scatter_add.py, 2^20 elements), the 6th launch, with
 #    each pass's wall time in DEST/pytorch/times.txt (the modules' SASS listings, 60 MB for PyTorch's, are not kept).
 # CAPTURE_DIR holds atomsim-capture and its libraries (a build folder or an
@@ -38,7 +38,7 @@ for pattern in random sorted few; do
   out=$dest/pytorch/scatter-add-$pattern
   program=(python3 "$root/workloads/pytorch/scatter_add.py" --pattern "$pattern" --elements 1048576)
   # timing and stall of the launch configuration; count then trace of the same launch (the join uses the counts)
-  for run in "timing,stall $out" "count,trace $out/trace"; do
+  for run in "timing,stall $out" "count,trace,counters $out/trace"; do
     read -r passes where <<<"$run"
     mkdir -p "$where"
     if "$capture" --pass "$passes" --kernel scatter_gather --launch 5 --timeout 300 --out "$where" -- "${program[@]}" \

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "tools/capture/counters_pass.hpp"
 #include "tools/capture/outputs.hpp"
 #include "tools/capture/settings.hpp"
 
@@ -147,6 +148,14 @@ void disassemble_cubins(const fs::path& out, const nlohmann::json& doc) {
 
 void capture(const Options& o, Pass pass) {
   const char* name = pass_name(pass);
+  if (pass == Pass::Counters) {
+    const auto start = std::chrono::steady_clock::now();
+    capture_counters({.out = o.out, .timeout_s = o.timeout_s, .program = o.program});
+    std::cerr << "atomsim-capture: counters pass -> " << result_path(o.out, name).string() << " (" << std::fixed
+              << std::setprecision(1) << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+              << " s)\n";
+    return;
+  }
   fs::path lib = library_for(pass);
   Options run_options = o;
   if (pass == Pass::Trace) run_options.sanitizer_library = sanitizer_library();
@@ -204,10 +213,10 @@ int main(int argc, char** argv) {
 
   CLI::App app{"Capture launches, stall samples or instruction counts of an unmodified CUDA program.\n"
                "usage: atomsim-capture [options] -- ./app args..."};
-  app.add_option("--pass", o.passes, "passes, each its own run of the program: timing, stall, count, trace")
+  app.add_option("--pass", o.passes, "passes, each its own run of the program: timing, stall, count, trace, counters (under Nsight Compute)")
       ->delimiter(',');
   app.add_option("--out", o.out, "output folder")->capture_default_str();
-  app.add_option("--kernel", o.kernel, "regular expression a kernel's name must match (stall, count)");
+  app.add_option("--kernel", o.kernel, "regular expression a kernel's name must match (stall, count, trace)");
   app.add_option("--launch", o.launch, "index among the launches that match --kernel (default: all)");
   app.add_option("--sampling-period", o.sampling_period, "PC sampling: one sample per 2^N cycles")
       ->check(CLI::Range(5, 31))->capture_default_str();
@@ -223,12 +232,13 @@ int main(int argc, char** argv) {
   }
   try {
     if (o.program.empty()) throw CaptureError("no program given: atomsim-capture [options] -- ./app args...");
-    // The count pass runs before the trace pass of the same invocation: the
-    // trace's warp join uses its counts where observations leave a loop's
-    // trip count open.
+    // The count pass runs before the trace and counters passes of the same
+    // invocation: the trace's warp join uses its counts where observations
+    // leave a loop's trip count open, and the counters pass finds the launch
+    // the count pass counted.
     std::vector<Pass> passes;
     for (const auto& p : o.passes) passes.push_back(pass_from_name(p));
-    std::stable_partition(passes.begin(), passes.end(), [](Pass p) { return p != Pass::Trace; });
+    std::stable_partition(passes.begin(), passes.end(), [](Pass p) { return p != Pass::Trace && p != Pass::Counters; });
     for (Pass p : passes) {
       Options run = o;
       if (p == Pass::Trace && std::find(passes.begin(), passes.end(), Pass::Count) != passes.end())

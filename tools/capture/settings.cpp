@@ -15,14 +15,15 @@ const char* pass_name(Pass pass) {
     case Pass::Stall: return "stall";
     case Pass::Count: return "count";
     case Pass::Trace: return "trace";
+    case Pass::Counters: return "counters";
   }
   return "?";
 }
 
 Pass pass_from_name(const std::string& name) {
-  for (Pass p : {Pass::Timing, Pass::Stall, Pass::Count, Pass::Trace})
+  for (Pass p : {Pass::Timing, Pass::Stall, Pass::Count, Pass::Trace, Pass::Counters})
     if (name == pass_name(p)) return p;
-  throw CaptureError("unknown pass '" + name + "' (timing, stall, count or trace)");
+  throw CaptureError("unknown pass '" + name + "' (timing, stall, count, trace or counters)");
 }
 
 namespace {

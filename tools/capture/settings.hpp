@@ -15,7 +15,7 @@ struct CaptureError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Pass { Timing, Stall, Count, Trace };
+enum class Pass { Timing, Stall, Count, Trace, Counters };
 
 const char* pass_name(Pass pass);
 Pass pass_from_name(const std::string& name);  // throws CaptureError

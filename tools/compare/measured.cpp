@@ -149,6 +149,7 @@ MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string&
   k.id = id;
   k.trace = dir / "trace" / "trace.atr";
   if (need_trace && !std::filesystem::exists(k.trace)) throw DatasetError(k.trace.string() + ": no trace (capture --pass count,trace into DIR/trace)");
+  if (std::filesystem::exists(dir / "trace" / "counters.json")) k.counters = dir / "trace" / "counters.json";
   const auto capture_path = dir / "trace" / "trace.json";
   const auto capture_doc = read_json(capture_path);
   const auto& traced = only_kernel(capture_doc, capture_path);

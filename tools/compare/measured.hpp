@@ -23,6 +23,7 @@ struct MeasuredKernel {
   std::string id;
   workloads::MicrobenchParams params;   // what the generator needs to build the same kernel
   std::filesystem::path trace;          // captured kernels: the trace to simulate (its kernel 0)
+  std::filesystem::path counters;       // captured kernels: the traced launch's counters pass, if taken
   std::string baseline;                 // captured kernels: id of the kernel its speedup is over, if any
   double time_ns = 0;                   // median GPU duration of the timed launches
   std::uint32_t timed_launches = 0;

@@ -7,6 +7,8 @@
 # ATOM's round trip and how long a RED's operands hold its warp, red_issue.cu),
 # pending_line.json (an SM's warps loading one line at once, pending_line.cu),
 # cta_launch.json (how fast an SM takes in CTAs of each size, cta_launch.cu),
+# ncu-match.csv (with latency: the ADU instructions Nsight Compute counts for a
+# MATCH.ANY of 1, 2, 8 and 32 distinct values),
 # the SASS (to check each chain is what it claims) and the clocks. Names after
 # OUTDIR run those probes only.
 # Usage: workloads/latency/run_h100.sh OUTDIR [PROBE...]
@@ -36,6 +38,15 @@ if [[ " ${probes[*]} " == *" pending_line "* ]]; then
     ncu --kernel-name regex:pending_loads --csv --metrics "$metric" "$bin/pending_line" ncu | sed -n '/^"ID"/,$p' |
       { [ -s "$out/ncu-pending-line.csv" ] && sed 1d || cat; } >> "$out/ncu-pending-line.csv" || true
   done
+fi
+if [[ " ${probes[*]} " == *" latency "* ]]; then
+  # What Nsight Compute counts of MATCH.ANY of 1, 2, 8 and 32 distinct values (the
+  # chains of one warp and the rate loops of 32): the ADU's instructions, the first
+  # launch of each kernel.
+  ncu --kernel-name-base mangled --kernel-name regex:'match_chainILi[0-9]+ELi32E|kind_throughputILi5ELi5E' --launch-count 400 \
+    --csv --metrics sm__inst_executed_pipe_adu.sum,smsp__inst_executed.sum,sm__mio_pq_read_cycles_active_pipe_adu.sum \
+    "$bin/latency" | sed -n '/^"ID"/,$p' |
+    awk -F'","' 'NR == 1 || !seen[$5 FS $(NF-2)]++' > "$out/ncu-match.csv" || true
 fi
 [[ " ${probes[*]} " == *" shared_banks "* ]] || exit 0
 # Where part five's REDs go: requests and sectors per L2 slice (Nsight Compute).

@@ -1,0 +1,134 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "sim_helpers.hpp"
+#include "tools/capture/counters_document.hpp"
+#include "tools/capture/settings.hpp"
+#include "tools/compare/measured.hpp"
+#include "tools/compare/measured_costs.hpp"
+#include "traces/sass.hpp"
+
+using namespace atomsim;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Nsight Compute's two CSV pages as `ncu --import R --csv --page details|source
+// --print-source sass` print them, cut to the columns the counters pass reads
+// and a few the pages have beside them.
+const char* kDetails =
+    "\"ID\",\"Process ID\",\"Kernel Name\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+    "\"0\",\"7\",\"_Z1kv\",\"Command line profiler metrics\",\"l1tex__data_pipe_lsu_wavefronts_mem_shared.sum\",\"\",\"3,056,675\"\n"
+    "\"0\",\"7\",\"_Z1kv\",\"Command line profiler metrics\",\"sm__cycles_elapsed.max\",\"cycle\",\"263,584\"\n"
+    "\"0\",\"7\",\"_Z1kv\",\"Command line profiler metrics\",\"sm__inst_executed_pipe_adu.sum\",\"\",\"5,076,247\"\n"
+    "\"0\",\"7\",\"_Z1kv\",\"Command line profiler metrics\",\"smsp__inst_executed.sum\",\"inst\",\"20,178,728\"\n"
+    "\"0\",\"7\",\"_Z1kv\",\"Source Counters\",\"Branch Instructions\",\"inst\",\"1,061,474\"\n";
+
+const char* kSource =
+    "\"Kernel Name\",\"_Z1kv\"\n"
+    "\"Address\",\"Source\",\"# Samples\",\"Instructions Executed\",\"L1 Wavefronts Shared\",\"L1 Wavefronts Shared Ideal\"\n"
+    "\"0x7feb00001000\",\"      LDS R4, [R7]\",\"3\",\"163,840\",\"517,734\",\"163,840\"\n"
+    "\"0x7feb00001010\",\"      MATCH.ANY R5, R26\",\"0\",\"163,840\",\"0\",\"0\"\n"
+    "\"0x7feb00001020\",\"@!P0  BAR.SYNC.DEFER_BLOCKING 0x0\",\"1\",\"32,784\",\"0\",\"0\"\n"
+    "\"0x7feb00001030\",\"      LDC.64 R2, c[0x0][0x210]\",\"0\",\"45,073\",\"0\",\"0\"\n"
+    "\"0x7feb00001040\",\"      STS [R4], RZ\",\"0\",\"0\",\"0\",\"0\"\n";
+
+// The program the pages describe, as a trace lists it.
+trace::KernelInfo program() {
+  trace::KernelInfo k;
+  k.name = "_Z1kv";
+  for (const char* text : {"LDS R4, [R7]", "MATCH.ANY R5, R26", "BAR.SYNC.DEFER_BLOCKING 0x0", "LDC.64 R2, c[0x0][0x210]",
+                           "STS [R4], RZ"})
+    k.program.push_back(trace::parse_sass_instruction(text, 16 * k.program.size()));
+  return k;
+}
+
+fs::path write_counters(const std::string& name, const nlohmann::json& doc) {
+  fs::path path = testing::temp_trace(name + "-counters.json");
+  std::ofstream(path) << doc.dump();
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("Counters pass: Nsight Compute's pages become counters.json", "[capture][counters]") {
+  REQUIRE(capture::split_csv_record("\"a,b\",c,\"d \"\"e\"\"\",") == std::vector<std::string>{"a,b", "c", "d \"e\"", ""});
+  const auto doc = capture::counters_document(kDetails, kSource);
+  REQUIRE(doc["kernel"] == "_Z1kv");
+  REQUIRE(doc["metrics"]["sm__inst_executed_pipe_adu.sum"].get<double>() == 5076247);
+  REQUIRE(doc["metrics"].size() == capture::counter_metrics().size());
+  // Never-executed instructions are left out; offsets from the function's first instruction; guards dropped.
+  REQUIRE(doc["pcs"].size() == 4);
+  REQUIRE(doc["pcs"][0]["pc_offset"] == 0);
+  REQUIRE(doc["pcs"][0]["shared_wavefronts"].get<double>() == 517734);
+  REQUIRE(doc["pcs"][2]["pc_offset"] == 0x20);
+  REQUIRE(doc["pcs"][2]["sass"] == "BAR.SYNC.DEFER_BLOCKING 0x0");
+
+  const auto failure = [](const std::string& details, const std::string& source) {
+    try {
+      capture::counters_document(details, source);
+    } catch (const capture::CaptureError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string no_adu = kDetails;
+  no_adu.erase(no_adu.find("\"0\",\"7\",\"_Z1kv\",\"Command line profiler metrics\",\"sm__inst_executed_pipe_adu"));
+  REQUIRE(failure(no_adu, kSource) == "counters pass: Nsight Compute reported no sm__inst_executed_pipe_adu.sum");
+  REQUIRE(failure(kDetails, "\"Kernel Name\",\"k\"\n") == "counters pass: Nsight Compute's source page has no table");
+  std::string renamed = kSource;
+  renamed.replace(renamed.find("L1 Wavefronts Shared\""), 21, "Shared Wavefronts\"");
+  REQUIRE(failure(kDetails, renamed) == "counters pass: Nsight Compute's source page lacks 'L1 Wavefronts Shared'");
+}
+
+TEST_CASE("Measured costs: shared wavefronts per instruction, a MATCH's values from the ADU's count", "[compare][counters]") {
+  const auto doc = capture::counters_document(kDetails, kSource);
+  const fs::path path = write_counters("costs", doc);
+  trace::KernelInfo k = program();
+  const auto costs = compare::apply_measured_costs(path, k);
+  REQUIRE(costs.shared_instructions == 1);
+  REQUIRE(k.program[0].shared_wavefronts == Approx(517734.0 / 163840));
+  REQUIRE(k.program[4].shared_wavefronts == 0);  // never executed: no measurement
+  // The ADU's passes less the barriers' and constant loads', over the matches.
+  REQUIRE(costs.match_executions == 163840);
+  REQUIRE(costs.match_values == Approx((5076247.0 - 32784 - 45073) / 163840));
+  REQUIRE(k.program[1].match_values == Approx(costs.match_values));
+  REQUIRE(k.program[0].match_values == 0);
+
+  // Fewer ADU passes than matches cannot be: a match takes at least one.
+  auto few = doc;
+  few["metrics"]["sm__inst_executed_pipe_adu.sum"] = 1000;
+  trace::KernelInfo again = program();
+  REQUIRE(compare::apply_measured_costs(write_counters("few", few), again).match_values == 1);
+  fs::remove(path);
+}
+
+TEST_CASE("Measured costs: counters of another program or a damaged file fail with one line", "[compare][counters][errors]") {
+  const auto doc = capture::counters_document(kDetails, kSource);
+  const auto error_of = [](const nlohmann::json& d, const std::string& name) {
+    const fs::path path = write_counters(name, d);
+    trace::KernelInfo k = program();
+    std::string what = "no error";
+    try {
+      compare::apply_measured_costs(path, k);
+    } catch (const compare::DatasetError& e) {
+      what = e.what();
+    }
+    fs::remove(path);
+    return what;
+  };
+  auto moved = doc;
+  moved["pcs"][1]["pc_offset"] = 0x400;
+  CHECK_THAT(error_of(moved, "moved"), Catch::Contains("pc 0x400 is not an instruction of the trace's kernel '_Z1kv'"));
+  auto other = doc;
+  other["pcs"][1]["sass"] = "SHFL.IDX PT, R22, R4, R5, 0x1f";
+  CHECK_THAT(error_of(other, "other"), Catch::Contains("pc 0x10 is SHFL there but MATCH in the trace: another program"));
+  auto missing = doc;
+  missing["pcs"][0].erase("shared_wavefronts");
+  CHECK_THAT(error_of(missing, "missing"), Catch::Contains("pc 0x0 lacks the number 'shared_wavefronts'"));
+  CHECK_THAT(error_of(nlohmann::json::object({{"pcs", 1}}), "shape"), Catch::Contains("not a counters pass's output"));
+}

@@ -1,0 +1,23 @@
+// counters.json from Nsight Compute's CSV pages of one profiled launch: kept
+// apart from running ncu so that it is tested without a GPU.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace atomsim::capture {
+
+// Kernel-level metrics the counters pass asks for.
+const std::vector<std::string>& counter_metrics();
+
+// One CSV record (RFC 4180 quoting) split into fields.
+std::vector<std::string> split_csv_record(const std::string& line);
+
+// {"kernel", "metrics": {name: value}, "pcs": [{"pc_offset", "sass", "warp_instructions",
+// "shared_wavefronts", "shared_wavefronts_ideal"}]} from `ncu --csv --page details`
+// and `--page source --print-source sass` of one launch; pcs never executed are
+// left out. Throws CaptureError naming what is missing.
+nlohmann::json counters_document(const std::string& details_csv, const std::string& source_csv);
+
+}  // namespace atomsim::capture

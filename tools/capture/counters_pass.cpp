@@ -1,0 +1,120 @@
+#include "tools/capture/counters_pass.hpp"
+
+#include <boost/process.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tools/capture/counters_document.hpp"
+#include "tools/capture/document.hpp"
+#include "tools/capture/outputs.hpp"
+#include "tools/capture/settings.hpp"
+
+namespace fs = std::filesystem;
+namespace bp = boost::process;
+
+namespace atomsim::capture {
+
+namespace {
+
+// Nsight Compute from CUDA_HOME, PATH, or the toolkit beside nvcc's usual place.
+fs::path find_ncu() {
+  if (const char* home = std::getenv("CUDA_HOME"))
+    if (fs::exists(fs::path(home) / "bin" / "ncu")) return fs::path(home) / "bin" / "ncu";
+  auto found = bp::search_path("ncu");
+  if (!found.empty()) return found.string();
+  if (fs::exists("/usr/local/cuda/bin/ncu")) return "/usr/local/cuda/bin/ncu";
+  throw CaptureError("counters pass: Nsight Compute (ncu) not found (looked under CUDA_HOME, PATH and /usr/local/cuda)");
+}
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs ncu with `args`, its output to `stdout_file`; throws with ncu's last error line on failure.
+void run_ncu(const fs::path& ncu, const std::vector<std::string>& args, const fs::path& stdout_file,
+             const fs::path& stderr_file, double timeout_s) {
+  bp::child child(ncu.string(), bp::args = args, bp::std_in < bp::null, bp::std_out > stdout_file.string(),
+                  bp::std_err > stderr_file.string());
+  if (timeout_s > 0) {
+    if (!child.wait_for(std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000)))) {
+      child.terminate();
+      throw CaptureError("counters pass: the program ran past --timeout " + std::to_string(timeout_s) +
+                         " s under Nsight Compute and was killed");
+    }
+  } else {
+    child.wait();
+  }
+  if (child.exit_code() != 0) {
+    std::string last, line;
+    for (std::istringstream in(read_all(stderr_file) + read_all(stdout_file)); std::getline(in, line);)
+      if (line.find("ERROR") != std::string::npos) last = line;
+    throw CaptureError("counters pass: Nsight Compute failed (exit status " + std::to_string(child.exit_code()) +
+                       ")" + (last.empty() ? "" : ": " + last));
+  }
+}
+
+struct CountedLaunch {
+  std::uint64_t ordinal = 0;
+  std::string mangled;
+};
+
+CountedLaunch counted_launch(const fs::path& out) {
+  const fs::path count = result_path(out, "count");
+  if (!fs::exists(stored_document(count)))
+    throw CaptureError("counters pass: " + count.string() + " not found (run the count pass of the launch first: --pass count,counters)");
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(read_document(count));
+  } catch (const std::exception& e) {
+    throw CaptureError("counters pass: " + count.string() + ": " + e.what());
+  }
+  const auto kernels = doc.value("kernels", nlohmann::json::array());
+  if (kernels.size() != 1 || !kernels[0].contains("launch") || !kernels[0].contains("mangled"))
+    throw CaptureError("counters pass: " + count.string() + " counted " + std::to_string(kernels.size()) +
+                       " launches; the counters pass takes one (--launch)");
+  return {kernels[0].at("launch").get<std::uint64_t>(), kernels[0].at("mangled").get<std::string>()};
+}
+
+}  // namespace
+
+void capture_counters(const CountersRequest& r) {
+  const CountedLaunch launch = counted_launch(r.out);
+  const fs::path ncu = find_ncu();
+  fs::create_directories(r.out);
+  const fs::path report = r.out / "counters.partial.ncu-rep", details = r.out / "counters.details.partial",
+                 source = r.out / "counters.source.partial", log = r.out / "counters.log.partial";
+  struct Cleanup {
+    std::vector<fs::path> files;
+    ~Cleanup() {
+      for (const auto& f : files) fs::remove(f);
+    }
+  } cleanup{{report, details, source, log}};
+  fs::remove(result_path(r.out, "counters"));
+
+  std::string metrics;
+  for (const auto& m : counter_metrics()) metrics += (metrics.empty() ? "" : ",") + m;
+  std::vector<std::string> profile = {"--export", report.string(), "--force-overwrite", "--section", "SourceCounters",
+                                      "--metrics", metrics, "--target-processes", "all", "--launch-count", "1",
+                                      "--launch-skip", std::to_string(launch.ordinal)};
+  profile.insert(profile.end(), r.program.begin(), r.program.end());
+  run_ncu(ncu, profile, log, log.string() + ".err", r.timeout_s);
+  fs::remove(log.string() + ".err");
+  if (!fs::exists(report))
+    throw CaptureError("counters pass: Nsight Compute profiled no launch at the counted place " + std::to_string(launch.ordinal));
+  run_ncu(ncu, {"--import", report.string(), "--csv", "--page", "details", "--print-kernel-base", "mangled"}, details, log, 0);
+  run_ncu(ncu, {"--import", report.string(), "--csv", "--page", "source", "--print-source", "sass"}, source, log, 0);
+  nlohmann::json doc = counters_document(read_all(details), read_all(source));
+  if (doc.value("kernel", "") != launch.mangled)
+    throw CaptureError("counters pass: launch " + std::to_string(launch.ordinal) + " under Nsight Compute is " +
+                       doc.value("kernel", "?") + ", not the counted " + launch.mangled);
+  doc["launch"] = launch.ordinal;
+  write_json_atomically(result_path(r.out, "counters"), doc);
+}
+
+}  // namespace atomsim::capture
