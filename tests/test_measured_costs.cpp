@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -81,8 +82,17 @@ TEST_CASE("Counters pass: Nsight Compute's pages become counters.json", "[captur
   REQUIRE(failure(no_adu, kSource) == "counters pass: Nsight Compute reported no sm__inst_executed_pipe_adu.sum");
   REQUIRE(failure(kDetails, "\"Kernel Name\",\"k\"\n") == "counters pass: Nsight Compute's source page has no table");
   std::string renamed = kSource;
-  renamed.replace(renamed.find("L1 Wavefronts Shared\""), 21, "Shared Wavefronts\"");
-  REQUIRE(failure(kDetails, renamed) == "counters pass: Nsight Compute's source page lacks 'L1 Wavefronts Shared'");
+  renamed.replace(renamed.find("Instructions Executed"), 21, "Executed");
+  REQUIRE(failure(kDetails, renamed) == "counters pass: Nsight Compute's source page lacks 'Instructions Executed'");
+  std::string bad = kSource;
+  bad.replace(bad.find("517,734"), 7, "many");
+  REQUIRE(failure(kDetails, bad) == "counters pass: shared wavefronts at 0x7feb00001000 is 'many', not a number");
+  // A kernel without shared memory: the page has no wavefront columns.
+  const std::string no_shared =
+      "\"Address\",\"Source\",\"Instructions Executed\"\n\"0x100\",\"MATCH.ANY R5, R26\",\"64\"\n";
+  const auto plain = capture::counters_document(kDetails, no_shared);
+  REQUIRE(plain["pcs"].size() == 1);
+  REQUIRE(plain["pcs"][0]["shared_wavefronts"] == 0);
 }
 
 TEST_CASE("Measured costs: shared wavefronts per instruction, a MATCH's values from the ADU's count", "[compare][counters]") {
@@ -131,4 +141,21 @@ TEST_CASE("Measured costs: counters of another program or a damaged file fail wi
   missing["pcs"][0].erase("shared_wavefronts");
   CHECK_THAT(error_of(missing, "missing"), Catch::Contains("pc 0x0 lacks the number 'shared_wavefronts'"));
   CHECK_THAT(error_of(nlohmann::json::object({{"pcs", 1}}), "shape"), Catch::Contains("not a counters pass's output"));
+}
+
+TEST_CASE("Measured costs: the H100's sort scatter matches the distinct digits random keys have", "[compare][counters]") {
+  // 32 lanes each holding a uniformly random 8-bit digit hold 256 (1 - (255/256)^32) = 30.19
+  // distinct values on average: what the counters pass's ADU count says of the
+  // scatter's ranking matches, within 2%, though nothing in it knows the keys.
+  const fs::path dir = fs::path(ATOMSIM_SOURCE_DIR) / "traces/h100/workloads/sort/keys/scatter/trace";
+  trace::KernelInfo k = trace::TraceReader((dir / "trace.atr").string()).kernel(0);
+  const auto costs = compare::apply_measured_costs(dir / "counters.json", k);
+  const double expected = 256 * (1 - std::pow(255.0 / 256, 32));
+  CHECK(costs.match_executions == 163840);
+  CHECK(std::abs(costs.match_values - expected) <= 0.02 * expected);
+  // Its scatter's loads of random digits' counters and bases: about 3.2 wavefronts each,
+  // as the shared_banks probe's random digits (0.305 warp instructions a cycle).
+  double most = 0;
+  for (const auto& s : k.program) most = std::max(most, static_cast<double>(s.shared_wavefronts));
+  CHECK(most == Approx(3.2).margin(0.2));
 }

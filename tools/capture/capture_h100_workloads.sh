@@ -59,7 +59,7 @@ if [ -n "${WORKLOADS_BIN:-}" ]; then
 else
   bin=$(mktemp -d)
   trap 'rm -rf "$bin"' EXIT
-  if [[ $phases =~ ,(measure|trace), ]]; then
+  if [[ $phases =~ ,(measure|trace|counters), ]]; then
     for w in sort/onesweep sparse/sparse_grid mpm/mpm splat3d/splat3d microbench/lds_red microbench/atom_return; do
       nvcc -O3 -std=c++17 -arch=sm_90 -lineinfo -I"$root" -DATOMSIM_SPLAT3D_MESH="\"$mesh\"" -o "$bin/$(basename $w)" "$root/workloads/$w.cu"
     done

@@ -1,6 +1,7 @@
 #include "tools/capture/counters_document.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include "tools/capture/settings.hpp"
@@ -49,6 +50,13 @@ std::vector<std::vector<std::string>> table_after(const std::string& csv, const 
 std::size_t column(const std::vector<std::string>& header, const std::string& name, const char* page) {
   auto it = std::find(header.begin(), header.end(), name);
   if (it == header.end()) throw CaptureError(std::string("counters pass: Nsight Compute's ") + page + " page lacks '" + name + "'");
+  return static_cast<std::size_t>(it - header.begin());
+}
+
+// A column the page has only for some kernels (shared memory's, where the kernel has any).
+std::optional<std::size_t> optional_column(const std::vector<std::string>& header, const std::string& name) {
+  auto it = std::find(header.begin(), header.end(), name);
+  if (it == header.end()) return std::nullopt;
   return static_cast<std::size_t>(it - header.begin());
 }
 
@@ -117,10 +125,13 @@ nlohmann::json counters_document(const std::string& details_csv, const std::stri
 
   const auto source = table_after(source_csv, "Address", header, "source");
   const std::size_t addr = column(header, "Address", "source"), sass = column(header, "Source", "source"),
-                    executed = column(header, "Instructions Executed", "source"),
-                    wavefronts = column(header, "L1 Wavefronts Shared", "source"),
-                    ideal = column(header, "L1 Wavefronts Shared Ideal", "source");
-  const std::size_t needed = std::max({addr, sass, executed, wavefronts, ideal});
+                    executed = column(header, "Instructions Executed", "source");
+  const auto wavefronts = optional_column(header, "L1 Wavefronts Shared"),
+             ideal = optional_column(header, "L1 Wavefronts Shared Ideal");
+  const std::size_t needed = std::max({addr, sass, executed, wavefronts.value_or(0), ideal.value_or(0)});
+  const auto shared = [&](const std::vector<std::string>& row, std::optional<std::size_t> at, const std::string& what) {
+    return at ? number(row[*at], what + " at " + row[addr]) : 0.0;
+  };
   nlohmann::json pcs = nlohmann::json::array();
   std::uint64_t start = 0;
   bool first = true;
@@ -133,8 +144,8 @@ nlohmann::json counters_document(const std::string& details_csv, const std::stri
     const double n = number(row[executed], "instructions executed at " + row[addr]);
     if (n == 0) continue;
     pcs.push_back({{"pc_offset", pc - start}, {"sass", without_guard(row[sass])}, {"warp_instructions", n},
-                   {"shared_wavefronts", number(row[wavefronts], "shared wavefronts at " + row[addr])},
-                   {"shared_wavefronts_ideal", number(row[ideal], "ideal shared wavefronts at " + row[addr])}});
+                   {"shared_wavefronts", shared(row, wavefronts, "shared wavefronts")},
+                   {"shared_wavefronts_ideal", shared(row, ideal, "ideal shared wavefronts")}});
   }
   if (pcs.empty()) throw CaptureError("counters pass: Nsight Compute's source page lists no executed instruction");
   doc["pcs"] = pcs;

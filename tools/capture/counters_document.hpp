@@ -17,7 +17,8 @@ std::vector<std::string> split_csv_record(const std::string& line);
 // {"kernel", "metrics": {name: value}, "pcs": [{"pc_offset", "sass", "warp_instructions",
 // "shared_wavefronts", "shared_wavefronts_ideal"}]} from `ncu --csv --page details`
 // and `--page source --print-source sass` of one launch; pcs never executed are
-// left out. Throws CaptureError naming what is missing.
+// left out, and a kernel without shared memory (whose page has no wavefront
+// columns) has none. Throws CaptureError naming what is missing.
 nlohmann::json counters_document(const std::string& details_csv, const std::string& source_csv);
 
 }  // namespace atomsim::capture
