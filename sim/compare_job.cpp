@@ -169,7 +169,8 @@ int compare_job(const CompareOptions& given, std::ostream& out) {
   if (options.saved && !captured) throw std::invalid_argument("--saved reads captures' own comparisons: give capture folders or --manifest");
   if (options.saved && options.instructions > 0)
     throw std::invalid_argument("--saved has no per-instruction simulation to show: leave out --instructions");
-  auto dataset = captured ? compare::load_captures(folders, options.manifest, !options.saved) : compare::load_dataset(options.dataset);
+  // Traces are needed only for the kernels --only keeps: a manifest may list kernels whose traces were not kept.
+  auto dataset = captured ? compare::load_captures(folders, options.manifest, false) : compare::load_dataset(options.dataset);
   std::vector<compare::MeasuredKernel> measured;
   std::regex only;
   try {
@@ -180,6 +181,8 @@ int compare_job(const CompareOptions& given, std::ostream& out) {
   for (const auto& k : dataset.kernels)
     if (std::regex_search(k.id, only)) measured.push_back(k);
   if (measured.empty()) throw std::invalid_argument("--only '" + options.only + "' matches no kernel given");
+  if (captured && !options.saved)
+    for (const auto& k : measured) compare::require_trace(k);
 
   std::vector<compare::SimulatedKernel> simulated;
   if (options.saved) {

@@ -268,6 +268,10 @@ TEST_CASE("CLI: compare --saved sets captures' saved simulations beside their me
   // The full-size dataset keeps no traces; each folder keeps the comparison made where it was traced.
   const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/workloads";
   const std::string json = testing::temp_trace("compare-saved.json");
+  // Without --saved, only the kernels kept need traces: --only picks them from a manifest of both.
+  CliResult untraced = cli("compare -q --manifest " + dir + "/manifest.json --only '^mpm/3d-baseline'");
+  REQUIRE(untraced.code != 0);
+  REQUIRE(untraced.err == "atomsim: error: " + dir + "/mpm/3d-baseline/p2g/trace/trace.atr: no trace (capture --pass count,trace into DIR/trace)\n");
   CliResult r = cli("compare -q --saved --manifest " + dir + "/splat3d-manifest.json --json " + json);
   REQUIRE(r.code == 0);
   REQUIRE(r.out.find("not simulated now") != std::string::npos);

@@ -144,11 +144,15 @@ MeasuredDataset load_dataset(const std::filesystem::path& dir) {
   return d;
 }
 
+void require_trace(const MeasuredKernel& k) {
+  if (!std::filesystem::exists(k.trace)) throw DatasetError(k.trace.string() + ": no trace (capture --pass count,trace into DIR/trace)");
+}
+
 MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string& id, bool need_trace) {
   MeasuredKernel k;
   k.id = id;
   k.trace = dir / "trace" / "trace.atr";
-  if (need_trace && !std::filesystem::exists(k.trace)) throw DatasetError(k.trace.string() + ": no trace (capture --pass count,trace into DIR/trace)");
+  if (need_trace) require_trace(k);
   if (std::filesystem::exists(dir / "trace" / "counters.json")) k.counters = dir / "trace" / "counters.json";
   const auto capture_path = dir / "trace" / "trace.json";
   const auto capture_doc = read_json(capture_path);

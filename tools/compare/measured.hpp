@@ -57,6 +57,8 @@ MeasuredDataset load_dataset(const std::filesystem::path& dir);
 // block, the first of them left out as warm-up. With `need_trace` false the
 // trace file itself may be missing (its simulation is read from DIR/compare.json).
 MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string& id, bool need_trace = true);
+// Throws DatasetError naming the trace a captured kernel lacks.
+void require_trace(const MeasuredKernel& k);
 
 // Captures grouped by a manifest: {"kernels": [{"id", "capture" (a folder,
 // relative to the manifest), "baseline" (another kernel's id, optional)}]};
