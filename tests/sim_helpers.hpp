@@ -196,16 +196,18 @@ inline KernelRun run_one(const GpuParams& params, const std::string& path, bool 
 }
 
 // A counters pass's output (counters.json) by which every MATCH.ANY of
-// `program` finds `match_values` distinct values: each counted once, the ADU
-// taking that many passes for each.
-inline std::string counters_with_match_values(const std::string& name, const std::vector<trace::StaticInst>& program,
-                                              float match_values) {
+// `program` finds `match_values` distinct values (each counted once, the ADU
+// taking that many passes for each) and every shared-memory instruction takes
+// `shared_wavefronts` wavefronts.
+inline std::string counters_with_costs(const std::string& name, const std::vector<trace::StaticInst>& program,
+                                       float match_values, float shared_wavefronts = 0) {
   nlohmann::json pcs = nlohmann::json::array();
   double matches = 0;
   for (const auto& s : program) {
     const bool match = trace::opcode_base(s.mnemonic) == "MATCH";
     matches += match;
-    pcs.push_back({{"pc_offset", s.pc}, {"sass", s.mnemonic}, {"warp_instructions", 1}, {"shared_wavefronts", 0}});
+    pcs.push_back({{"pc_offset", s.pc}, {"sass", s.mnemonic}, {"warp_instructions", 1},
+                   {"shared_wavefronts", s.op == trace::OpClass::Shared ? shared_wavefronts : 0}});
   }
   nlohmann::json doc = {{"metrics", {{"sm__inst_executed_pipe_adu.sum", matches * match_values}}}, {"pcs", pcs}};
   const std::string path = temp_trace(name + "-counters.json");

@@ -232,3 +232,43 @@ TEST_CASE("Shared memory: the histogram loop without a flush and REDs spread ove
     if (p["words"] == "word" && p["lines"] == 32 && p["line_stride"] == 1)
       within(red_lines_per_us(params, 1, 1, 0, 32, 1), p["requests_per_us"], 0.15);
 }
+
+TEST_CASE("Shared memory: a conflicted load's result comes two cycles a wavefront later (part six)", "[models][memory]") {
+  // One warp's dependent loads, the loop of shared_banks.sass's dependent_loads, with
+  // the wavefronts a counters pass would measure of k words in one bank.
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/shared_banks.json"));
+  const auto params = h100_with({"gpu.sms=1", "l2.slices=2", "l2.partitions=1"});
+  const std::string function = probe_function("shared_banks.sass", "dependent_loadsEPKjiPjPx");
+  // The timed loop, 0x1d0-0x210: LEA of the loaded index, LDS, the count and the branch back.
+  std::vector<trace::StaticInst> body;
+  for (const auto& s : probe_program("shared_banks.sass", "dependent_loadsEPKjiPjPx"))
+    if (s.pc >= 0x1d0 && s.pc <= 0x210) body.push_back(s);
+  REQUIRE(body.size() == 5);
+  REQUIRE(trace::opcode_base(body[2].mnemonic) == "LDS");
+  auto step_cycles = [&](int ways) {
+    const std::string counters = counters_with_costs(function, body, 0, static_cast<float>(ways));
+    auto cycles = [&](int trips) {
+      auto path = write_program(function, body, 1, 1, [&](std::uint64_t) {
+        std::vector<trace::WarpInst> s;
+        for (int i = 0; i < trips; ++i)
+          for (std::uint32_t k = 0; k < body.size(); ++k) s.push_back(record(k));
+        return s;
+      });
+      KernelRun run = run_one(params, path, true, false, false, counters);
+      std::remove(path.c_str());
+      return static_cast<double>(run.cycles);
+    };
+    const double step = (cycles(512) - cycles(256)) / 256;
+    std::remove(counters.c_str());
+    return step;
+  };
+  const double base = step_cycles(1);
+  for (const auto& p : measured["dependent_loads"]) {
+    if (p["pattern"] != "bank_ways" && p["pattern"] != "conflict_free") continue;
+    const int ways = p["k"];
+    const double added = step_cycles(ways) - base;
+    const double added_h100 = p["cycles_per_step"].get<double>() - measured["dependent_loads"][0]["cycles_per_step"].get<double>();
+    INFO(ways << " words in a bank: " << added << " cycles more a step against " << added_h100);
+    CHECK(std::abs(added - added_h100) <= 1.5);
+  }
+}

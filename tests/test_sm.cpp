@@ -517,7 +517,7 @@ double chain_step_cycles(const GpuParams& params, const std::string& function, c
     for (const auto& s : program)
       if (s.pc == pc) step.push_back(s);
   REQUIRE(step.size() == pcs.size());
-  const std::string counters = match_values > 0 ? counters_with_match_values(function, step, match_values) : "";
+  const std::string counters = match_values > 0 ? counters_with_costs(function, step, match_values) : "";
   auto warp_cycles = [&](int steps) {
     auto path = write_program(function, step, 1, 1, [&](std::uint64_t) {
       std::vector<trace::WarpInst> s;
@@ -546,7 +546,7 @@ namespace {
 double loop_trip_cycles(const GpuParams& params, const std::string& function, std::uint32_t warps, std::uint32_t lanes = 0xFFFFFFFF,
                         std::uint32_t stride = 1, float match_values = 0) {
   const auto body = innermost_loop("latency.sass", function);
-  const std::string counters = match_values > 0 ? counters_with_match_values(function, body, match_values) : "";
+  const std::string counters = match_values > 0 ? counters_with_costs(function, body, match_values) : "";
   auto cycles = [&](int trips) {
     auto path = write_program(function, body, 1, warps * stride, [&](std::uint64_t warp) {
       std::vector<trace::WarpInst> s;

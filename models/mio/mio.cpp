@@ -28,7 +28,7 @@ RateServer& Mio::pipe_for(const MioOp& op, Cycle& latency) {
   const double more = std::max(0.0, static_cast<double>(op.units) - 1);
   switch (op.pipe) {
     case MioPipe::Shared:
-      latency = params_.shared_latency + static_cast<Cycle>(std::ceil(more / params_.shared_per_cycle));
+      latency = params_.shared_latency + static_cast<Cycle>(std::lround(more * params_.shared_wavefront_latency));
       return shared_;
     case MioPipe::Sfu: latency = params_.sfu_latency; return sfu_;
     case MioPipe::Bits: latency = params_.bits_latency; return bits_;

@@ -23,6 +23,7 @@ struct MioParams {
   double sfu_per_cycle = 0.5;
   Cycle shuffle_latency = 24;
   Cycle shared_latency = 30;
+  double shared_wavefront_latency = 1;
   Cycle sfu_latency = 20;
   double bits_per_cycle = 0.5;
   Cycle bits_latency = 20;
@@ -56,6 +57,8 @@ struct MioParams {
            "cycles a MATCH.ANY's result takes for each distinct value among its lanes beyond the first (the pipe, too, "
            "takes a pass per value)");
     b.integer("shared_latency", shared_latency, 1, 10000, "cycles from dispatch to a shared load's result");
+    b.real("shared_wavefront_latency", shared_wavefront_latency, 0, 100,
+           "cycles a shared-memory instruction's result takes for each wavefront beyond the first (bank conflicts, wide accesses)");
     b.integer("sfu_latency", sfu_latency, 1, 10000, "cycles from dispatch to a special-function result");
     b.real("bits_per_cycle", bits_per_cycle, 0.01, 16,
            "BREV, FLO, POPC and other variable-latency instructions without a pipe of their own, per cycle (whole SM)");

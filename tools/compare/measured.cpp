@@ -152,7 +152,8 @@ MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string&
   MeasuredKernel k;
   k.id = id;
   k.trace = dir / "trace" / "trace.atr";
-  if (need_trace) require_trace(k);
+  // Without the trace pass's record there is no capture to read, kept trace or not.
+  if (need_trace || !std::filesystem::exists(dir / "trace" / "trace.json")) require_trace(k);
   if (std::filesystem::exists(dir / "trace" / "counters.json")) k.counters = dir / "trace" / "counters.json";
   const auto capture_path = dir / "trace" / "trace.json";
   const auto capture_doc = read_json(capture_path);

@@ -17,7 +17,10 @@
 // Part four, the histogram loop's flush REDs on one histogram for all CTAs,
 // on 32 or on one per CTA. Part five, coalesced REDs from every warp onto 1
 // to 65,536 lines and onto eight lines 4 KB or 64 KB apart, requests per
-// microsecond.
+// microsecond. Part six, one warp's dependent shared loads (each lane's next
+// word the one it loaded) on part one's lane patterns: cycles per step, so
+// that what a conflict adds to a load's latency shows beside what it costs
+// the pipe.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -90,6 +93,22 @@ __global__ void shared_ops(const unsigned* __restrict__ offsets, unsigned increm
   __syncthreads();
   if (threadIdx.x == 0) spans[blockIdx.x] = last_end - first_start;
   if (acc == 0x9e3779b9u) sink[threadIdx.x] = acc;  // keeps the loads' results
+}
+
+// One warp: each lane loads the word it loaded last (every word holds its own
+// index), starting from its word of the pattern's first instruction.
+__global__ void dependent_loads(const unsigned* __restrict__ offsets, int steps, unsigned* sink, long long* cycles) {
+  __shared__ unsigned words[kWords];
+  for (int i = threadIdx.x; i < kWords; i += blockDim.x) words[i] = i;
+  __syncthreads();
+  unsigned p = offsets[threadIdx.x];
+  const long long start = clock_now();
+#pragma unroll 1
+  for (int s = 0; s < steps; ++s)
+    asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(p) : "r"(static_cast<unsigned>(__cvta_generic_to_shared(&words[p]))) : "memory");
+  const long long end = clock_now();
+  sink[threadIdx.x] = p;
+  if (threadIdx.x == 0) *cycles = end - start;
 }
 
 // Word offsets for kUnroll instructions x 32 lanes.
@@ -286,6 +305,33 @@ int main() {
                     first ? "" : ",\n", op_name(op), pat.name.c_str(), pat.k, warps, rates[rates.size() / 2]);
         first = false;
       }
+  }
+  std::printf("\n  ],\n");
+
+  // Part six: dependent loads, the difference of 512 and 256 steps per step (the loop's own cost stays in).
+  std::printf("  \"dependent_loads\": [\n");
+  first = true;
+  long long* d_cycles;
+  WORKLOAD_CHECK(cudaMalloc(&d_cycles, sizeof(long long)));
+  for (const Pattern& pat : patterns) {
+    if (pat.name == "same_word" && pat.k != 32) continue;
+    const std::vector<unsigned> host = pattern(pat.name, pat.k);
+    WORKLOAD_CHECK(cudaMemcpy(offsets, host.data(), host.size() * sizeof(unsigned), cudaMemcpyHostToDevice));
+    auto cycles = [&](int steps) {
+      std::vector<long long> runs;
+      for (int r = 0; r < 8; ++r) {
+        dependent_loads<<<1, 32>>>(offsets, steps, sink, d_cycles);
+        WORKLOAD_CHECK(cudaGetLastError());
+        long long c = 0;
+        WORKLOAD_CHECK(cudaMemcpy(&c, d_cycles, sizeof c, cudaMemcpyDeviceToHost));
+        if (r > 0) runs.push_back(c);
+      }
+      std::sort(runs.begin(), runs.end());
+      return double(runs[runs.size() / 2]);
+    };
+    std::printf("%s    {\"pattern\": \"%s\", \"k\": %d, \"cycles_per_step\": %.2f}", first ? "" : ",\n", pat.name.c_str(), pat.k,
+                (cycles(512) - cycles(256)) / 256);
+    first = false;
   }
   std::printf("\n  ],\n");
 
