@@ -170,7 +170,7 @@ int compare_job(const CompareOptions& given, std::ostream& out) {
   if (options.saved && options.instructions > 0)
     throw std::invalid_argument("--saved has no per-instruction simulation to show: leave out --instructions");
   // Traces are needed only for the kernels --only keeps: a manifest may list kernels whose traces were not kept.
-  auto dataset = captured ? compare::load_captures(folders, options.manifest, false) : compare::load_dataset(options.dataset);
+  auto dataset = captured ? compare::load_captures(folders, options.manifest) : compare::load_dataset(options.dataset);
   std::vector<compare::MeasuredKernel> measured;
   std::regex only;
   try {

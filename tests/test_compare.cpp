@@ -303,11 +303,11 @@ TEST_CASE("A capture's launches are matched to its trace across builds that hash
   // The same kernel built from two folders: only the namespace's hash differs.
   rename(source / "timing.json", dir / "timing.json", "_ZN40_GLOBAL__N__ee1cf3d8_11_onesweep_cu_main4scanEPj");
   rename(source / "trace/trace.json", dir / "trace/trace.json", "_ZN40_GLOBAL__N__e14d6dda_11_onesweep_cu_main4scanEPj");
-  const MeasuredKernel k = load_capture(dir, "anonymous", false);
+  const MeasuredKernel k = load_capture(dir, "anonymous");
   REQUIRE(k.cycles > 0);
   // Another function of that namespace is another kernel.
   rename(source / "timing.json", dir / "timing.json", "_ZN40_GLOBAL__N__ee1cf3d8_11_onesweep_cu_main4stepEPj");
-  REQUIRE_THROWS_WITH(load_capture(dir, "anonymous", false),
+  REQUIRE_THROWS_WITH(load_capture(dir, "anonymous"),
                       (dir / "timing.json").string() + ": 0 launches of the traced kernel with its grid and block; at least 2 are needed (one warms up)");
   fs::remove_all(dir);
 }

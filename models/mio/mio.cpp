@@ -22,24 +22,31 @@ Mio::Mio(const sc_core::sc_module_name& name, const MioParams& p, std::uint32_t 
   g.add_busy("bits_utilization", bits_.busy_scaled(), "busy fraction of the bit-manipulation pipe");
 }
 
-// An instruction of several passes (a shared access's wavefronts, a match's
-// values) has its result when the last pass is through.
-RateServer& Mio::pipe_for(const MioOp& op, Cycle& latency) {
-  const double more = std::max(0.0, static_cast<double>(op.units) - 1);
-  switch (op.pipe) {
-    case MioPipe::Shared:
-      latency = params_.shared_latency + static_cast<Cycle>(std::lround(more * params_.shared_wavefront_latency));
-      return shared_;
-    case MioPipe::Sfu: latency = params_.sfu_latency; return sfu_;
-    case MioPipe::Bits: latency = params_.bits_latency; return bits_;
-    case MioPipe::Redux: latency = params_.redux_latency; return match_;
-    case MioPipe::Match:
-      latency = params_.match_latency + static_cast<Cycle>(std::lround(more * params_.match_value_latency));
-      return match_;
+RateServer& Mio::pipe_for(MioPipe pipe) {
+  switch (pipe) {
+    case MioPipe::Shared: return shared_;
+    case MioPipe::Sfu: return sfu_;
+    case MioPipe::Bits: return bits_;
+    case MioPipe::Redux:
+    case MioPipe::Match: return match_;
     case MioPipe::Shuffle: break;
   }
-  latency = params_.shuffle_latency;
   return shuffle_;
+}
+
+// An instruction of several passes (a shared access's wavefronts, a match's
+// values) has its result when the last pass is through.
+Cycle Mio::result_latency(const MioOp& op) const {
+  const double more = std::max(0.0, static_cast<double>(op.units) - 1);
+  switch (op.pipe) {
+    case MioPipe::Shared: return params_.shared_latency + static_cast<Cycle>(std::lround(more * params_.shared_wavefront_latency));
+    case MioPipe::Sfu: return params_.sfu_latency;
+    case MioPipe::Bits: return params_.bits_latency;
+    case MioPipe::Redux: return params_.redux_latency;
+    case MioPipe::Match: return params_.match_latency + static_cast<Cycle>(std::lround(more * params_.match_value_latency));
+    case MioPipe::Shuffle: break;
+  }
+  return params_.shuffle_latency;
 }
 
 RateServer* Mio::subcore_limit(std::uint32_t subcore, MioPipe pipe) {
@@ -64,8 +71,7 @@ void Mio::evaluate() {
       const std::uint32_t subcore = (round_robin_ + k) % n;
       InPort<MioOp>& q = *queues_[subcore];
       if (!q.ready(now)) continue;
-      Cycle latency = 0;
-      RateServer& pipe = pipe_for(q.front(), latency);
+      RateServer& pipe = pipe_for(q.front().pipe);
       if (!pipe.free(now)) continue;
       // A shuffle also needs a moment of the match pipe, a cycle after its
       // dispatch: the two share the stage that moves values between lanes.
@@ -80,7 +86,7 @@ void Mio::evaluate() {
         c.num_dst = op.num_dst;
         c.dst = op.dst;
         c.write_barrier = op.write_barrier;
-        if (!to_sm_.try_send(c, latency - 1)) return;  // woken by the SM's credit
+        if (!to_sm_.try_send(c, result_latency(op) - 1)) return;  // woken by the SM's credit
       }
       dispatch_.occupy(now, 1);
       pipe.occupy(now, 1, op.units);
@@ -97,8 +103,7 @@ void Mio::evaluate() {
   for (std::uint32_t subcore = 0; subcore < n; ++subcore) {
     const auto& q = queues_[subcore];
     if (q->empty()) continue;
-    Cycle latency = 0;
-    Cycle pipe_free = pipe_for(q->front(), latency).free_at();
+    Cycle pipe_free = pipe_for(q->front().pipe).free_at();
     if (RateServer* limit = subcore_limit(subcore, q->front().pipe)) pipe_free = std::max(pipe_free, limit->free_at());
     if (q->front().pipe == MioPipe::Shuffle && params_.match_pipe_per_shuffle > 0)
       pipe_free = std::max(pipe_free, std::max<Cycle>(match_.free_at(), 1) - 1);

@@ -77,7 +77,8 @@ class Mio : public Unit {
   void evaluate() override;
 
  private:
-  RateServer& pipe_for(const MioOp& op, Cycle& latency);
+  RateServer& pipe_for(MioPipe pipe);
+  Cycle result_latency(const MioOp& op) const;
   RateServer* subcore_limit(std::uint32_t subcore, MioPipe pipe);
   const MioParams params_;
   std::vector<std::unique_ptr<InPort<MioOp>>> queues_;

@@ -3,7 +3,6 @@
 #include <boost/process.hpp>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -29,13 +28,6 @@ fs::path find_ncu() {
   throw CaptureError("counters pass: Nsight Compute (ncu) not found (looked under CUDA_HOME, PATH and /usr/local/cuda)");
 }
 
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Runs ncu with `args`, its output to `stdout_file`; throws with ncu's last error line on failure.
 void run_ncu(const fs::path& ncu, const std::vector<std::string>& args, const fs::path& stdout_file,
              const fs::path& stderr_file, double timeout_s) {
@@ -52,7 +44,7 @@ void run_ncu(const fs::path& ncu, const std::vector<std::string>& args, const fs
   }
   if (child.exit_code() != 0) {
     std::string last, line;
-    for (std::istringstream in(read_all(stderr_file) + read_all(stdout_file)); std::getline(in, line);)
+    for (std::istringstream in(read_document(stderr_file) + read_document(stdout_file)); std::getline(in, line);)
       if (line.find("ERROR") != std::string::npos) last = line;
     throw CaptureError("counters pass: Nsight Compute failed (exit status " + std::to_string(child.exit_code()) +
                        ")" + (last.empty() ? "" : ": " + last));
@@ -109,7 +101,7 @@ void capture_counters(const CountersRequest& r) {
     throw CaptureError("counters pass: Nsight Compute profiled no launch at the counted place " + std::to_string(launch.ordinal));
   run_ncu(ncu, {"--import", report.string(), "--csv", "--page", "details", "--print-kernel-base", "mangled"}, details, log, 0);
   run_ncu(ncu, {"--import", report.string(), "--csv", "--page", "source", "--print-source", "sass"}, source, log, 0);
-  nlohmann::json doc = counters_document(read_all(details), read_all(source));
+  nlohmann::json doc = counters_document(read_document(details), read_document(source));
   if (doc.value("kernel", "") != launch.mangled)
     throw CaptureError("counters pass: launch " + std::to_string(launch.ordinal) + " under Nsight Compute is " +
                        doc.value("kernel", "?") + ", not the counted " + launch.mangled);

@@ -148,12 +148,12 @@ void require_trace(const MeasuredKernel& k) {
   if (!std::filesystem::exists(k.trace)) throw DatasetError(k.trace.string() + ": no trace (capture --pass count,trace into DIR/trace)");
 }
 
-MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string& id, bool need_trace) {
+MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string& id) {
   MeasuredKernel k;
   k.id = id;
   k.trace = dir / "trace" / "trace.atr";
   // Without the trace pass's record there is no capture to read, kept trace or not.
-  if (need_trace || !std::filesystem::exists(dir / "trace" / "trace.json")) require_trace(k);
+  if (!std::filesystem::exists(dir / "trace" / "trace.json")) require_trace(k);
   if (std::filesystem::exists(dir / "trace" / "counters.json")) k.counters = dir / "trace" / "counters.json";
   const auto capture_path = dir / "trace" / "trace.json";
   const auto capture_doc = read_json(capture_path);
@@ -181,14 +181,13 @@ MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string&
   return k;
 }
 
-MeasuredDataset load_captures(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& manifest,
-                              bool need_trace) {
+MeasuredDataset load_captures(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& manifest) {
   MeasuredDataset d;
   d.workload = "captured";
   if (!manifest.empty() && !dirs.empty())
     throw DatasetError("give capture folders or a manifest that lists them, not both");
   if (manifest.empty()) {
-    for (const auto& dir : dirs) d.kernels.push_back(load_capture(dir, dir.lexically_normal().string(), need_trace));
+    for (const auto& dir : dirs) d.kernels.push_back(load_capture(dir, dir.lexically_normal().string()));
   } else {
     auto doc = read_json(manifest);
     d.dir = manifest.parent_path();
@@ -196,7 +195,7 @@ MeasuredDataset load_captures(const std::vector<std::filesystem::path>& dirs, co
     for (const auto& entry : field<nlohmann::json>(doc, "kernels", manifest)) {
       auto id = field<std::string>(entry, "id", manifest);
       if (!ids.insert(id).second) throw DatasetError(manifest.string() + ": kernel id '" + id + "' appears twice");
-      MeasuredKernel k = load_capture(d.dir / field<std::string>(entry, "capture", manifest), id, need_trace);
+      MeasuredKernel k = load_capture(d.dir / field<std::string>(entry, "capture", manifest), id);
       if (entry.contains("baseline")) k.baseline = field<std::string>(entry, "baseline", manifest);
       d.kernels.push_back(std::move(k));
     }

@@ -54,17 +54,17 @@ MeasuredDataset load_dataset(const std::filesystem::path& dir);
 // stall.json) and DIR/trace the count and trace passes of one launch of it
 // (count.json, trace.json, trace.atr). Measured cycles are the median
 // duration of the program's launches of the kernel with the trace's grid and
-// block, the first of them left out as warm-up. With `need_trace` false the
-// trace file itself may be missing (its simulation is read from DIR/compare.json).
-MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string& id, bool need_trace = true);
+// block, the first of them left out as warm-up. The trace file itself may be
+// missing (a kept comparison is read from DIR/compare.json): simulating it
+// first checks require_trace.
+MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string& id);
 // Throws DatasetError naming the trace a captured kernel lacks.
 void require_trace(const MeasuredKernel& k);
 
 // Captures grouped by a manifest: {"kernels": [{"id", "capture" (a folder,
 // relative to the manifest), "baseline" (another kernel's id, optional)}]};
 // or, without a manifest, each folder on its own, named by its path.
-MeasuredDataset load_captures(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& manifest,
-                              bool need_trace = true);
+MeasuredDataset load_captures(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& manifest);
 
 // Half the L1 distance between two distributions over reason names (a reason
 // missing from one side counts as 0 there): 0 identical, 1 disjoint.
