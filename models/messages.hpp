@@ -122,6 +122,8 @@ struct MemPacket {
   std::uint32_t ops = 0;          // LaneOpPool handle (atomics)
   std::uint16_t op_count = 0;     // lane operations in the packet (at most one per word)
   std::uint8_t atomic_flits = 1;  // an atomic request's flits: a header and its lanes' operands
+  std::uint8_t sector_mask = 0;   // requests: which of the line's sectors they read, write or update (bit i: sector i)
+  std::uint8_t partial_sectors = 0;  // writes: the sectors of sector_mask written only in part
   bool is_atomic() const { return kind == Kind::Atomic || kind == Kind::Reduction; }
   std::uint32_t flits() const {
     switch (kind) {
@@ -137,6 +139,7 @@ struct DramRequest {
   std::uint16_t slice = 0;
   std::uint64_t line = 0;
   std::uint32_t bytes = 128;
+  std::uint8_t sectors = 0;  // which of the line's sectors it reads or writes
   std::uint32_t flits() const { return 1; }
 };
 

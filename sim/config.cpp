@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "models/cache/tag_array.hpp"
+
 namespace atomsim {
 
 std::vector<std::string> bundled_configs() { return {"h100", "a100", "rtx4090", "rtx3060"}; }
@@ -76,9 +78,12 @@ GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& ov
   if (p.dram.refresh_interval && p.dram.refresh_cycles >= p.dram.refresh_interval)
     throw ConfigError(fmt::format("{}: key 'dram.refresh_cycles' = {} must be shorter than 'dram.refresh_interval' = {}",
                                   p.origin, p.dram.refresh_cycles, p.dram.refresh_interval));
-  if (p.l1.line_bytes % p.l1.sector_bytes != 0)
-    throw ConfigError(fmt::format("{}: key 'l1.sector_bytes' = {} must divide 'l1.line_bytes' = {}", p.origin,
-                                  p.l1.sector_bytes, p.l1.line_bytes));
+  if (p.l1.line_bytes % p.l1.sector_bytes != 0 || p.l1.line_bytes / p.l1.sector_bytes > model::kMaxSectorsPerLine)
+    throw ConfigError(fmt::format("{}: key 'l1.sector_bytes' = {} must divide 'l1.line_bytes' = {} into at most {} sectors",
+                                  p.origin, p.l1.sector_bytes, p.l1.line_bytes, model::kMaxSectorsPerLine));
+  if (p.l2.sector_bytes != p.l1.sector_bytes)
+    throw ConfigError(fmt::format("{}: key 'l2.sector_bytes' = {} must equal 'l1.sector_bytes' = {}", p.origin,
+                                  p.l2.sector_bytes, p.l1.sector_bytes));
   for (const auto& [key, capacity, ways, line] :
        {std::tuple<const char*, std::uint64_t, std::uint32_t, std::uint32_t>{"l1.capacity_bytes", p.l1.capacity_bytes, p.l1.ways, p.l1.line_bytes},
         {"l2.slice_bytes", p.l2.slice_bytes, p.l2.ways, p.l2.line_bytes}})

@@ -38,6 +38,7 @@ MemPacket packet(MemPacket::Kind kind, std::uint64_t line, std::uint8_t sectors 
   p.kind = kind;
   p.line = line;
   p.sectors = sectors;
+  p.sector_mask = static_cast<std::uint8_t>((1u << sectors) - 1);  // the line's first sectors, written whole
   return p;
 }
 

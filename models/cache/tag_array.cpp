@@ -4,14 +4,19 @@
 
 namespace atomsim::model {
 
-TagArray::TagArray(std::uint64_t capacity_bytes, std::uint32_t line_bytes, std::uint32_t ways)
+TagArray::TagArray(std::uint64_t capacity_bytes, std::uint32_t line_bytes, std::uint32_t ways, std::uint32_t sector_bytes)
     : line_bytes_(line_bytes), ways_(ways) {
   if (line_bytes == 0 || ways == 0 || capacity_bytes < std::uint64_t(line_bytes) * ways)
     throw std::invalid_argument("cache geometry: capacity must hold at least one set");
+  if (sector_bytes == 0) sector_bytes = line_bytes;
+  if (line_bytes % sector_bytes != 0 || line_bytes / sector_bytes > kMaxSectorsPerLine)
+    throw std::invalid_argument("cache geometry: a line must hold whole sectors, at most 8");
+  all_sectors_ = static_cast<SectorMask>((1u << (line_bytes / sector_bytes)) - 1);
   sets_ = static_cast<std::uint32_t>(capacity_bytes / line_bytes / ways);
   const std::uint64_t n = std::uint64_t(sets_) * ways_;
   lines_.assign(n, kEmpty);
   last_use_.assign(n, 0);
+  valid_.assign(n, 0);
   dirty_.assign(n, 0);
 }
 
@@ -37,29 +42,57 @@ bool TagArray::access(std::uint64_t line) {
 
 bool TagArray::contains(std::uint64_t line) const { return find(line) != kAbsent; }
 
-std::optional<TagArray::Victim> TagArray::insert(std::uint64_t line, bool dirty) {
-  if (const std::size_t i = find(line); i != kAbsent) {
-    dirty_[i] |= dirty;
-    last_use_[i] = ++clock_;
-    return std::nullopt;
-  }
-  // The first empty way, else the least recently used.
+std::size_t TagArray::make_room(std::uint64_t line, std::optional<Victim>& evicted) {
   const std::size_t start = set_start(line);
   std::size_t victim = start;
   for (std::size_t i = start; i < start + ways_; ++i) {
     if (lines_[i] == kEmpty) { victim = i; break; }
     if (last_use_[i] < last_use_[victim]) victim = i;
   }
-  std::optional<Victim> evicted;
-  if (lines_[victim] != kEmpty) evicted = Victim{lines_[victim], dirty_[victim] != 0};
+  if (lines_[victim] != kEmpty) evicted = Victim{lines_[victim], dirty_[victim]};
   lines_[victim] = line;
   last_use_[victim] = ++clock_;
-  dirty_[victim] = dirty;
+  valid_[victim] = 0;
+  dirty_[victim] = 0;
+  return victim;
+}
+
+std::optional<TagArray::Victim> TagArray::insert(std::uint64_t line, bool dirty) {
+  std::optional<Victim> evicted;
+  std::size_t i = find(line);
+  if (i == kAbsent) i = make_room(line, evicted);
+  last_use_[i] = ++clock_;
+  valid_[i] = all_sectors_;
+  if (dirty) dirty_[i] = all_sectors_;
   return evicted;
 }
 
-void TagArray::mark_dirty(std::uint64_t line) {
-  if (const std::size_t i = find(line); i != kAbsent) dirty_[i] = 1;
+std::optional<TagArray::Victim> TagArray::allocate(std::uint64_t line) {
+  std::optional<Victim> evicted;
+  std::size_t i = find(line);
+  if (i == kAbsent) i = make_room(line, evicted);
+  last_use_[i] = ++clock_;
+  return evicted;
+}
+
+SectorMask TagArray::valid_sectors(std::uint64_t line) const {
+  const std::size_t i = find(line);
+  return i == kAbsent ? 0 : valid_[i];
+}
+
+std::optional<TagArray::Victim> TagArray::fill(std::uint64_t line, SectorMask sectors) {
+  std::optional<Victim> evicted;
+  std::size_t i = find(line);
+  if (i == kAbsent) i = make_room(line, evicted);
+  valid_[i] |= sectors;
+  return evicted;
+}
+
+void TagArray::write(std::uint64_t line, SectorMask sectors) {
+  if (const std::size_t i = find(line); i != kAbsent) {
+    valid_[i] |= sectors;
+    dirty_[i] |= sectors;
+  }
 }
 
 }  // namespace atomsim::model

@@ -1,4 +1,7 @@
 // Set-associative tag store with LRU replacement, shared by the L1 and L2 models.
+// Each line keeps which of its sectors hold data and which are dirty (bit i:
+// the line's i-th sector), so that a cache that allocates on a partial write
+// knows what it must still read and write back.
 #pragma once
 
 #include <cstdint>
@@ -7,19 +10,31 @@
 
 namespace atomsim::model {
 
+using SectorMask = std::uint8_t;
+inline constexpr std::uint32_t kMaxSectorsPerLine = 8;
+
 class TagArray {
  public:
-  TagArray(std::uint64_t capacity_bytes, std::uint32_t line_bytes, std::uint32_t ways);
+  // `sector_bytes` divides `line_bytes` into at most kMaxSectorsPerLine sectors (default: one a line).
+  TagArray(std::uint64_t capacity_bytes, std::uint32_t line_bytes, std::uint32_t ways, std::uint32_t sector_bytes = 0);
+  SectorMask all_sectors() const { return all_sectors_; }
   // Looks the line up and refreshes its LRU position.
   bool access(std::uint64_t line);
   bool contains(std::uint64_t line) const;
   struct Victim {
     std::uint64_t line;
-    bool dirty;
+    SectorMask dirty;  // sectors to write back
   };
-  // Installs the line; returns the evicted valid line, if any.
+  // Installs the line with every sector valid (clean, or all dirty); returns the evicted line, if any.
   std::optional<Victim> insert(std::uint64_t line, bool dirty);
-  void mark_dirty(std::uint64_t line);
+  // Makes room for the line without data (no sector valid) unless it is present.
+  std::optional<Victim> allocate(std::uint64_t line);
+  // Sectors of the line that hold data (none when absent).
+  SectorMask valid_sectors(std::uint64_t line) const;
+  // Marks sectors as holding data (read from below), installing the line if absent.
+  std::optional<Victim> fill(std::uint64_t line, SectorMask sectors);
+  // Marks sectors written: they hold data and are dirty. The line must be present.
+  void write(std::uint64_t line, SectorMask sectors);
   std::uint32_t sets() const { return sets_; }
 
  private:
@@ -30,13 +45,17 @@ class TagArray {
   std::size_t set_start(std::uint64_t line) const;
   std::uint32_t line_bytes_;
   std::uint32_t ways_;
+  SectorMask all_sectors_;
   std::uint32_t sets_;
   std::uint64_t clock_ = 0;
   // A set's tags lie side by side (16 ways in two host cache lines), so that a
   // lookup reads only those; recency and dirty bits apart, touched on hits and fills.
   std::vector<std::uint64_t> lines_;
   std::vector<std::uint64_t> last_use_;
-  std::vector<std::uint8_t> dirty_;
+  std::vector<SectorMask> valid_;
+  std::vector<SectorMask> dirty_;
+  // The way the line takes: the first empty one, else the least recently used; evicts it.
+  std::size_t make_room(std::uint64_t line, std::optional<Victim>& evicted);
 };
 
 }  // namespace atomsim::model

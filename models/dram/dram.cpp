@@ -7,14 +7,14 @@
 namespace atomsim::model {
 
 Dram::Dram(const sc_core::sc_module_name& name, const DramParams& p, std::uint32_t ports, StatRegistry& stats)
-    : Unit(name), params_(p), xor_hash_(p.hash == "xor"), channels_(p.channels, RateServer(p.bytes_per_cycle_per_channel)) {
+    : Unit(name), params_(p), xor_hash_(p.hash == "xor"), channels_(p.channels, RateServer(p.bytes_per_cycle_per_channel)), scheduled_(ports) {
   StatGroup& g = stats.group("dram", "");
   for (std::uint32_t i = 0; i < ports; ++i) {
     requests_.push_back(std::make_unique<InPort<DramRequest>>(*this, p.queue_depth));
     replies_.push_back(std::make_unique<OutPort<DramRequest>>(*this));
   }
-  g.add_counter("reads", &reads_, "line reads");
-  g.add_counter("writes", &writes_, "line writebacks");
+  g.add_counter("reads", &reads_, "reads (the sectors a slice lacks of one line)");
+  g.add_counter("writes", &writes_, "writebacks (a line's dirty sectors)");
   g.add_counter("bytes", &bytes_, "bytes transferred");
   g.add_busy("channel_utilization", &busy_scaled_, "mean busy fraction of the channels");
 }
@@ -29,15 +29,27 @@ Cycle Dram::after_refresh(std::size_t channel, Cycle cycle) const {
 void Dram::evaluate() {
   const Cycle now = Unit::now();
   Cycle next = kNever;
-  for (auto& port : requests_) {
-    while (port->ready(now)) {
-      DramRequest r = port->front();
-      port->pop();
+  for (std::size_t p = 0; p < requests_.size(); ++p) {
+    InPort<DramRequest>& port = *requests_[p];
+    auto& scheduled = scheduled_[p];
+    while (!scheduled.empty() && scheduled.top() <= now) scheduled.pop();
+    bool blocked = false;
+    while (port.ready(now)) {
+      if (scheduled.size() >= params_.scheduled_per_port) {
+        next = std::min(next, scheduled.top());  // when one of the port's requests starts
+        blocked = true;
+        break;
+      }
+      const DramRequest r = port.front();
+      port.pop();
       const std::uint64_t chunk = r.line / params_.interleave_bytes;
       const std::size_t c = (xor_hash_ ? xor_fold(chunk) : chunk) % channels_.size();
       RateServer& channel = channels_[c];
       std::uint64_t before = *channel.busy_scaled();
-      Cycle done = channel.occupy(after_refresh(c, std::max(now, channel.free_at())), r.bytes);
+      const double held = std::max(static_cast<double>(r.bytes), params_.min_access_cycles * params_.bytes_per_cycle_per_channel);
+      const Cycle start = after_refresh(c, std::max(now, channel.free_at()));
+      scheduled.push(start);
+      Cycle done = channel.occupy(start, 1, held);
       busy_scaled_ += (*channel.busy_scaled() - before) / channels_.size();
       bytes_ += r.bytes;
       if (r.write) {
@@ -47,7 +59,7 @@ void Dram::evaluate() {
         in_flight_.push(Pending{done + params_.latency, sequence_++, r});
       }
     }
-    next = std::min(next, port->next_ready());
+    if (!blocked) next = std::min(next, port.next_ready());
   }
   while (!in_flight_.empty() && in_flight_.top().ready <= now) {
     const DramRequest& r = in_flight_.top().request;

@@ -1,5 +1,6 @@
-// DRAM: independent channels, each a bandwidth-limited server followed by a
-// fixed access latency, that serves nothing while it refreshes (a window of
+// DRAM: independent channels, each a bandwidth-limited server (a request
+// holds its channel for its bytes, and at least min_access_cycles however few
+// they are) followed by a fixed access latency, that serves nothing while it refreshes (a window of
 // refresh_cycles every refresh_interval, the channels' windows spread evenly
 // over the interval). Chunks of interleave_bytes map to channels by a hash chosen
 // in the configuration.
@@ -25,11 +26,19 @@ struct DramParams {
   std::string hash = "xor";
   Cycle refresh_interval = 0;
   Cycle refresh_cycles = 0;
+  double min_access_cycles = 0;
+  std::uint32_t scheduled_per_port = 64;
   void declare(ParamBinder b) {
     b.integer("channels", channels, 1, 1024, "independent DRAM channels");
     b.real("bytes_per_cycle_per_channel", bytes_per_cycle_per_channel, 0.01, 4096, "peak bytes one channel moves per SM cycle");
+    b.real("min_access_cycles", min_access_cycles, 0, 1000,
+           "SM cycles a request holds its channel at least, however few bytes it moves (a sector's access is not 32 bytes' "
+           "share of the peak bandwidth)");
     b.integer("latency", latency, 1, 100000, "cycles from a channel starting a read to the data leaving it");
     b.integer("queue_depth", queue_depth, 1, 4096, "requests buffered per slice port");
+    b.integer("scheduled_per_port", scheduled_per_port, 1, 4096,
+              "requests from one slice the channels hold scheduled but not started (writes included, which need no "
+              "reply); more wait in the slice's port");
     b.integer("interleave_bytes", interleave_bytes, 32, 1 << 20, "consecutive bytes mapped to one channel");
     b.choice("hash", hash, {"xor", "modulo"}, "chunk-to-channel hash (xor: upper address bits folded in, as the L2's slice hash)");
     b.integer("refresh_interval", refresh_interval, 0, 1 << 30, "cycles from one refresh of a channel to its next (0: no refresh)");
@@ -60,6 +69,8 @@ class Dram : public Unit {
   std::vector<std::unique_ptr<InPort<DramRequest>>> requests_;
   std::vector<std::unique_ptr<OutPort<DramRequest>>> replies_;
   std::vector<RateServer> channels_;
+  // Per port, the start cycles of its requests the channels hold, earliest first.
+  std::vector<std::priority_queue<Cycle, std::vector<Cycle>, std::greater<>>> scheduled_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> in_flight_;
   std::uint64_t sequence_ = 0;
   std::uint64_t reads_ = 0, writes_ = 0, bytes_ = 0, busy_scaled_ = 0;

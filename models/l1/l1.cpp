@@ -79,7 +79,7 @@ void L1::complete(std::uint32_t slot, Cycle ready) {
   --inflight_level_;
 }
 
-void L1::collect_sectors(const LsuOp& op) {
+void L1::collect_sectors(const LsuOp& op, bool coverage) {
   scratch_.clear();
   const std::uint64_t sector_mask = ~std::uint64_t(params_.sector_bytes - 1);
   for (std::uint32_t m = op.active_mask; m; m &= m - 1) {
@@ -89,6 +89,24 @@ void L1::collect_sectors(const LsuOp& op) {
   }
   std::sort(scratch_.begin(), scratch_.end());
   scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
+  if (!coverage) return;
+  // Bytes of each sector the lanes write, counting a byte written by several lanes once.
+  covered_.assign(scratch_.size(), 0);
+  spans_.clear();
+  for (std::uint32_t m = op.active_mask; m; m &= m - 1) spans_.push_back(op.address[std::countr_zero(m)]);
+  std::sort(spans_.begin(), spans_.end());
+  std::size_t sector = 0;
+  std::uint64_t covered_to = 0;  // the first byte past those counted
+  for (const std::uint64_t a : spans_) {
+    const std::uint64_t end = a + op.access_bytes;
+    for (std::uint64_t begin = std::max(a, covered_to); begin < end;) {
+      while (scratch_[sector] + params_.sector_bytes <= begin) ++sector;
+      const std::uint64_t stop = std::min(end, scratch_[sector] + params_.sector_bytes);
+      covered_[sector] += static_cast<std::uint32_t>(stop - begin);
+      begin = stop;
+    }
+    covered_to = std::max(covered_to, end);
+  }
 }
 
 template <class Served>
@@ -96,8 +114,13 @@ std::uint32_t L1::request_lines(MemPacket::Kind kind, std::uint32_t slot, Served
   std::uint32_t packets = 0;
   for (std::size_t i = 0; i < scratch_.size();) {
     std::uint64_t line = map_.line_of(scratch_[i]);
-    std::uint8_t sectors = 0;
-    while (i < scratch_.size() && map_.line_of(scratch_[i]) == line) { ++sectors; ++i; }
+    std::uint8_t sectors = 0, sector_mask = 0, partial = 0;
+    for (; i < scratch_.size() && map_.line_of(scratch_[i]) == line; ++i) {
+      const std::uint8_t bit = static_cast<std::uint8_t>(1u << ((scratch_[i] - line) / params_.sector_bytes));
+      ++sectors;
+      sector_mask |= bit;
+      if (kind == MemPacket::Kind::Write && covered_[i] < params_.sector_bytes) partial |= bit;
+    }
     if (served_here(line)) continue;
     MemPacket p;
     p.kind = kind;
@@ -106,6 +129,8 @@ std::uint32_t L1::request_lines(MemPacket::Kind kind, std::uint32_t slot, Served
     p.request = kind == MemPacket::Kind::Write && writes_complete_when_sent_ ? slot | kSentCompletes : slot;
     p.line = line;
     p.sectors = sectors;
+    p.sector_mask = sector_mask;
+    p.partial_sectors = partial;
     outgoing_.push_back(p);
     ++packets;
   }
@@ -114,7 +139,7 @@ std::uint32_t L1::request_lines(MemPacket::Kind kind, std::uint32_t slot, Served
 }
 
 void L1::issue_loads(LsuOp& op, std::uint32_t slot, Cycle now) {
-  collect_sectors(op);
+  collect_sectors(op, false);
   load_sectors_ += scratch_.size();
   Cycle done = pipeline_.occupy(now, std::max<std::size_t>(1, scratch_.size()));
   request_lines(MemPacket::Kind::Read, slot, [&](std::uint64_t line) {
@@ -141,7 +166,7 @@ void L1::issue_loads(LsuOp& op, std::uint32_t slot, Cycle now) {
 }
 
 void L1::issue_stores(LsuOp& op, std::uint32_t slot, Cycle now) {
-  collect_sectors(op);
+  collect_sectors(op, true);
   store_sectors_ += scratch_.size();
   Cycle done = pipeline_.occupy(now, std::max<std::size_t>(1, scratch_.size()));
   // Write-through without allocation: every line goes to L2.
@@ -161,6 +186,7 @@ void L1::send_evicted(const BufferedUpdate& update) {
   p.ops = pool_.acquire();
   pool_.ops(p.ops)[0] = update.op;
   p.op_count = 1;
+  p.sector_mask = static_cast<std::uint8_t>(1u << ((update.op.address - p.line) / params_.sector_bytes));
   p.atomic_flits = static_cast<std::uint8_t>(params_.atomic_request_flits(trace::operand_bytes(update.type), p.sectors, false));
   outgoing_.push_back(p);
   ++outstanding_writes_;
@@ -249,6 +275,7 @@ void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
     }
     p.op_count = static_cast<std::uint16_t>(op_count);
     p.sectors = static_cast<std::uint8_t>(std::popcount(sector_mask));
+    p.sector_mask = static_cast<std::uint8_t>(sector_mask);
     p.atomic_flits = static_cast<std::uint8_t>(params_.atomic_request_flits(op_count * op.access_bytes, p.sectors, p.kind == MemPacket::Kind::Atomic));
     sectors_sent += p.sectors;
     atomic_ops_to_l2_ += op_count;

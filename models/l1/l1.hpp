@@ -102,8 +102,9 @@ class L1 : public Unit {
   static constexpr std::uint32_t kSentCompletes = 0x80000000u;
 
   void take_instruction(LsuOp& op, Cycle now);
-  // Sorted, distinct sectors the active lanes touch, into scratch_.
-  void collect_sectors(const LsuOp& op);
+  // Sorted, distinct sectors the active lanes touch, into scratch_; with
+  // `coverage`, the bytes of each the lanes write into covered_.
+  void collect_sectors(const LsuOp& op, bool coverage);
   // One request per line of the sectors in scratch_ that `served_here(line)`
   // does not answer; returns how many were sent.
   template <class Served>
@@ -139,6 +140,8 @@ class L1 : public Unit {
   const bool writes_complete_when_sent_;
   std::vector<std::uint16_t> membar_waiters_;
   std::vector<std::uint64_t> scratch_;
+  std::vector<std::uint32_t> covered_;
+  std::vector<std::uint64_t> spans_;  // the lanes' addresses, sorted
   // Lines asked of the L2 by loads and not yet back, each with the in-flight
   // slots waiting for it (the one that asked first), when loads wait on them.
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> pending_lines_;

@@ -12,11 +12,11 @@ using trace::DataType;
 
 L2Slice::L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::uint32_t index, const AddressMap& map,
                  LaneOpPool& pool, StatRegistry& stats)
-    : Unit(name), params_(p), index_(index), map_(map), pool_(pool), tags_(p.slice_bytes, p.line_bytes, p.ways),
+    : Unit(name), params_(p), index_(index), map_(map), pool_(pool), tags_(p.slice_bytes, p.line_bytes, p.ways, p.sector_bytes),
       requests_(*this, p.input_buffer_flits), replies_(*this), to_dram_(*this), from_dram_(*this, p.mshrs + 1),
       to_other_partition_(*this), from_other_partition_(*this, p.input_buffer_flits),
       lookups_(p.lookups_per_cycle), rop_units_(p.rop_units_per_slice, RateServer(p.rop_ops_per_cycle)),
-      rop_returns_(p.rop_units_per_slice, RateServer(p.rop_ops_per_cycle)) {
+      rop_returns_(p.rop_units_per_slice, RateServer(p.rop_ops_per_cycle)), line_sectors_(tags_.all_sectors()) {
   StatGroup& g = stats.group("l2_slice", basename());
   requests_.register_stats(g, "input");
   from_other_partition_.register_stats(g, "input_from_other_partition");
@@ -125,14 +125,14 @@ void L2Slice::serve(MemPacket& packet, Cycle start, bool from_dram) {
       break;
     case MemPacket::Kind::Write:
       ++writes_;
-      tags_.mark_dirty(packet.line);
+      tags_.write(packet.line, packet.sector_mask);
       reply.kind = MemPacket::Kind::WriteAck;
       schedule_reply(start + params_.hit_latency + extra, reply);
       break;
     case MemPacket::Kind::Atomic:
     case MemPacket::Kind::Reduction: {
       Cycle done = run_atomic(packet, start);
-      tags_.mark_dirty(packet.line);
+      tags_.write(packet.line, packet.sector_mask);
       reply.kind = packet.kind == MemPacket::Kind::Atomic ? MemPacket::Kind::AtomicReply : MemPacket::Kind::ReductionAck;
       pool_.release(packet.ops);
       schedule_reply(done + extra, reply);
@@ -152,78 +152,96 @@ bool L2Slice::pass_on(const MemPacket& packet, Cycle now) {
   return true;
 }
 
-bool L2Slice::accept(MemPacket& packet, Cycle now, bool refill) {
-  if (!refill) {
-    // A lookup per sector: an atomic's header and operands cross the link, its sectors are looked up.
-    if (passes_on(packet)) return pass_on(packet, now);
-    const bool atomic = packet.is_atomic();
-    const std::uint64_t lookups = atomic ? packet.sectors : packet.flits();
-    // A request from the other partition costs its extra lookups as a
-    // fraction of the tag pipeline's time, not rounded per request; an atomic
-    // paid them at the slice that passed it on.
-    double lookup_weight = 1;
-    if (map_.partition_of_sm(packet.source) != map_.partition_of_slice(index_)) {
-      ++far_requests_;
-      if (!atomic) lookup_weight += params_.far_partition_extra_lookups;
-    }
-    Cycle start = std::max(now, lookups_.free_at());
-    bool hit = tags_.access(packet.line);
-    if (!hit && packet.kind == MemPacket::Kind::Write) {
-      // Writes allocate without fetching: partial lines are merged on writeback.
-      if (auto victim = tags_.insert(packet.line, true); victim && victim->dirty) write_back(victim->line);
-      hit = true;
-    }
-    if (!hit) {
-      auto it = mshrs_.find(packet.line);
-      if (it == mshrs_.end()) {
-        // Woken by a line back from DRAM, or by the DRAM queue's credit.
-        if (mshrs_.size() >= params_.mshrs || !pending_writebacks_.empty()) return false;
-        if (!to_dram_.try_send(DramRequest{false, static_cast<std::uint16_t>(index_), packet.line, params_.line_bytes}))
-          return false;
-        it = mshrs_.emplace(packet.line, std::vector<MemPacket>{}).first;
-      }
-      lookups_.occupy(now, lookups, lookup_weight);
-      ++misses_;
-      it->second.push_back(packet);
-      return true;
-    }
-    lookups_.occupy(now, lookups, lookup_weight);
-    ++hits_;
-    serve(packet, start + 1, false);
-    return true;
+SectorMask L2Slice::sectors_to_read(const MemPacket& packet) {
+  const SectorMask valid = tags_.valid_sectors(packet.line);
+  if (packet.kind == MemPacket::Kind::Write) {
+    // A write allocates its line and needs only the sectors it writes in part
+    // (stores probe: every 4-byte store to a line no launch wrote read one
+    // sector from DRAM, stores of whole sectors none).
+    if (!valid)
+      if (auto victim = tags_.allocate(packet.line); victim && victim->dirty) write_back(*victim);
+    return packet.partial_sectors & ~valid;
   }
-  serve(packet, now, true);
+  // A read or an atomic lacking any of its sectors reads all the line lacks.
+  return (packet.sector_mask & ~valid) ? line_sectors_ & ~valid : 0;
+}
+
+bool L2Slice::fetch(const MemPacket& packet, SectorMask sectors) {
+  auto it = mshrs_.find(packet.line);
+  if (it == mshrs_.end()) {
+    // Woken by a line back from DRAM, or by the DRAM queue's credit.
+    if (mshrs_.size() >= params_.mshrs || !pending_writebacks_.empty()) return false;
+    if (!to_dram_.try_send(DramRequest{false, static_cast<std::uint16_t>(index_), packet.line, sector_bytes(sectors), sectors}))
+      return false;
+    it = mshrs_.emplace(packet.line, std::vector<MemPacket>{}).first;
+  }
+  it->second.push_back(packet);
   return true;
 }
 
-void L2Slice::write_back(std::uint64_t line) {
+bool L2Slice::accept(MemPacket& packet, Cycle now) {
+  // A lookup per sector: an atomic's header and operands cross the link, its sectors are looked up.
+  if (passes_on(packet)) return pass_on(packet, now);
+  const bool atomic = packet.is_atomic();
+  const std::uint64_t lookups = atomic ? packet.sectors : packet.flits();
+  // A request from the other partition costs its extra lookups as a
+  // fraction of the tag pipeline's time, not rounded per request; an atomic
+  // paid them at the slice that passed it on.
+  double lookup_weight = 1;
+  const bool far = map_.partition_of_sm(packet.source) != map_.partition_of_slice(index_);
+  if (far && !atomic) lookup_weight += params_.far_partition_extra_lookups;
+  Cycle start = std::max(now, lookups_.free_at());
+  // A write that would make room for its line waits while evicted lines wait
+  // for the DRAM queue (woken by its credit): DRAM's pace holds the writes back.
+  if (!tags_.access(packet.line) && packet.kind == MemPacket::Kind::Write && !pending_writebacks_.empty()) return false;
+  if (const SectorMask missing = sectors_to_read(packet)) {
+    if (!fetch(packet, missing)) return false;
+    ++misses_;
+  } else {
+    ++hits_;
+    serve(packet, start + 1, false);
+  }
+  lookups_.occupy(now, lookups, lookup_weight);
+  far_requests_ += far;
+  return true;
+}
+
+void L2Slice::write_back(const TagArray::Victim& victim) {
   ++writebacks_;
-  pending_writebacks_.push_back(line);
+  pending_writebacks_.push_back(victim);
   send_writebacks();
 }
 
 void L2Slice::send_writebacks() {
-  while (!pending_writebacks_.empty() &&
-         to_dram_.try_send(DramRequest{true, static_cast<std::uint16_t>(index_), pending_writebacks_.front(), params_.line_bytes}))
+  while (!pending_writebacks_.empty()) {
+    const TagArray::Victim& v = pending_writebacks_.front();
+    if (!to_dram_.try_send(DramRequest{true, static_cast<std::uint16_t>(index_), v.line, sector_bytes(v.dirty), v.dirty})) break;
     pending_writebacks_.pop_front();
+  }
 }
 
 void L2Slice::evaluate() {
   const Cycle now = Unit::now();
   send_writebacks();
-  // Lines back from DRAM release the requests waiting on them.
+  // Sectors back from DRAM release the requests waiting on them; one that
+  // needs sectors a later request's fetch did not bring fetches again.
   while (from_dram_.ready(now)) {
-    std::uint64_t line = from_dram_.front().line;
+    const DramRequest back = from_dram_.front();
     from_dram_.pop();
-    if (auto victim = tags_.insert(line, false); victim && victim->dirty) write_back(victim->line);
-    auto it = mshrs_.find(line);
+    if (auto victim = tags_.fill(back.line, back.sectors); victim && victim->dirty) write_back(*victim);
+    auto it = mshrs_.find(back.line);
     if (it != mshrs_.end()) {
       for (auto& p : it->second) refilled_.push_back(p);
       mshrs_.erase(it);
     }
   }
-  for (auto& p : refilled_) accept(p, now, true);
-  refilled_.clear();
+  std::size_t kept = 0;
+  for (auto& p : refilled_) {
+    const SectorMask missing = sectors_to_read(p);
+    if (!missing) serve(p, now, true);
+    else if (!fetch(p, missing)) refilled_[kept++] = p;  // retried when the DRAM queue or an MSHR frees
+  }
+  refilled_.resize(kept);
 
   // The SMs' requests and the atomics passed on from the other partition take
   // turns, so that neither partition's SMs hold the other's back at a slice
@@ -233,7 +251,7 @@ void L2Slice::evaluate() {
     InPort<MemPacket>* const second = far_turn_ ? &requests_ : &from_other_partition_;
     InPort<MemPacket>* taken = nullptr;
     for (InPort<MemPacket>* input : {first, second})
-      if (input->ready(now) && accept(input->front(), now, false)) {
+      if (input->ready(now) && accept(input->front(), now)) {
         taken = input;
         break;
       }

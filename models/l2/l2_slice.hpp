@@ -5,6 +5,7 @@
 // partitions to its home slice, where it is applied.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <deque>
 #include <queue>
@@ -25,6 +26,7 @@ struct L2Params {
   std::uint32_t partitions = 1;
   std::uint64_t slice_bytes = 1 << 20;
   std::uint32_t line_bytes = 128;
+  std::uint32_t sector_bytes = 32;
   std::uint32_t interleave_bytes = 128;
   std::uint32_t ways = 16;
   std::string hash = "xor";
@@ -48,6 +50,8 @@ struct L2Params {
     b.integer("partitions", partitions, 1, 16, "L2 partitions; a load or store to a slice of another partition than its SM's pays the far-partition costs, an atomic enters at a slice of its SM's partition that passes it on");
     b.integer("slice_bytes", slice_bytes, 1024, 1ll << 26, "capacity of one slice (the model keeps every line's tag)");
     b.integer("line_bytes", line_bytes, 32, 1024, "line size");
+    b.integer("sector_bytes", sector_bytes, 4, 1024,
+              "sector size: what a line's data is held, read from DRAM and written back in (at most 8 a line)");
     b.integer("interleave_bytes", interleave_bytes, 32, 1 << 20,
               "consecutive bytes one slice holds before the address hash moves to another (a power of two, at least a line)");
     b.integer("ways", ways, 1, 256, "associativity");
@@ -106,7 +110,15 @@ class L2Slice : public Unit {
     bool operator>(const Reply& o) const { return ready != o.ready ? ready > o.ready : sequence > o.sequence; }
   };
   // Returns false when the packet cannot be taken now (resources busy).
-  bool accept(MemPacket& packet, Cycle now, bool refill);
+  bool accept(MemPacket& packet, Cycle now);
+  // The sectors the packet's line must read from DRAM before it is served
+  // (a write first allocates its line).
+  SectorMask sectors_to_read(const MemPacket& packet);
+  // Reads `sectors` of the packet's line from DRAM, or joins the read of the
+  // line in flight, and parks the packet until it is back; false when no
+  // MSHR or DRAM queue space is free.
+  bool fetch(const MemPacket& packet, SectorMask sectors);
+  std::uint32_t sector_bytes(SectorMask sectors) const { return std::popcount(sectors) * params_.sector_bytes; }
   bool pass_on(const MemPacket& packet, Cycle now);
   // An atomic that entered here for its home slice in the other partition.
   bool passes_on(const MemPacket& packet) const { return packet.is_atomic() && map_.slice_of(packet.line) != index_; }
@@ -119,7 +131,7 @@ class L2Slice : public Unit {
   void schedule_reply(Cycle ready, const MemPacket& packet);
   // Dirty victims wait here when the DRAM queue is full: none is lost, and
   // misses wait behind them.
-  void write_back(std::uint64_t line);
+  void write_back(const TagArray::Victim& victim);
   void send_writebacks();
 
   const L2Params params_;
@@ -137,7 +149,8 @@ class L2Slice : public Unit {
   std::vector<RateServer> rop_units_;
   std::vector<RateServer> rop_returns_;
   std::unordered_map<std::uint64_t, std::vector<MemPacket>> mshrs_;
-  std::deque<std::uint64_t> pending_writebacks_;
+  std::deque<TagArray::Victim> pending_writebacks_;
+  const SectorMask line_sectors_;
   std::vector<MemPacket> refilled_;  // packets whose line arrived, replayed before new requests
   std::priority_queue<Reply, std::vector<Reply>, std::greater<>> pending_replies_;
   std::uint64_t reply_sequence_ = 0;

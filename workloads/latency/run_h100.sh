@@ -7,6 +7,9 @@
 # ATOM's round trip and how long a RED's operands hold its warp, red_issue.cu),
 # pending_line.json (an SM's warps loading one line at once, pending_line.cu),
 # cta_launch.json (how fast an SM takes in CTAs of each size, cta_launch.cu),
+# stores.json (what scattered stores of part of a sector cost, stores.cu) with
+# ncu-stores.csv (the L2's and DRAM's counts for each of its points and for the
+# radix sort's scatters, keys and pairs, whose stores are of that kind),
 # ncu-match.csv (with latency: the ADU instructions Nsight Compute counts for a
 # MATCH.ANY of 1, 2, 8 and 32 distinct values),
 # the SASS (to check each chain is what it claims) and the clocks. Names after
@@ -16,7 +19,7 @@ set -euo pipefail
 out=${1:?usage: run_h100.sh OUTDIR [PROBE...]}
 shift
 probes=("$@")
-[ ${#probes[@]} -gt 0 ] || probes=(latency loaded load_spread shared_banks red_issue pending_line cta_launch)
+[ ${#probes[@]} -gt 0 ] || probes=(latency loaded load_spread shared_banks red_issue pending_line cta_launch stores)
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(mktemp -d)
@@ -38,6 +41,29 @@ if [[ " ${probes[*]} " == *" pending_line "* ]]; then
     ncu --kernel-name regex:pending_loads --csv --metrics "$metric" "$bin/pending_line" ncu | sed -n '/^"ID"/,$p' |
       { [ -s "$out/ncu-pending-line.csv" ] && sed 1d || cat; } >> "$out/ncu-pending-line.csv" || true
   done
+fi
+if [[ " ${probes[*]} " == *" stores "* ]]; then
+  # Each point launched twice (the second finds the L2 as the first left it, so
+  # the caches are not flushed), then the sort's scatters as the capture takes
+  # them (the second launch of each, after the histogram).
+  stores_metrics=gpu__time_duration.sum,sm__cycles_elapsed.max,lts__cycles_elapsed.avg,lts__cycles_active.avg,lts__cycles_active.max
+  stores_metrics+=,lts__t_requests_op_write.sum,lts__t_sectors_op_write.sum,lts__t_requests_op_read.sum,lts__t_sectors_op_read.sum
+  stores_metrics+=,lts__t_sectors_lookup_miss.sum,lts__t_requests_srcunit_ltcfabric.sum,dram__sectors_read.sum,dram__sectors_write.sum
+  stores_metrics+=,l1tex__m_l1tex2xbar_req_throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors.avg.pct_of_peak_sustained_elapsed
+  stores_metrics+=,lts__d_sectors.avg.pct_of_peak_sustained_elapsed,lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed
+  stores_metrics+=,lts__xbar2lts_cycles_active.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed
+  nvcc -O3 -std=c++17 -arch=sm_90 -I"$here/../.." -o "$bin/onesweep" "$here/../sort/onesweep.cu"
+  { ncu --cache-control none --kernel-name regex:stream_stores --csv --metrics "$stores_metrics" "$bin/stores" ncu | sed -n '/^"ID"/,$p'
+    for pairs in 0 1; do
+      ncu --kernel-name regex:onesweep_scatter --launch-skip 1 --launch-count 1 --csv --metrics "$stores_metrics" \
+        "$bin/onesweep" --keys 5242880 --pairs $pairs --distribution narrow --warmup 1 --repeat 1 | sed -n '/^"ID"/,$p' | sed 1d
+    done; } > "$out/ncu-stores.csv" || true
+  # What limits the same launches, unit by unit: each metric Nsight Compute's memory throughput is the highest of.
+  { ncu --cache-control none --kernel-name regex:stream_stores --csv --metrics breakdown:gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed \
+      "$bin/stores" ncu | sed -n '/^"ID"/,$p'
+    ncu --kernel-name regex:onesweep_scatter --launch-skip 1 --launch-count 1 --csv \
+      --metrics breakdown:gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed \
+      "$bin/onesweep" --keys 5242880 --pairs 1 --distribution narrow --warmup 1 --repeat 1 | sed -n '/^"ID"/,$p' | sed 1d; } > "$out/ncu-stores-breakdown.csv" || true
 fi
 if [[ " ${probes[*]} " == *" latency "* ]]; then
   # What Nsight Compute counts of MATCH.ANY of 1, 2, 8 and 32 distinct values (the

@@ -1,0 +1,144 @@
+// Stores under load: every SM's warps stream stores, each warp instruction
+// writing WIDTH words per lane, `lanes_per_line` lanes to a line, so an
+// instruction covers 32 / lanes_per_line lines: one word per line (a sector
+// written in part, the way a radix sort's scatter writes), 16 bytes per line
+// (in part), a whole sector per line (8 words, or 2 lanes of 16 bytes), or a
+// whole line. The lines of the GPU's store sequence are scattered over the
+// window by an odd multiplier (every line once per pass), so they spread over
+// the L2 slices as a scatter's do. The window is the L2's 8 MB (written by the
+// launch before, so every line is in the L2) or 2 GB after a flush (every
+// line new). It reports line requests and bytes each SM sends per SM cycle
+// (clock64 per warp, the median warp) and the GPU's bytes per nanosecond
+// (events), on all SMs and on a few (what one SM can send against what the
+// slices take). Warm-up launch first, median of repeats.
+// `stores ncu` runs each point's launch once, for Nsight Compute.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "workloads/latency/probe.cuh"
+#include "workloads/latency/streamed_memory.cuh"
+
+constexpr int kStores = 4;           // stores a trip, unrolled
+constexpr int kWarpsPerSm = 32;      // four CTAs of eight warps
+constexpr int kWarpsPerCta = 8;
+
+template <int WIDTH>
+struct Words;
+template <>
+struct Words<1> {
+  using type = unsigned;
+};
+template <>
+struct Words<4> {
+  using type = uint4;
+};
+
+template <int WIDTH>
+__global__ void stream_stores(unsigned* data, unsigned window_lines_mask, unsigned lanes_per_line, int iterations, long long* cycles) {
+  using Word = typename Words<WIDTH>::type;
+  const unsigned warps = gridDim.x * blockDim.x / 32, warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+  const unsigned lines_per_store = 32 / lanes_per_line;
+  // Sequence number of this lane's line in the GPU's k-th store of trip t.
+  unsigned sequence = warp * lines_per_store + lane / lanes_per_line;
+  const unsigned sequence_step = warps * lines_per_store;
+  const unsigned offset_words = (lane % lanes_per_line) * WIDTH;
+  Word value{};
+  reinterpret_cast<unsigned*>(&value)[0] = lane;
+  const long long t0 = clock64();
+#pragma unroll 1
+  for (int t = 0; t < iterations; ++t) {
+#pragma unroll
+    for (int k = 0; k < kStores; ++k) {
+      const unsigned line = (sequence * 2654435761u) & window_lines_mask;
+      *reinterpret_cast<Word*>(data + line * 32 + offset_words) = value;
+      sequence += sequence_step;
+    }
+  }
+  const long long t1 = clock64();
+  if (lane == 0) cycles[warp] = t1 - t0;
+}
+
+struct Shape {
+  bool to_dram;
+  int width_words, lanes_per_line, active_sms;
+};
+
+struct Point {
+  double requests_per_sm_cycle, bytes_per_sm_cycle, bytes_per_ns;
+};
+
+template <int WIDTH>
+Point measure(const StreamedMemory& memory, const Shape& s, long long* d_cycles, int repeats) {
+  const int ctas = s.active_sms * (kWarpsPerSm / kWarpsPerCta), warps = ctas * kWarpsPerCta;
+  const unsigned lines_per_store = 32 / s.lanes_per_line;
+  // About 64K line requests per SM, at least 4 trips.
+  const int iterations = std::max(4, int(65536 / (kWarpsPerSm * kStores * lines_per_store)));
+  const double requests_per_sm = double(kWarpsPerSm) * iterations * kStores * lines_per_store;
+  const double bytes = double(warps) * iterations * kStores * 32 * WIDTH * 4;
+  const unsigned window_lines_mask = unsigned((s.to_dram ? StreamedMemory::kDramBytes : StreamedMemory::kL2WindowBytes) / 128 - 1);
+  cudaEvent_t begin, end;
+  WORKLOAD_CHECK(cudaEventCreate(&begin));
+  WORKLOAD_CHECK(cudaEventCreate(&end));
+  std::vector<double> per_cycle, per_ns;
+  std::vector<long long> c(warps);
+  for (int r = 0; r < repeats; ++r) {
+    if (s.to_dram) memory.flush_l2(r);
+    WORKLOAD_CHECK(cudaEventRecord(begin));
+    stream_stores<WIDTH><<<ctas, 32 * kWarpsPerCta>>>(memory.data, window_lines_mask, s.lanes_per_line, iterations, d_cycles);
+    WORKLOAD_CHECK(cudaGetLastError());
+    WORKLOAD_CHECK(cudaEventRecord(end));
+    WORKLOAD_CHECK(cudaEventSynchronize(end));
+    float ms = 0;
+    WORKLOAD_CHECK(cudaEventElapsedTime(&ms, begin, end));
+    WORKLOAD_CHECK(cudaMemcpy(c.data(), d_cycles, warps * sizeof(long long), cudaMemcpyDeviceToHost));
+    if (r == 0 && repeats > 1) continue;  // warm-up
+    std::sort(c.begin(), c.end());
+    const double cycles = static_cast<double>(c[c.size() / 2]);
+    per_cycle.push_back(requests_per_sm / cycles);
+    per_ns.push_back(bytes / (ms * 1e6));
+  }
+  WORKLOAD_CHECK(cudaEventDestroy(begin));
+  WORKLOAD_CHECK(cudaEventDestroy(end));
+  const double requests = median(per_cycle);
+  return {requests, requests / lines_per_store * 32 * WIDTH * 4, median(per_ns)};
+}
+
+int main(int argc, char** argv) {
+  atomsim::workload::program_name() = "stores";
+  const bool ncu_only = argc > 1 && std::strcmp(argv[1], "ncu") == 0;
+  if (argc > 2 || (argc == 2 && !ncu_only)) atomsim::workload::fail(2, "usage: stores [ncu]");
+  cudaDeviceProp prop{};
+  WORKLOAD_CHECK(cudaGetDeviceProperties(&prop, 0));
+  const int sms = prop.multiProcessorCount;
+  const StreamedMemory memory;
+  long long* d_cycles;
+  WORKLOAD_CHECK(cudaMalloc(&d_cycles, size_t(sms) * kWarpsPerSm * sizeof(long long)));
+  // Word, 16 bytes, a sector (8 words or 2 x 16 bytes) and a line per line,
+  // into the L2 and into DRAM, on every SM; the word and sector patterns also
+  // on 16 and 33 SMs.
+  std::vector<Shape> shapes;
+  for (const bool to_dram : {false, true}) {
+    for (const auto& [width, lanes] : {std::pair{1, 1}, {4, 1}, {1, 8}, {4, 2}, {1, 32}}) shapes.push_back({to_dram, width, lanes, sms});
+    for (const int active : {16, 33})
+      for (const auto& [width, lanes] : {std::pair{1, 1}, {4, 2}}) shapes.push_back({to_dram, width, lanes, active});
+  }
+  if (!ncu_only) std::printf("{\n  \"sms\": %d,\n  \"warps_per_sm\": %d,\n  \"stores_in_flight\": %d,\n  \"points\": [\n", sms, kWarpsPerSm, kStores);
+  bool first = true;
+  for (const Shape& s : shapes) {
+    const int repeats = ncu_only ? 2 : 8;
+    const Point p = s.width_words == 1 ? measure<1>(memory, s, d_cycles, repeats) : measure<4>(memory, s, d_cycles, repeats);
+    if (ncu_only) continue;
+    std::printf("%s    {\"target\": \"%s\", \"bytes_per_lane\": %d, \"lanes_per_line\": %d, \"active_sms\": %d, "
+                "\"requests_per_sm_cycle\": %.4f, \"bytes_per_sm_cycle\": %.2f, \"bytes_per_ns\": %.1f}",
+                first ? "" : ",\n", s.to_dram ? "dram" : "l2", 4 * s.width_words, s.lanes_per_line, s.active_sms, p.requests_per_sm_cycle,
+                p.bytes_per_sm_cycle, p.bytes_per_ns);
+    first = false;
+  }
+  if (!ncu_only) std::printf("\n  ]\n}\n");
+  return 0;
+}
