@@ -60,9 +60,10 @@ GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& ov
   // request updating a whole line (its operands and header); back, a line of
   // sectors read or returned by atomics.
   const std::uint32_t line_sectors = std::max<std::uint32_t>(1, p.l1.line_bytes / p.l1.sector_bytes);
-  const std::uint32_t largest_request = std::max(p.l1.atomic_request_flits(p.l1.line_bytes, line_sectors, false),
-                                                 p.l1.atomic_request_flits(p.l1.line_bytes, line_sectors, true));
-  const std::string request = fmt::format("a line of {} sectors, or an atomic request updating a whole line", line_sectors);
+  const std::uint32_t largest_request = std::max({p.l1.atomic_request_flits(p.l1.line_bytes, line_sectors, false),
+                                                  p.l1.atomic_request_flits(p.l1.line_bytes, line_sectors, true), 2 * line_sectors});
+  const std::string request =
+      fmt::format("a line of {} sectors each written in part, or an atomic request updating a whole line", line_sectors);
   const std::string reply = fmt::format("a line of {} sectors", line_sectors);
   for (const auto& [key, flits, largest, packet] :
        {std::tuple<const char*, std::uint32_t, std::uint32_t, const std::string&>{"l2.input_buffer_flits", p.l2.input_buffer_flits, largest_request, request},

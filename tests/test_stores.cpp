@@ -119,3 +119,18 @@ TEST_CASE("Stores: a sector written in part is read from DRAM first, and DRAM ta
   CHECK(sector.requests_per_cycle == Approx(sector_measured).epsilon(0.12));
   CHECK(line.requests_per_cycle == Approx(line_measured).epsilon(0.12));
 }
+
+// Every 132-SM point of the probe against the model, for docs/validation.md:
+// tests/atomsim_tests "[stores-table]" (about two minutes).
+TEST_CASE("Stores: every point of the stores probe on all SMs, simulated", "[.][stores-table]") {
+  const GpuParams params = h100_with({"l2.slice_bytes=65536"});
+  for (const bool to_dram : {false, true})
+    for (const auto& [bytes, lanes] : {std::pair{4u, 1u}, {16u, 1u}, {4u, 8u}, {16u, 2u}, {4u, 32u}}) {
+      // Into the L2: its full size, so that the probe's 8 MB window stays in it.
+      const StoreRun r = stream_stores(to_dram ? params : h100_with({}), bytes, lanes, to_dram, 132);
+      const double measured = measured_requests_per_cycle(bytes, lanes, to_dram, 132);
+      std::printf("%-4s %2u B a lane, %2u lanes a line: %6.2f requests per SM cycle, H100 %6.2f (%+.1f%%); DRAM reads %.2f, writes %.2f, bytes %.1f a request\n",
+                  to_dram ? "dram" : "l2", bytes, lanes, r.requests_per_cycle, measured, 100 * (r.requests_per_cycle / measured - 1),
+                  r.dram_reads_per_request, r.dram_writes_per_request, r.dram_bytes_per_request);
+    }
+}

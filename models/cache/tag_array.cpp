@@ -40,6 +40,13 @@ bool TagArray::access(std::uint64_t line) {
   return true;
 }
 
+std::optional<SectorMask> TagArray::access_sectors(std::uint64_t line) {
+  const std::size_t i = find(line);
+  if (i == kAbsent) return std::nullopt;
+  last_use_[i] = ++clock_;
+  return valid_[i];
+}
+
 bool TagArray::contains(std::uint64_t line) const { return find(line) != kAbsent; }
 
 std::size_t TagArray::make_room(std::uint64_t line, std::optional<Victim>& evicted) {

@@ -20,6 +20,8 @@ class TagArray {
   SectorMask all_sectors() const { return all_sectors_; }
   // Looks the line up and refreshes its LRU position.
   bool access(std::uint64_t line);
+  // The same, returning the sectors of the line that hold data (nothing when absent).
+  std::optional<SectorMask> access_sectors(std::uint64_t line);
   bool contains(std::uint64_t line) const;
   struct Victim {
     std::uint64_t line;

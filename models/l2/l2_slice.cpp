@@ -152,8 +152,7 @@ bool L2Slice::pass_on(const MemPacket& packet, Cycle now) {
   return true;
 }
 
-SectorMask L2Slice::sectors_to_read(const MemPacket& packet) {
-  const SectorMask valid = tags_.valid_sectors(packet.line);
+SectorMask L2Slice::sectors_to_read(const MemPacket& packet, SectorMask valid) {
   if (packet.kind == MemPacket::Kind::Write) {
     // A write allocates its line and needs only the sectors it writes in part
     // (stores probe: every 4-byte store to a line no launch wrote read one
@@ -180,10 +179,11 @@ bool L2Slice::fetch(const MemPacket& packet, SectorMask sectors) {
 }
 
 bool L2Slice::accept(MemPacket& packet, Cycle now) {
-  // A lookup per sector: an atomic's header and operands cross the link, its sectors are looked up.
+  // A lookup per sector written or updated (an atomic's header and operands,
+  // a partial write's byte masks cross the link, its sectors are looked up); a read's one.
   if (passes_on(packet)) return pass_on(packet, now);
   const bool atomic = packet.is_atomic();
-  const std::uint64_t lookups = atomic ? packet.sectors : packet.flits();
+  const std::uint64_t lookups = atomic || packet.kind == MemPacket::Kind::Write ? packet.sectors : 1;
   // A request from the other partition costs its extra lookups as a
   // fraction of the tag pipeline's time, not rounded per request; an atomic
   // paid them at the slice that passed it on.
@@ -193,8 +193,9 @@ bool L2Slice::accept(MemPacket& packet, Cycle now) {
   Cycle start = std::max(now, lookups_.free_at());
   // A write that would make room for its line waits while evicted lines wait
   // for the DRAM queue (woken by its credit): DRAM's pace holds the writes back.
-  if (!tags_.access(packet.line) && packet.kind == MemPacket::Kind::Write && !pending_writebacks_.empty()) return false;
-  if (const SectorMask missing = sectors_to_read(packet)) {
+  const std::optional<SectorMask> valid = tags_.access_sectors(packet.line);
+  if (!valid && packet.kind == MemPacket::Kind::Write && !pending_writebacks_.empty()) return false;
+  if (const SectorMask missing = sectors_to_read(packet, valid.value_or(0))) {
     if (!fetch(packet, missing)) return false;
     ++misses_;
   } else {
@@ -237,7 +238,7 @@ void L2Slice::evaluate() {
   }
   std::size_t kept = 0;
   for (auto& p : refilled_) {
-    const SectorMask missing = sectors_to_read(p);
+    const SectorMask missing = sectors_to_read(p, tags_.valid_sectors(p.line));
     if (!missing) serve(p, now, true);
     else if (!fetch(p, missing)) refilled_[kept++] = p;  // retried when the DRAM queue or an MSHR frees
   }

@@ -111,9 +111,9 @@ class L2Slice : public Unit {
   };
   // Returns false when the packet cannot be taken now (resources busy).
   bool accept(MemPacket& packet, Cycle now);
-  // The sectors the packet's line must read from DRAM before it is served
-  // (a write first allocates its line).
-  SectorMask sectors_to_read(const MemPacket& packet);
+  // The sectors the packet's line, holding `valid`, must read from DRAM
+  // before it is served (a write first allocates its line).
+  SectorMask sectors_to_read(const MemPacket& packet, SectorMask valid);
   // Reads `sectors` of the packet's line from DRAM, or joins the read of the
   // line in flight, and parks the packet until it is back; false when no
   // MSHR or DRAM queue space is free.
