@@ -95,6 +95,24 @@ struct Timing {
   int runs = 0;
 };
 
+// Milliseconds `launch` (one or more kernels on the default stream) takes between two events.
+template <class Launch>
+float event_milliseconds(Launch launch) {
+  cudaEvent_t start, stop;
+  WORKLOAD_CHECK(cudaEventCreate(&start));
+  WORKLOAD_CHECK(cudaEventCreate(&stop));
+  WORKLOAD_CHECK(cudaEventRecord(start));
+  launch();
+  WORKLOAD_CHECK(cudaGetLastError());
+  WORKLOAD_CHECK(cudaEventRecord(stop));
+  WORKLOAD_CHECK(cudaEventSynchronize(stop));
+  float ms = 0;
+  WORKLOAD_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  WORKLOAD_CHECK(cudaEventDestroy(start));
+  WORKLOAD_CHECK(cudaEventDestroy(stop));
+  return ms;
+}
+
 // Per-kernel times collected over repeated runs of a whole step.
 class KernelTimes {
  public:
@@ -102,18 +120,7 @@ class KernelTimes {
   // samples are kept only when `keep` (warm-up runs are discarded).
   template <class Launch>
   void time(const std::string& name, bool keep, Launch launch) {
-    cudaEvent_t start, stop;
-    WORKLOAD_CHECK(cudaEventCreate(&start));
-    WORKLOAD_CHECK(cudaEventCreate(&stop));
-    WORKLOAD_CHECK(cudaEventRecord(start));
-    launch();
-    WORKLOAD_CHECK(cudaGetLastError());
-    WORKLOAD_CHECK(cudaEventRecord(stop));
-    WORKLOAD_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    WORKLOAD_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    WORKLOAD_CHECK(cudaEventDestroy(start));
-    WORKLOAD_CHECK(cudaEventDestroy(stop));
+    const float ms = event_milliseconds(launch);
     if (!keep) return;
     if (!samples_.count(name)) order_.push_back(name);
     samples_[name].push_back(ms);

@@ -67,24 +67,18 @@ Point measure(const StreamedMemory& memory, int warps_per_sm, int warps_per_cta,
   // 16384 lines per SM (2 MB; 277 MB on 132 SMs, over five times the L2), at least 16 iterations.
   const int iterations = std::max(16, 16384 / (warps_per_sm * LOADS));
   const double bytes = double(warps) * iterations * LOADS * kLineWords * 4;
-  cudaEvent_t begin, end;
-  WORKLOAD_CHECK(cudaEventCreate(&begin));
-  WORKLOAD_CHECK(cudaEventCreate(&end));
   std::vector<double> per_cycle, per_ns;
   std::vector<long long> c(warps);
   for (int r = 0; r < 8; ++r) {
     if (flush) memory.flush_l2(r);
-    WORKLOAD_CHECK(cudaEventRecord(begin));
-    if (flush)
-      stream_loads<LOADS, false><<<ctas, 32 * warps_per_cta>>>(memory.data, StreamedMemory::window_mask(flush), iterations, tiled, out, d_cycles);
-    else
-      stream_loads<LOADS, true><<<ctas, 32 * warps_per_cta>>>(memory.data, StreamedMemory::window_mask(flush), iterations, tiled, out, d_cycles);
-    WORKLOAD_CHECK(cudaGetLastError());
-    WORKLOAD_CHECK(cudaEventRecord(end));
-    WORKLOAD_CHECK(cudaEventSynchronize(end));
-    float ms = 0;
-    WORKLOAD_CHECK(cudaEventElapsedTime(&ms, begin, end));
-    WORKLOAD_CHECK(cudaMemcpy(c.data(), d_cycles, warps * sizeof(long long), cudaMemcpyDeviceToHost));
+    const float ms = timed_launch(
+        [&] {
+          if (flush)
+            stream_loads<LOADS, false><<<ctas, 32 * warps_per_cta>>>(memory.data, StreamedMemory::window_mask(flush), iterations, tiled, out, d_cycles);
+          else
+            stream_loads<LOADS, true><<<ctas, 32 * warps_per_cta>>>(memory.data, StreamedMemory::window_mask(flush), iterations, tiled, out, d_cycles);
+        },
+        d_cycles, c);
     if (r == 0) continue;  // warm-up
     std::sort(c.begin(), c.end());
     per_cycle.push_back(bytes / sms / static_cast<double>(c[c.size() / 2]));
@@ -92,8 +86,6 @@ Point measure(const StreamedMemory& memory, int warps_per_sm, int warps_per_cta,
   }
   std::sort(per_cycle.begin(), per_cycle.end());
   std::sort(per_ns.begin(), per_ns.end());
-  WORKLOAD_CHECK(cudaEventDestroy(begin));
-  WORKLOAD_CHECK(cudaEventDestroy(end));
   return {per_cycle[per_cycle.size() / 2], per_ns[per_ns.size() / 2]};
 }
 

@@ -81,29 +81,18 @@ Point measure(const StreamedMemory& memory, const Shape& s, long long* d_cycles,
   const double requests_per_sm = double(kWarpsPerSm) * iterations * kStores * lines_per_store;
   const double bytes = double(warps) * iterations * kStores * 32 * WIDTH * 4;
   const unsigned window_lines_mask = unsigned((s.to_dram ? StreamedMemory::kDramBytes : StreamedMemory::kL2WindowBytes) / 128 - 1);
-  cudaEvent_t begin, end;
-  WORKLOAD_CHECK(cudaEventCreate(&begin));
-  WORKLOAD_CHECK(cudaEventCreate(&end));
   std::vector<double> per_cycle, per_ns;
   std::vector<long long> c(warps);
   for (int r = 0; r < repeats; ++r) {
     if (s.to_dram) memory.flush_l2(r);
-    WORKLOAD_CHECK(cudaEventRecord(begin));
-    stream_stores<WIDTH><<<ctas, 32 * kWarpsPerCta>>>(memory.data, window_lines_mask, s.lanes_per_line, iterations, d_cycles);
-    WORKLOAD_CHECK(cudaGetLastError());
-    WORKLOAD_CHECK(cudaEventRecord(end));
-    WORKLOAD_CHECK(cudaEventSynchronize(end));
-    float ms = 0;
-    WORKLOAD_CHECK(cudaEventElapsedTime(&ms, begin, end));
-    WORKLOAD_CHECK(cudaMemcpy(c.data(), d_cycles, warps * sizeof(long long), cudaMemcpyDeviceToHost));
+    const float ms = timed_launch(
+        [&] { stream_stores<WIDTH><<<ctas, 32 * kWarpsPerCta>>>(memory.data, window_lines_mask, s.lanes_per_line, iterations, d_cycles); },
+        d_cycles, c);
     if (r == 0 && repeats > 1) continue;  // warm-up
     std::sort(c.begin(), c.end());
-    const double cycles = static_cast<double>(c[c.size() / 2]);
-    per_cycle.push_back(requests_per_sm / cycles);
+    per_cycle.push_back(requests_per_sm / static_cast<double>(c[c.size() / 2]));
     per_ns.push_back(bytes / (ms * 1e6));
   }
-  WORKLOAD_CHECK(cudaEventDestroy(begin));
-  WORKLOAD_CHECK(cudaEventDestroy(end));
   const double requests = median(per_cycle);
   return {requests, requests / lines_per_store * 32 * WIDTH * 4, median(per_ns)};
 }

@@ -29,3 +29,12 @@ struct StreamedMemory {
   // The mask of word indices into the window loads read: all of DRAM's 2 GB, or the L2's 8 MB.
   static unsigned window_mask(bool from_dram) { return unsigned((from_dram ? kDramBytes : kL2WindowBytes) / 4 - 1); }
 };
+
+// Runs `launch` between two events and copies the warps' cycles (one a warp,
+// as many as `cycles` holds) back; returns the launch's milliseconds.
+template <class Launch>
+float timed_launch(Launch launch, const long long* d_cycles, std::vector<long long>& cycles) {
+  const float ms = atomsim::workload::event_milliseconds(launch);
+  WORKLOAD_CHECK(cudaMemcpy(cycles.data(), d_cycles, cycles.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+  return ms;
+}
