@@ -100,6 +100,26 @@ TEST_CASE("the tag array evicts the least recently used way", "[engine][cache]")
   REQUIRE_FALSE(tags.contains(0x080));
 }
 
+TEST_CASE("the tag array keeps each line's valid and dirty sectors", "[engine][cache]") {
+  model::TagArray tags(/*capacity=*/2 * 128, /*line=*/128, /*ways=*/2, /*sector=*/32);  // one set of two lines of 4 sectors
+  REQUIRE(tags.all_sectors() == 0b1111);
+  REQUIRE_FALSE(tags.allocate(0x000));  // room without data
+  REQUIRE(tags.contains(0x000));
+  REQUIRE(tags.valid_sectors(0x000) == 0);
+  tags.write(0x000, 0b0010);
+  REQUIRE_FALSE(tags.fill(0x000, 0b0100));
+  REQUIRE(tags.access_sectors(0x000) == model::SectorMask{0b0110});
+  REQUIRE_FALSE(tags.access_sectors(0x080));
+  REQUIRE_FALSE(tags.fill(0x080, 0b0001));  // a fill installs an absent line
+  REQUIRE(tags.access(0x080));              // 0x000 is now least recent
+  auto victim = tags.insert(0x100, false);
+  REQUIRE(victim);
+  REQUIRE(victim->line == 0x000);
+  REQUIRE(victim->dirty == 0b0010);  // only the written sector goes back
+  REQUIRE(tags.valid_sectors(0x100) == 0b1111);
+  REQUIRE_THROWS(model::TagArray(2 * 128, 128, 2, 48));  // sectors must divide the line
+}
+
 TEST_CASE("the atomic buffer combines, evicts LRU and drains in age order", "[engine][lab]") {
   using model::AtomicBuffer;
   using model::BufferedUpdate;

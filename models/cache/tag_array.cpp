@@ -33,12 +33,7 @@ std::size_t TagArray::find(std::uint64_t line) const {
   return kAbsent;
 }
 
-bool TagArray::access(std::uint64_t line) {
-  const std::size_t i = find(line);
-  if (i == kAbsent) return false;
-  last_use_[i] = ++clock_;
-  return true;
-}
+bool TagArray::access(std::uint64_t line) { return access_sectors(line).has_value(); }
 
 std::optional<SectorMask> TagArray::access_sectors(std::uint64_t line) {
   const std::size_t i = find(line);
@@ -64,10 +59,14 @@ std::size_t TagArray::make_room(std::uint64_t line, std::optional<Victim>& evict
   return victim;
 }
 
+std::size_t TagArray::way_for(std::uint64_t line, std::optional<Victim>& evicted) {
+  const std::size_t i = find(line);
+  return i == kAbsent ? make_room(line, evicted) : i;
+}
+
 std::optional<TagArray::Victim> TagArray::insert(std::uint64_t line, bool dirty) {
   std::optional<Victim> evicted;
-  std::size_t i = find(line);
-  if (i == kAbsent) i = make_room(line, evicted);
+  const std::size_t i = way_for(line, evicted);
   last_use_[i] = ++clock_;
   valid_[i] = all_sectors_;
   if (dirty) dirty_[i] = all_sectors_;
@@ -76,8 +75,7 @@ std::optional<TagArray::Victim> TagArray::insert(std::uint64_t line, bool dirty)
 
 std::optional<TagArray::Victim> TagArray::allocate(std::uint64_t line) {
   std::optional<Victim> evicted;
-  std::size_t i = find(line);
-  if (i == kAbsent) i = make_room(line, evicted);
+  const std::size_t i = way_for(line, evicted);
   last_use_[i] = ++clock_;
   return evicted;
 }
@@ -89,8 +87,7 @@ SectorMask TagArray::valid_sectors(std::uint64_t line) const {
 
 std::optional<TagArray::Victim> TagArray::fill(std::uint64_t line, SectorMask sectors) {
   std::optional<Victim> evicted;
-  std::size_t i = find(line);
-  if (i == kAbsent) i = make_room(line, evicted);
+  const std::size_t i = way_for(line, evicted);
   valid_[i] |= sectors;
   return evicted;
 }

@@ -58,6 +58,8 @@ class TagArray {
   std::vector<SectorMask> dirty_;
   // The way the line takes: the first empty one, else the least recently used; evicts it.
   std::size_t make_room(std::uint64_t line, std::optional<Victim>& evicted);
+  // The line's way, made room for when absent.
+  std::size_t way_for(std::uint64_t line, std::optional<Victim>& evicted);
 };
 
 }  // namespace atomsim::model
