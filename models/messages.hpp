@@ -45,6 +45,7 @@ struct LsuOp {
   std::uint16_t warp_slot = 0;
   trace::OpClass op = trace::OpClass::LoadGlobal;
   std::uint8_t access_bytes = 4;
+  bool coherent_load = false;  // a load of GPU or system scope: the L2 serves it, the L1 keeps no copy
   trace::AtomicOp atomic_op = trace::AtomicOp::None;
   trace::DataType atomic_type = trace::DataType::None;
   std::uint8_t num_dst = 0;

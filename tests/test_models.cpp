@@ -17,6 +17,7 @@
 #include "models/dispatch/cta_dispatcher.hpp"
 #include "models/mio/mio.hpp"
 #include "models/sm/scheduler.hpp"
+#include "traces/sass.hpp"
 
 using namespace atomsim;
 using namespace atomsim::model;
@@ -582,6 +583,62 @@ TEST_CASE("L1: loads of a line already asked of the L2 wait for its reply, or as
   sc_core::sc_start();
   REQUIRE(to_l2.received.size() == (wait ? 2u : 5u));
   REQUIRE(to_sm.received.size() == 6);
+}
+
+TEST_CASE("L1: loads of GPU or system scope are served by the L2 and leave nothing in the L1", "[models][l1]") {
+  reset_simulation_context();
+  L1Params p;
+  p.wait_on_pending_lines = true;
+  L1Bench b(p);
+  auto [warps, to_l2, to_sm, replies, stats] = std::tie(b.warps, b.to_l2, b.to_sm, b.replies, b.stats);
+  auto load = [](std::uint16_t warp, bool coherent) {
+    LsuOp op;
+    op.warp_slot = warp;
+    op.op = trace::OpClass::LoadGlobal;
+    op.coherent_load = coherent;
+    op.active_mask = 0xFFFFFFFF;
+    op.access_bytes = 4;
+    for (int lane = 0; lane < 32; ++lane) op.address[lane] = 0x4000 + 4 * lane;
+    return op;
+  };
+  // A plain load asks for the line; a volatile poll of it does not wait for that reply but asks again.
+  warps.schedule(0, load(0, false));
+  warps.schedule(0, load(1, true));
+  warps.start();
+  sc_core::sc_start();
+  REQUIRE(to_l2.received.size() == 2);
+  for (const auto& [t, request] : to_l2.received) {
+    MemPacket reply = request;
+    reply.kind = MemPacket::Kind::ReadReply;
+    replies.schedule(200, reply);
+  }
+  replies.start();
+  sc_core::sc_start();
+  REQUIRE(to_sm.received.size() == 2);
+  // The plain load's line is in the L1, yet every later poll goes to the L2; a plain load still hits.
+  warps.schedule(500, load(2, true));
+  warps.schedule(500, load(3, true));
+  warps.schedule(500, load(4, false));
+  warps.start();
+  sc_core::sc_start();
+  REQUIRE(to_l2.received.size() == 4);
+  auto s = stats.summarize(std::vector<std::uint64_t>(stats.snapshot().size(), 0), stats.snapshot(), 1);
+  REQUIRE(s["l1"]["coherent_load_lines"].total == 3);
+  REQUIRE(s["l1"]["load_line_hits"].total == 1);
+  REQUIRE(s["l1"]["load_line_misses"].total == 1);
+
+  // What the SASS says: volatile and GPU-scope loads are coherent, weak and CTA-scope ones are not.
+  auto coherent = [](const std::string& mnemonic) {
+    trace::StaticInst s;
+    s.op = trace::OpClass::LoadGlobal;
+    s.mnemonic = mnemonic;
+    return trace::is_coherent_load(s);
+  };
+  REQUIRE(coherent("LDG.E.STRONG.SYS"));
+  REQUIRE(coherent("LDG.E.64.STRONG.GPU"));
+  REQUIRE_FALSE(coherent("LDG.E"));
+  REQUIRE_FALSE(coherent("LDG.E.STRONG.SM"));
+  REQUIRE_FALSE(coherent("LDG.E.CONSTANT"));
 }
 
 TEST_CASE("L1: RED lanes leave in per-line requests by rounds of distinct words, one L1 access per sector", "[models][l1]") {

@@ -104,6 +104,11 @@ bool has_modifier(std::string_view mnemonic, std::string_view mod) {
   return false;
 }
 
+bool is_coherent_load(const StaticInst& s) {
+  return s.op == OpClass::LoadGlobal && has_modifier(s.mnemonic, "STRONG") &&
+         (has_modifier(s.mnemonic, "GPU") || has_modifier(s.mnemonic, "SYS"));
+}
+
 OpClass classify_opcode(std::string_view mnemonic) {
   static const std::unordered_map<std::string_view, OpClass> table = {
       {"IADD3", OpClass::IntAlu}, {"IADD", OpClass::IntAlu}, {"VIADD", OpClass::IntAlu}, {"LOP3", OpClass::IntAlu},

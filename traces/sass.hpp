@@ -16,6 +16,10 @@ OpClass classify_opcode(std::string_view mnemonic);
 // "REDG" of "REDG.E.ADD.F32"; whether the mnemonic carries a modifier (".ADD").
 std::string_view opcode_base(std::string_view mnemonic);
 bool has_modifier(std::string_view mnemonic, std::string_view modifier);
+// A global load of GPU or system scope (.STRONG.GPU, .STRONG.SYS: volatile
+// and relaxed or acquire loads of those scopes). An SM's L1 is not coherent
+// with the others, so such a load is served by the L2 and leaves no copy in the L1.
+bool is_coherent_load(const StaticInst& s);
 // Bytes per lane a load or store moves, from its modifiers (.64, .128, .U8, ...).
 std::uint8_t access_width(std::string_view mnemonic);
 

@@ -27,6 +27,8 @@ L1::L1(const sc_core::sc_module_name& name, const L1Params& p, std::uint16_t sm,
   g.add_counter("load_line_misses", &load_misses_, "load line lookups that missed");
   g.add_counter("load_line_pending_hits", &load_pending_hits_,
                 "load line lookups that found their line on its way from the L2 and waited for it (wait_on_pending_lines)");
+  g.add_counter("coherent_load_lines", &coherent_load_lines_,
+                "lines of loads of GPU or system scope (.STRONG.GPU/.SYS), passed to the L2 without a lookup");
   g.add_counter("store_sectors", &store_sectors_, "sectors written through to L2");
   g.add_counter("atomic_lane_ops_in", &atomic_lane_ops_in_, "atomic lane operations arriving from warps");
   g.add_counter("atomic_ops_to_l2", &atomic_ops_to_l2_, "atomic operations leaving the L1 for L2");
@@ -44,6 +46,7 @@ std::uint32_t L1::allocate_inflight(const LsuOp& op) {
   Inflight& f = inflight_[slot];
   f.valid = true;
   f.remaining = 0;
+  f.coherent_load = op.coherent_load;
   f.completion = Completion{};
   f.completion.warp_slot = op.warp_slot;
   f.completion.write_barrier = op.write_barrier;
@@ -143,6 +146,10 @@ void L1::issue_loads(LsuOp& op, std::uint32_t slot, Cycle now) {
   load_sectors_ += scratch_.size();
   Cycle done = pipeline_.occupy(now, std::max<std::size_t>(1, scratch_.size()));
   request_lines(MemPacket::Kind::Read, slot, [&](std::uint64_t line) {
+    if (op.coherent_load) {
+      ++coherent_load_lines_;
+      return false;
+    }
     if (tags_.access(line)) {
       ++load_hits_;
       return true;
@@ -315,7 +322,7 @@ void L1::take_instruction(LsuOp& op, Cycle now) {
 }
 
 void L1::handle_reply(const MemPacket& reply, Cycle now) {
-  if (reply.kind == MemPacket::Kind::ReadReply) {
+  if (reply.kind == MemPacket::Kind::ReadReply && !inflight_[reply.request].coherent_load) {
     tags_.insert(reply.line, false);
     if (auto pending = pending_lines_.find(reply.line); pending != pending_lines_.end()) {
       // The slot that asked is among the waiters.
@@ -324,7 +331,7 @@ void L1::handle_reply(const MemPacket& reply, Cycle now) {
       pending_lines_.erase(pending);
       return;
     }
-  } else {
+  } else if (reply.kind != MemPacket::Kind::ReadReply) {
     --outstanding_writes_;
   }
   if (reply.request & kSentCompletes) return;  // a flush, or a request whose instruction completed when sent

@@ -95,6 +95,7 @@ class L1 : public Unit {
     Completion completion;
     std::uint32_t remaining = 0;
     bool valid = false;
+    bool coherent_load = false;  // its replies leave nothing in the L1
   };
   static constexpr std::uint32_t kFlushRequest = 0xFFFFFFFFu;
   // Marks the request of a store or reduction whose instruction completes once
@@ -146,7 +147,8 @@ class L1 : public Unit {
   // slots waiting for it (the one that asked first), when loads wait on them.
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> pending_lines_;
 
-  std::uint64_t instructions_ = 0, load_sectors_ = 0, load_hits_ = 0, load_misses_ = 0, load_pending_hits_ = 0, store_sectors_ = 0,
+  std::uint64_t instructions_ = 0, load_sectors_ = 0, load_hits_ = 0, load_misses_ = 0, load_pending_hits_ = 0, coherent_load_lines_ = 0,
+                store_sectors_ = 0,
                 atomic_lane_ops_in_ = 0, atomic_ops_to_l2_ = 0, atomic_packets_to_l2_ = 0, buffered_combines_ = 0,
                 buffer_evictions_ = 0, stall_cycles_ = 0, inflight_level_ = 0, inflight_integral_ = 0;
   Cycle inflight_changed_ = 0;

@@ -29,6 +29,7 @@ struct alignas(64) InstTiming {
   std::uint8_t num_dst = 0;
   bool operands_in_sets = true;  // every register is below RegSet::kLimit
   std::uint8_t shared_bytes_per_lane = 0;  // shared-memory instructions: what each lane moves
+  bool coherent_load = false;              // served by the L2, past the L1 (trace::is_coherent_load)
   MioPipe mio_pipe = MioPipe::Shuffle;     // MIO instructions: which of the MIO's pipes
   float measured_mio_units = 0;            // what the GPU measured of MioOp::units (0: not measured)
   std::array<std::uint16_t, 6> src{};
@@ -523,6 +524,7 @@ class Sm::Subcore {
     op.warp_slot = w.slot;
     op.op = s.op;
     op.access_bytes = s.access_bytes;
+    op.coherent_load = tm.coherent_load;
     op.atomic_op = s.atomic_op;
     op.atomic_type = s.atomic_type;
     op.num_dst = tm.num_dst;
@@ -696,6 +698,7 @@ std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams
       t.num_dst = static_cast<std::uint8_t>(std::max<int>(t.num_dst, registers));
     }
     if (s.op == OpClass::Shared) t.shared_bytes_per_lane = trace::access_width(s.mnemonic);
+    t.coherent_load = trace::is_coherent_load(s);
     t.measured_mio_units = s.op == OpClass::Shared ? s.shared_wavefronts : s.match_values;
     for (int i = 0; i < s.num_src; ++i) t.src_set.add(t.src[i]), t.operands_in_sets &= t.src[i] < RegSet::kLimit;
     for (int i = 0; i < s.num_dst; ++i) t.dst_set.add(t.dst[i]), t.operands_in_sets &= t.dst[i] < RegSet::kLimit;
