@@ -158,13 +158,24 @@ inline std::vector<trace::StaticInst> probe_program(const std::string& listing_f
 }
 
 // The innermost loop (the shortest backward branch and what it jumps over) of
-// `function` in a cuobjdump listing of the probes under traces/h100/latency.
-inline std::vector<trace::StaticInst> innermost_loop(const std::string& listing_file, const std::string& function) {
+// `function` in a cuobjdump listing of the probes under traces/h100/latency;
+// with `timed`, the innermost of those between the function's first two clock
+// reads (the loop a probe times, not one that prepares its data).
+inline std::vector<trace::StaticInst> innermost_loop(const std::string& listing_file, const std::string& function,
+                                                     bool timed = false) {
   const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/" + listing_file);
   const auto program = trace::parse_sass_function(listing, function);
+  std::uint64_t first = 0, last = ~std::uint64_t(0);
+  if (timed) {
+    std::vector<std::uint64_t> clocks;
+    for (const auto& s : program)
+      if (s.mnemonic == "CS2R" && clocks.size() < 2) clocks.push_back(s.pc);
+    if (clocks.size() < 2) throw std::invalid_argument("no two clock reads in " + function);
+    first = clocks[0], last = clocks[1];
+  }
   std::uint64_t branch = 0, target = 0;
   for (const auto& [from, to] : branches_of(listing, function))
-    if (to < from && (branch == 0 || from - to < branch - target)) branch = from, target = to;
+    if (to < from && to > first && from < last && (branch == 0 || from - to < branch - target)) branch = from, target = to;
   if (branch == 0) throw std::invalid_argument("no loop in " + function);
   std::vector<trace::StaticInst> body;
   for (const auto& s : program)

@@ -134,3 +134,76 @@ TEST_CASE("Stores: every point of the stores probe on all SMs, simulated", "[.][
                   r.dram_reads_per_request, r.dram_writes_per_request, r.dram_bytes_per_request);
     }
 }
+
+namespace {
+
+// The lds_stores probe (workloads/latency/lds_stores.cu, traces/h100/latency/lds_stores.json)
+// simulated from its SASS: every SM's warps (CTAs of 8) run its loop, each step a
+// conflict-free shared load and, after it, a 4-byte store to a line of the L2's
+// 8 MB (in the L2 from the start), `lanes_per_line` lanes to a line, the lines
+// in the probe's order. The difference between two lengths.
+struct LdsStoresRun {
+  double cycles_per_step = 0, requests_per_sm_cycle = 0;
+};
+
+LdsStoresRun lds_stores(GpuParams params, bool loads, bool stores, std::uint32_t lanes_per_line, std::uint32_t warps_per_sm) {
+  const std::string function = fmt::format("_Z10lds_storesILb{}ELb{}EEvPjjjiPxS0_", int(loads), int(stores));
+  const auto body = innermost_loop("lds_stores.sass", function, true);
+  std::vector<std::uint32_t> store_of(body.size(), 0);
+  std::uint32_t store_count = 0, load_count = 0;
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    if (body[i].op == trace::OpClass::StoreGlobal) store_of[i] = store_count++;
+    load_count += body[i].op == trace::OpClass::Shared;
+  }
+  const std::uint32_t steps = std::max(store_count, load_count);
+  REQUIRE(steps == 4);
+  params.l2.start = "footprint";
+  const std::uint32_t sms = params.sms, warps_per_cta = 8, lines_per_store = 32 / std::max(1u, lanes_per_line);
+  const std::uint64_t warps = std::uint64_t(sms) * warps_per_sm;
+  const std::uint32_t window_mask = static_cast<std::uint32_t>((8ull << 20) / 128 - 1);
+  auto run = [&](std::uint32_t trips) {
+    auto path = write_program(function, body, sms * warps_per_sm / warps_per_cta, warps_per_cta, [&](std::uint64_t warp) {
+      std::vector<trace::WarpInst> s;
+      for (std::uint32_t t = 0; t < trips; ++t)
+        for (std::uint32_t i = 0; i < body.size(); ++i) {
+          trace::WarpInst inst = record(i);
+          if (body[i].op == trace::OpClass::StoreGlobal)
+            for (std::uint32_t lane = 0; lane < 32; ++lane) {
+              const std::uint32_t sequence = static_cast<std::uint32_t>(
+                  (std::uint64_t(t * store_count + store_of[i]) * warps + warp) * lines_per_store + lane / lanes_per_line);
+              const std::uint32_t line = (sequence * 2654435761u) & window_mask;
+              inst.address[lane] = 0x100000000ull + std::uint64_t(line) * 128 + (lane % lanes_per_line) * 4;
+            }
+          s.push_back(inst);
+        }
+      return s;
+    }, 4096);
+    KernelRun r = run_one(params, path, false);
+    std::remove(path.c_str());
+    return r;
+  };
+  const std::uint32_t trips = 8;
+  const KernelRun shorter = run(trips), longer = run(2 * trips);
+  const double cycles = static_cast<double>(longer.cycles - shorter.cycles);
+  return {cycles / (trips * steps), stores ? double(warps_per_sm) * trips * steps * lines_per_store / cycles : 0};
+}
+
+}  // namespace
+
+// Every point of the lds_stores probe against the model, for docs/validation.md:
+// tests/atomsim_tests "[lds-stores-table]".
+TEST_CASE("Stores: shared loads behind scattered stores, every point of the lds_stores probe simulated", "[.][lds-stores-table]") {
+  const auto doc = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/lds_stores.json"));
+  const GpuParams params = h100_with({});
+  std::printf("| loads | stores, lanes a line | warps an SM | H100 cycles a step | model | error | H100 requests a cycle an SM | model |\n|---|---|---|---|---|---|---|---|\n");
+  for (const auto& p : doc.at("points")) {
+    const bool loads = p.at("loads"), stores = p.at("stores");
+    const std::uint32_t lanes = p.at("lanes_per_line"), warps = p.at("warps_per_sm");
+    const LdsStoresRun r = lds_stores(params, loads, stores, lanes, warps);
+    const double h100 = p.at("cycles_per_step");
+    std::printf("| %s | %s | %u | %.1f | %.1f | %+.1f%% | %.3f | %.3f |\n", loads ? "yes" : "no",
+                stores ? std::to_string(lanes).c_str() : "no", warps, h100, r.cycles_per_step, 100 * (r.cycles_per_step / h100 - 1),
+                p.at("requests_per_sm_cycle").get<double>(), r.requests_per_sm_cycle);
+    std::fflush(stdout);
+  }
+}

@@ -10,6 +10,8 @@
 # stores.json (what scattered stores of part of a sector cost, stores.cu) with
 # ncu-stores.csv (the L2's and DRAM's counts for each of its points and for the
 # radix sort's scatters, keys and pairs, whose stores are of that kind),
+# lds_stores.json (shared loads behind scattered stores, as in a radix sort's
+# scatter loop, lds_stores.cu),
 # ncu-match.csv (with latency: the ADU instructions Nsight Compute counts for a
 # MATCH.ANY of 1, 2, 8 and 32 distinct values),
 # the SASS (to check each chain is what it claims) and the clocks. Names after
@@ -19,7 +21,7 @@ set -euo pipefail
 out=${1:?usage: run_h100.sh OUTDIR [PROBE...]}
 shift
 probes=("$@")
-[ ${#probes[@]} -gt 0 ] || probes=(latency loaded load_spread shared_banks red_issue pending_line cta_launch stores)
+[ ${#probes[@]} -gt 0 ] || probes=(latency loaded load_spread shared_banks red_issue pending_line cta_launch stores lds_stores)
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(mktemp -d)
