@@ -6,9 +6,12 @@
 // pattern; 32: one line). The lines are scattered over the L2's 8 MB (written
 // by the launch before, so every store finds its line). Three kernels: the
 // chain alone, the stores alone (addresses from a counter), both. Each reports
-// the cycles a chain step takes (clock64 per warp, the median warp) and the
-// line requests each SM sends per SM cycle, with 32 or 8 warps an SM on every
-// SM. Warm-up launch first, median of repeats.
+// the cycles a step takes (clock64 per warp, the median warp), the line
+// requests each SM sends per SM cycle by that warp's time, and the GPU's line
+// requests per nanosecond over the whole launch (events): where the slices
+// saturate, warps share them unevenly and only the launch's rate says what
+// they take. 32 or 8 warps an SM on every SM. Warm-up launch first, median of
+// repeats.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -60,7 +63,7 @@ struct Shape {
 };
 
 struct Point {
-  double cycles_per_step, requests_per_sm_cycle;
+  double cycles_per_step, requests_per_sm_cycle, requests_per_ns;
 };
 
 template <bool LOADS, bool STORES>
@@ -69,10 +72,10 @@ Point measure(const StreamedMemory& memory, const Shape& s, int sms, long long* 
   const unsigned lines_per_store = 32 / s.lanes_per_line;
   const int iterations = 256;
   const unsigned window_lines_mask = unsigned(StreamedMemory::kL2WindowBytes / 128 - 1);
-  std::vector<double> per_step, per_cycle;
+  std::vector<double> per_step, per_cycle, per_ns;
   std::vector<long long> c(warps);
   for (int r = 0; r < 8; ++r) {
-    timed_launch([&] {
+    const float ms = timed_launch([&] {
       lds_stores<LOADS, STORES><<<ctas, 32 * kWarpsPerCta>>>(memory.data, window_lines_mask, s.lanes_per_line, iterations, d_cycles, d_sink);
     }, d_cycles, c);
     if (r == 0) continue;  // warm-up
@@ -80,8 +83,9 @@ Point measure(const StreamedMemory& memory, const Shape& s, int sms, long long* 
     const double median_cycles = static_cast<double>(c[c.size() / 2]);
     per_step.push_back(median_cycles / (iterations * kSteps));
     per_cycle.push_back(STORES ? double(s.warps_per_sm) * iterations * kSteps * lines_per_store / median_cycles : 0);
+    per_ns.push_back(STORES ? double(warps) * iterations * kSteps * lines_per_store / (ms * 1e6) : 0);
   }
-  return {median(per_step), median(per_cycle)};
+  return {median(per_step), median(per_cycle), median(per_ns)};
 }
 
 int main(int argc, char**) {
@@ -110,9 +114,9 @@ int main(int argc, char**) {
                     : s.loads           ? measure<true, false>(memory, s, sms, d_cycles, d_sink)
                                         : measure<false, true>(memory, s, sms, d_cycles, d_sink);
     std::printf("%s    {\"loads\": %s, \"stores\": %s, \"lanes_per_line\": %d, \"warps_per_sm\": %d, \"cycles_per_step\": %.2f, "
-                "\"requests_per_sm_cycle\": %.4f}",
+                "\"requests_per_sm_cycle\": %.4f, \"requests_per_ns\": %.2f}",
                 first ? "" : ",\n", s.loads ? "true" : "false", s.stores ? "true" : "false", s.stores ? s.lanes_per_line : 0,
-                s.warps_per_sm, p.cycles_per_step, p.requests_per_sm_cycle);
+                s.warps_per_sm, p.cycles_per_step, p.requests_per_sm_cycle, p.requests_per_ns);
     first = false;
   }
   std::printf("\n  ]\n}\n");
