@@ -211,6 +211,20 @@ TEST_CASE("L2 slice: a request from the other partition costs its fraction of ex
   REQUIRE(half <= 11);
 }
 
+TEST_CASE("L2 slice: a store request is looked up once, whatever its sectors", "[models][l2]") {
+  // Eight stores to a cached line at once: whole lines keep the tag pipeline no
+  // longer than single sectors (stores probe, ncu-stores.csv: the same busy
+  // fraction per request).
+  auto spread = [](std::uint8_t sectors) {
+    L2Params p;
+    p.lookups_per_cycle = 1;
+    p.hit_latency = 10;
+    return reply_spread(p, 8, [sectors](LaneOpPool&, int) { return packet(MemPacket::Kind::Write, 0x1000, sectors); });
+  };
+  REQUIRE(spread(1) == 7);
+  REQUIRE(spread(4) == 7);
+}
+
 TEST_CASE("L2 slice: miss to DRAM, ROP throughput, same-address serialization that other words pass, functional updates", "[models][l2]") {
   reset_simulation_context();
   L2Params p;

@@ -13,6 +13,21 @@ using namespace atomsim::testing;
 
 namespace {
 
+// The addresses the probes' `store`-th store of warp `warp` (of `warps`) writes:
+// the GPU's lines numbered store by store, `lanes_per_line` lanes to a line,
+// each scattered over the window by an odd multiplier (32-bit arithmetic, as
+// the probes).
+void scattered_store(trace::WarpInst& inst, std::uint32_t store, std::uint64_t warps, std::uint64_t warp,
+                     std::uint32_t lanes_per_line, std::uint32_t window_mask, std::uint32_t bytes_per_lane) {
+  const std::uint32_t lines_per_store = 32 / lanes_per_line;
+  for (std::uint32_t lane = 0; lane < 32; ++lane) {
+    const std::uint32_t sequence =
+        static_cast<std::uint32_t>((std::uint64_t(store) * warps + warp) * lines_per_store + lane / lanes_per_line);
+    const std::uint32_t line = (sequence * 2654435761u) & window_mask;
+    inst.address[lane] = 0x100000000ull + std::uint64_t(line) * 128 + (lane % lanes_per_line) * bytes_per_lane;
+  }
+}
+
 struct StoreRun {
   double requests_per_cycle = 0;  // the GPU's line requests per SM cycle, steady state
   double dram_reads_per_request = 0, dram_writes_per_request = 0, dram_bytes_per_request = 0;
@@ -49,15 +64,8 @@ StoreRun stream_stores(GpuParams params, std::uint32_t bytes_per_lane, std::uint
       for (std::uint32_t t = 0; t < trips; ++t)
         for (std::uint32_t i = 0; i < body.size(); ++i) {
           trace::WarpInst inst = record(i);
-          if (body[i].op == trace::OpClass::StoreGlobal) {
-            const std::uint32_t store = t * stores + store_of[i];
-            for (std::uint32_t lane = 0; lane < 32; ++lane) {
-              const std::uint32_t sequence = static_cast<std::uint32_t>(
-                  (std::uint64_t(store) * warps + warp) * lines_per_store + lane / lanes_per_line);
-              const std::uint32_t line = (sequence * 2654435761u) & window_mask;
-              inst.address[lane] = 0x100000000ull + std::uint64_t(line) * 128 + (lane % lanes_per_line) * bytes_per_lane;
-            }
-          }
+          if (body[i].op == trace::OpClass::StoreGlobal)
+            scattered_store(inst, t * stores + store_of[i], warps, warp, lanes_per_line, window_mask, bytes_per_lane);
           s.push_back(inst);
         }
       return s;
@@ -168,12 +176,7 @@ LdsStoresRun lds_stores(GpuParams params, bool loads, bool stores, std::uint32_t
         for (std::uint32_t i = 0; i < body.size(); ++i) {
           trace::WarpInst inst = record(i);
           if (body[i].op == trace::OpClass::StoreGlobal)
-            for (std::uint32_t lane = 0; lane < 32; ++lane) {
-              const std::uint32_t sequence = static_cast<std::uint32_t>(
-                  (std::uint64_t(t * store_count + store_of[i]) * warps + warp) * lines_per_store + lane / lanes_per_line);
-              const std::uint32_t line = (sequence * 2654435761u) & window_mask;
-              inst.address[lane] = 0x100000000ull + std::uint64_t(line) * 128 + (lane % lanes_per_line) * 4;
-            }
+            scattered_store(inst, t * store_count + store_of[i], warps, warp, lanes_per_line, window_mask, 4);
           s.push_back(inst);
         }
       return s;

@@ -322,7 +322,9 @@ void L1::take_instruction(LsuOp& op, Cycle now) {
 }
 
 void L1::handle_reply(const MemPacket& reply, Cycle now) {
-  if (reply.kind == MemPacket::Kind::ReadReply && !inflight_[reply.request].coherent_load) {
+  if (reply.kind != MemPacket::Kind::ReadReply) {
+    --outstanding_writes_;
+  } else if (!inflight_[reply.request].coherent_load) {
     tags_.insert(reply.line, false);
     if (auto pending = pending_lines_.find(reply.line); pending != pending_lines_.end()) {
       // The slot that asked is among the waiters.
@@ -331,8 +333,6 @@ void L1::handle_reply(const MemPacket& reply, Cycle now) {
       pending_lines_.erase(pending);
       return;
     }
-  } else if (reply.kind != MemPacket::Kind::ReadReply) {
-    --outstanding_writes_;
   }
   if (reply.request & kSentCompletes) return;  // a flush, or a request whose instruction completed when sent
   Inflight& f = inflight_[reply.request];
