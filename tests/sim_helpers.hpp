@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <iterator>
 #include <regex>
 #include <stdexcept>
@@ -181,6 +182,50 @@ inline std::vector<trace::StaticInst> innermost_loop(const std::string& listing_
   for (const auto& s : program)
     if (s.pc >= target && s.pc <= branch) body.push_back(s);
   return body;
+}
+
+// One line of Nsight Compute's CSV: quoted fields, whose commas are thousands
+// separators (dropped).
+inline std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out;
+  std::string field;
+  bool quoted = false;
+  for (char c : line) {
+    if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) { out.push_back(field); field.clear(); }
+    else if (c != ',') field += c;
+  }
+  out.push_back(field);
+  return out;
+}
+
+// The launches of a raw Nsight Compute page (`ncu --csv --metrics ...`): each
+// launch's values by column name, thousands separators dropped; the units row
+// (no launch ID) is skipped.
+inline std::vector<std::map<std::string, std::string>> ncu_launches(const std::string& path) {
+  std::ifstream csv(path);
+  if (!csv) throw std::invalid_argument("cannot read " + path);
+  std::vector<std::string> header;
+  std::vector<std::map<std::string, std::string>> launches;
+  for (std::string line; std::getline(csv, line);) {
+    const auto f = csv_fields(line);
+    if (f.size() < 10) continue;
+    if (f[0] == "ID") {
+      header = f;
+    } else if (!f[0].empty() && std::isdigit(static_cast<unsigned char>(f[0][0]))) {
+      std::map<std::string, std::string> launch;
+      for (std::size_t i = 0; i < f.size() && i < header.size(); ++i) launch[header[i]] = f[i];
+      launches.push_back(std::move(launch));
+    }
+  }
+  return launches;
+}
+
+// One metric of a launch that ncu_launches read.
+inline double ncu_value(const std::map<std::string, std::string>& launch, const std::string& metric) {
+  const auto it = launch.find(metric);
+  if (it == launch.end()) throw std::invalid_argument("no metric " + metric);
+  return std::stod(it->second);
 }
 
 inline trace::WarpInst record(std::uint32_t index, std::uint32_t mask = 0xFFFFFFFF) {

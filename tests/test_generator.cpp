@@ -20,19 +20,6 @@ using namespace atomsim::workloads;
 
 namespace {
 
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out;
-  std::string field;
-  bool quoted = false;
-  for (char c : line) {
-    if (c == '"') quoted = !quoted;
-    else if (c == ',' && !quoted) { out.push_back(field); field.clear(); }
-    else field += c;
-  }
-  out.push_back(field);
-  return out;
-}
-
 // smsp__inst_executed.sum per (variant, lanes per primitive), as measured on the H100.
 std::map<std::pair<std::string, int>, double> measured_instructions() {
   std::ifstream in(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/probe/ncu.csv");
@@ -41,7 +28,7 @@ std::map<std::pair<std::string, int>, double> measured_instructions() {
   std::string line;
   int column = -1;
   while (std::getline(in, line)) {
-    auto f = split_csv(line);
+    auto f = testing::csv_fields(line);
     if (f.size() < 3) continue;
     if (f[2] == "ID") {
       for (std::size_t i = 0; i < f.size(); ++i) if (f[i] == "smsp__inst_executed.sum") column = static_cast<int>(i);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness.hpp"
+#include "sim_helpers.hpp"
 #include "models/dram/dram.hpp"
 #include "models/interconnect/crossbar.hpp"
 #include "models/l1/l1.hpp"
@@ -731,42 +732,16 @@ TEST_CASE("L1: RED lanes leave in per-line requests by rounds of distinct words,
 // the L1 model sends, per RED instruction, the L2 requests and sectors the GPU did.
 TEST_CASE("L1: RED requests and sectors per instruction match the H100 on every probed lane pattern", "[models][l1]") {
   const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/red_requests/";
-  std::ifstream csv(dir + "ncu.csv"), listing(dir + "patterns.json");
-  REQUIRE(csv);
-  const auto patterns = nlohmann::json::parse(listing)["patterns"];
-  auto fields = [](const std::string& line) {  // quoted CSV, thousands separators inside quotes
-    std::vector<std::string> out;
-    std::string cur;
-    bool quoted = false;
-    for (char c : line) {
-      if (c == '"') quoted = !quoted;
-      else if (c == ',' && !quoted) { out.push_back(cur); cur.clear(); }
-      else if (c != ',') cur += c;
-    }
-    out.push_back(cur);
-    return out;
-  };
-  std::string line;
-  std::vector<std::string> header;
-  std::vector<std::vector<std::string>> launches;
-  while (std::getline(csv, line)) {
-    auto f = fields(line);
-    if (f.size() < 10) continue;
-    if (f[0] == "ID") header = f;
-    else if (!f[0].empty() && std::isdigit(static_cast<unsigned char>(f[0][0]))) launches.push_back(f);
-  }
+  const auto launches = testing::ncu_launches(dir + "ncu.csv");
+  const auto patterns = nlohmann::json::parse(std::ifstream(dir + "patterns.json"))["patterns"];
   REQUIRE(launches.size() == patterns.size());
-  auto column = [&](const std::vector<std::string>& row, const std::string& name) {
-    auto it = std::find(header.begin(), header.end(), name);
-    REQUIRE(it != header.end());
-    return std::stod(row[it - header.begin()]);
-  };
+  auto column = [&](std::size_t launch, const std::string& name) { return testing::ncu_value(launches[launch], name); };
   for (std::size_t i = 0; i < patterns.size(); ++i) {
     const int lanes_per_word = patterns[i]["lanes_per_word"], stride = patterns[i]["word_stride"];
     INFO("lanes per word " << lanes_per_word << ", word stride " << stride);
-    const double instructions = column(launches[i], "smsp__inst_executed_op_global_red.sum");
-    const double requests = column(launches[i], "lts__t_requests_srcunit_tex_op_red.sum") / instructions;
-    const double sectors = column(launches[i], "lts__t_sectors_srcunit_tex_op_red.sum") / instructions;
+    const double instructions = column(i, "smsp__inst_executed_op_global_red.sum");
+    const double requests = column(i, "lts__t_requests_srcunit_tex_op_red.sum") / instructions;
+    const double sectors = column(i, "lts__t_sectors_srcunit_tex_op_red.sum") / instructions;
 
     reset_simulation_context();
     StatRegistry stats;

@@ -419,3 +419,40 @@ TEST_CASE("RED probe: a dependent ATOM's round trip and a RED's operands take th
 TEST_CASE("RED probe: one SM with 32 warps takes ATOMs of a line's words and of 32 lines at the H100's rate", "[models][memory]") {
   REQUIRE(one_sm_points_within(true, {"line", "lines"}, 0.15) == 2);
 }
+
+// The red_requests probe's ten lane patterns (workloads/microbench/red_requests.cu,
+// traces/h100/microbench/red_requests): 528 CTAs of 8 warps, each warp 64 REDs
+// into its own 4 KB, lane l onto word (l / lanes_per_word) x word_stride. The
+// kernels are bound by the slices' atomic units, so times compare in L2 cycles
+// (Nsight Compute ran them at locked clocks).
+TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-requests-time]") {
+  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/red_requests/";
+  const auto launches = ncu_launches(dir + "ncu.csv");
+  const auto probe = nlohmann::json::parse(std::ifstream(dir + "patterns.json"));
+  const auto& patterns = probe["patterns"];
+  REQUIRE(launches.size() == patterns.size());
+  const GpuParams params = h100_with({});
+  const double l2_clocks_per_cycle = params.l2.lookups_per_cycle;  // one lookup an L2 clock
+  std::printf("| lanes per word | word stride | requests per RED | H100 L2 cycles | model | error |\n|---|---|---|---|---|---|\n");
+  for (std::size_t i = 0; i < patterns.size(); ++i) {
+    const int k = patterns[i]["lanes_per_word"], stride = patterns[i]["word_stride"];
+    auto path = write_kernel("red_requests", {"RED.E.ADD.F32.FTZ.RN.STRONG.GPU [R2.64], R5 ;", "EXIT ;"}, probe["blocks"], 8,
+                             [&](std::uint64_t warp) {
+                               trace::WarpInst red = record(0);
+                               for (int lane = 0; lane < 32; ++lane) {
+                                 red.address[lane] = 0x10000000ull + warp * 4096 + 4ull * (lane / k) * stride;
+                                 red.value[lane] = 0x3f800000u;  // 1.0f
+                               }
+                               std::vector<trace::WarpInst> out(probe["iterations"].get<std::size_t>(), red);
+                               out.push_back(record(1));
+                               return out;
+                             });
+    const KernelRun run = run_one(params, path);
+    REQUIRE(run.check.passed());
+    const double measured = ncu_value(launches[i], "lts__cycles_elapsed.avg");
+    const double simulated = static_cast<double>(run.cycles) * l2_clocks_per_cycle;
+    const double requests = ncu_value(launches[i], "lts__t_requests_srcunit_tex_op_red.sum") /
+                            ncu_value(launches[i], "smsp__inst_executed_op_global_red.sum");
+    std::printf("| %d | %d | %.0f | %.0f | %.0f | %+.1f%% |\n", k, stride, requests, measured, simulated, 100 * (simulated / measured - 1));
+  }
+}
