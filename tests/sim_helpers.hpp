@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <map>
 #include <iterator>
+#include <map>
 #include <regex>
 #include <stdexcept>
 #include <sstream>

@@ -424,7 +424,7 @@ TEST_CASE("RED probe: one SM with 32 warps takes ATOMs of a line's words and of 
 // traces/h100/microbench/red_requests): 528 CTAs of 8 warps, each warp 64 REDs
 // into its own 4 KB, lane l onto word (l / lanes_per_word) x word_stride. The
 // kernels are bound by the slices' atomic units, so times compare in L2 cycles
-// (Nsight Compute ran them at locked clocks).
+// (the clocks of the profiled run need not stand in the model's ratio).
 TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-requests-time]") {
   const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/red_requests/";
   const auto launches = ncu_launches(dir + "ncu.csv");
@@ -448,6 +448,7 @@ TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-reques
                                return out;
                              });
     const KernelRun run = run_one(params, path);
+    std::remove(path.c_str());
     REQUIRE(run.check.passed());
     const double measured = ncu_value(launches[i], "lts__cycles_elapsed.avg");
     const double simulated = static_cast<double>(run.cycles) * l2_clocks_per_cycle;
