@@ -221,12 +221,14 @@ TEST_CASE("Shared memory: the histogram loop without a flush and REDs spread ove
     CHECK(std::abs(simulated / on_h100 - 1) <= tolerance);
   };
   // Loads from the L2 with 32 warps an SM, only lane 0's counters as atomics:
-  // 12%, as loads wait behind the atomics their entry slice passes on to the
+  // 15%, as loads wait behind the atomics their entry slice passes on to the
   // other partition (docs/validation.md, "SMs that crowd one slice, served in
-  // turn": +11% since the slices take the two partitions' atomics in turn).
+  // turn": +11% since the slices take the two partitions' atomics in turn) and
+  // since requests enter a slice at a flit an L2 clock ("The crossbar into a
+  // slice at a flit an L2 clock": +14.4%).
   for (const auto& p : measured["sort_histogram"]["points"])
     if (p["between"] == "nothing" && p["source"] == "l2" && p["warps_per_sm"] == 32)
-      within(histogram_load_to_use(params, 0, true, 32), p["load_to_use_cycles"], 0.12);
+      within(histogram_load_to_use(params, 0, true, 32), p["load_to_use_cycles"], 0.15);
   // One-word REDs from every warp onto 32 lines: the slices' atomic rate.
   for (const auto& p : measured["red_lines"])
     if (p["words"] == "word" && p["lines"] == 32 && p["line_stride"] == 1)
