@@ -433,7 +433,13 @@ TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-reques
   REQUIRE(launches.size() == patterns.size());
   const GpuParams params = h100_with({});
   const double l2_clocks_per_cycle = params.l2.lookups_per_cycle;  // one lookup an L2 clock
-  std::printf("| lanes per word | word stride | requests per RED | H100 L2 cycles | model | error |\n|---|---|---|---|---|---|\n");
+  // The busiest slice sets the time: beside the totals, each side's busiest
+  // slice (its requests over the mean slice's) and its L2 cycles a request,
+  // which separate the slice hash's spread from the atomic unit's cost (the
+  // H100 counts a slice's requests from the L1s, the other partition's at the
+  // slice they enter by; the model the requests a slice's atomic unit applies).
+  std::printf("| lanes per word | word stride | requests per RED | H100 L2 cycles | model | error | busiest slice, H100 | model "
+              "| its L2 cycles a request, H100 | model |\n|---|---|---|---|---|---|---|---|---|---|\n");
   for (std::size_t i = 0; i < patterns.size(); ++i) {
     const int k = patterns[i]["lanes_per_word"], stride = patterns[i]["word_stride"];
     auto path = write_kernel("red_requests", {"RED.E.ADD.F32.FTZ.RN.STRONG.GPU [R2.64], R5 ;", "EXIT ;"}, probe["blocks"], 8,
@@ -454,6 +460,10 @@ TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-reques
     const double simulated = static_cast<double>(run.cycles) * l2_clocks_per_cycle;
     const double requests = ncu_value(launches[i], "lts__t_requests_srcunit_tex_op_red.sum") /
                             ncu_value(launches[i], "smsp__inst_executed_op_global_red.sum");
-    std::printf("| %d | %d | %.0f | %.0f | %.0f | %+.1f%% |\n", k, stride, requests, measured, simulated, 100 * (simulated / measured - 1));
+    const double busiest_h100 = ncu_value(launches[i], "lts__t_requests_srcunit_tex_op_red.max");
+    const StatSummary& applied = run.stats.at("l2_slice").at("atomic_packets");
+    std::printf("| %d | %d | %.0f | %.0f | %.0f | %+.1f%% | %.3f | %.3f | %.2f | %.2f |\n", k, stride, requests, measured, simulated,
+                100 * (simulated / measured - 1), busiest_h100 / ncu_value(launches[i], "lts__t_requests_srcunit_tex_op_red.avg"),
+                applied.max / applied.mean, measured / busiest_h100, simulated / applied.max);
   }
 }
