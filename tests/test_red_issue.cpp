@@ -421,16 +421,14 @@ TEST_CASE("RED probe: one SM with 32 warps takes ATOMs of a line's words and of 
 }
 
 // The red_requests probe's ten lane patterns (workloads/microbench/red_requests.cu,
-// traces/h100/microbench/red_requests): 528 CTAs of 8 warps, each warp 64 REDs
-// into its own 4 KB, lane l onto word (l / lanes_per_word) x word_stride. The
-// kernels are bound by the slices' atomic units, so times compare in L2 cycles
-// (the clocks of the profiled run need not stand in the model's ratio).
+// traces/h100/microbench/red_requests): CTAs of 8 warps, each warp 64 REDs
+// into its own 4 KB, lane l onto word (l / lanes_per_word) x word_stride; 528
+// CTAs (four an SM), and from the slices' counters run 132 (one an SM) and 53
+// (53 SMs). Each Nsight Compute CSV starts with the program's own line, which
+// names its patterns and CTAs. Times compare in L2 cycles (the clocks of the
+// profiled runs need not stand in the model's ratio).
 TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-requests-time]") {
   const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/red_requests/";
-  const auto launches = ncu_launches(dir + "ncu.csv");
-  const auto probe = nlohmann::json::parse(std::ifstream(dir + "patterns.json"));
-  const auto& patterns = probe["patterns"];
-  REQUIRE(launches.size() == patterns.size());
   const GpuParams params = h100_with({});
   const double l2_clocks_per_cycle = params.l2.lookups_per_cycle;  // one lookup an L2 clock
   // The busiest slice sets the time: beside the totals, each side's busiest
@@ -438,32 +436,43 @@ TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-reques
   // which separate the slice hash's spread from the atomic unit's cost (the
   // H100 counts a slice's requests from the L1s, the other partition's at the
   // slice they enter by; the model the requests a slice's atomic unit applies).
-  std::printf("| lanes per word | word stride | requests per RED | H100 L2 cycles | model | error | busiest slice, H100 | model "
-              "| its L2 cycles a request, H100 | model |\n|---|---|---|---|---|---|---|---|---|---|\n");
-  for (std::size_t i = 0; i < patterns.size(); ++i) {
-    const int k = patterns[i]["lanes_per_word"], stride = patterns[i]["word_stride"];
-    auto path = write_kernel("red_requests", {"RED.E.ADD.F32.FTZ.RN.STRONG.GPU [R2.64], R5 ;", "EXIT ;"}, probe["blocks"], 8,
-                             [&](std::uint64_t warp) {
-                               trace::WarpInst red = record(0);
-                               for (int lane = 0; lane < 32; ++lane) {
-                                 red.address[lane] = 0x10000000ull + warp * 4096 + 4ull * (lane / k) * stride;
-                                 red.value[lane] = 0x3f800000u;  // 1.0f
-                               }
-                               std::vector<trace::WarpInst> out(probe["iterations"].get<std::size_t>(), red);
-                               out.push_back(record(1));
-                               return out;
-                             });
-    const KernelRun run = run_one(params, path);
-    std::remove(path.c_str());
-    REQUIRE(run.check.passed());
-    const double measured = ncu_value(launches[i], "lts__cycles_elapsed.avg");
-    const double simulated = static_cast<double>(run.cycles) * l2_clocks_per_cycle;
-    const double requests = ncu_value(launches[i], "lts__t_requests_srcunit_tex_op_red.sum") /
-                            ncu_value(launches[i], "smsp__inst_executed_op_global_red.sum");
-    const double busiest_h100 = ncu_value(launches[i], "lts__t_requests_srcunit_tex_op_red.max");
-    const StatSummary& applied = run.stats.at("l2_slice").at("atomic_packets");
-    std::printf("| %d | %d | %.0f | %.0f | %.0f | %+.1f%% | %.3f | %.3f | %.2f | %.2f |\n", k, stride, requests, measured, simulated,
-                100 * (simulated / measured - 1), busiest_h100 / ncu_value(launches[i], "lts__t_requests_srcunit_tex_op_red.avg"),
-                applied.max / applied.mean, measured / busiest_h100, simulated / applied.max);
+  std::printf("| CTAs | lanes per word | word stride | requests per RED | H100 L2 cycles | model | error | busiest slice, H100 | model "
+              "| its L2 cycles a request, H100 | model |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const std::string csv : {"ncu.csv", "slices/ncu-132.csv", "slices/ncu-53.csv"}) {
+    const auto launches = ncu_launches(dir + csv);
+    std::ifstream in(dir + csv);
+    std::string program_line;
+    std::getline(in, program_line);
+    const auto probe = nlohmann::json::parse(program_line);
+    const auto& patterns = probe["patterns"];
+    REQUIRE(launches.size() == patterns.size());
+    const int ctas = probe["blocks"];
+    for (std::size_t i = 0; i < patterns.size(); ++i) {
+      const int k = patterns[i]["lanes_per_word"], stride = patterns[i]["word_stride"];
+      auto path = write_kernel("red_requests", {"RED.E.ADD.F32.FTZ.RN.STRONG.GPU [R2.64], R5 ;", "EXIT ;"}, ctas, 8,
+                               [&](std::uint64_t warp) {
+                                 trace::WarpInst red = record(0);
+                                 for (int lane = 0; lane < 32; ++lane) {
+                                   red.address[lane] = 0x10000000ull + warp * 4096 + 4ull * (lane / k) * stride;
+                                   red.value[lane] = 0x3f800000u;  // 1.0f
+                                 }
+                                 std::vector<trace::WarpInst> out(probe["iterations"].get<std::size_t>(), red);
+                                 out.push_back(record(1));
+                                 return out;
+                               });
+      const KernelRun run = run_one(params, path);
+      std::remove(path.c_str());
+      REQUIRE(run.check.passed());
+      const double measured = ncu_value(launches[i], "lts__cycles_elapsed.avg");
+      const double simulated = static_cast<double>(run.cycles) * l2_clocks_per_cycle;
+      const double requests = ncu_value(launches[i], "lts__t_requests_srcunit_tex_op_red.sum") /
+                              ncu_value(launches[i], "smsp__inst_executed_op_global_red.sum");
+      const double busiest_h100 = ncu_value(launches[i], "lts__t_requests_srcunit_tex_op_red.max");
+      const StatSummary& applied = run.stats.at("l2_slice").at("atomic_packets");
+      std::printf("| %d | %d | %d | %.0f | %.0f | %.0f | %+.1f%% | %.3f | %.3f | %.2f | %.2f |\n", ctas, k, stride, requests, measured,
+                  simulated, 100 * (simulated / measured - 1),
+                  busiest_h100 / ncu_value(launches[i], "lts__t_requests_srcunit_tex_op_red.avg"), applied.max / applied.mean,
+                  measured / busiest_h100, simulated / applied.max);
+    }
   }
 }
