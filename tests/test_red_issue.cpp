@@ -2,6 +2,7 @@
 // simulated from its own SASS.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <fmt/format.h>
@@ -424,13 +425,36 @@ TEST_CASE("RED probe: one SM with 32 warps takes ATOMs of a line's words and of 
 // traces/h100/microbench/red_requests): CTAs of 8 warps, each warp 64 REDs
 // into its own 4 KB, lane l onto word (l / lanes_per_word) x word_stride; 528
 // CTAs (four an SM), and from the slices' counters run 132 (one an SM) and 53
-// (53 SMs). Each Nsight Compute CSV starts with the program's own line, which
-// names its patterns and CTAs. Times compare in L2 cycles (the clocks of the
-// profiled runs need not stand in the model's ratio).
+// (53 SMs), and 1 to 66. Each Nsight Compute CSV starts with the program's own
+// line, which names its patterns and CTAs. Times compare in L2 cycles (the
+// clocks of the profiled runs need not stand in the model's ratio).
 TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-requests-time]") {
   const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/red_requests/";
   const GpuParams params = h100_with({});
   const double l2_clocks_per_cycle = params.l2.lookups_per_cycle;  // one lookup an L2 clock
+  // The kernel's own SASS, so that its warps wait where the compiler's
+  // control bits make them: the loop the compiler unrolled (the backward branch
+  // over the most REDs), its prologue before it, then the exit.
+  const std::string listing = slurp(dir + "slices/red_requests.sass");
+  const std::string tail = "red_patternEPfiii";
+  const auto name_end = listing.find(tail) + tail.size(), name_begin = listing.rfind("Function : ", name_end) + 11;
+  const std::string function = listing.substr(name_begin, name_end - name_begin);
+  const auto program = trace::parse_sass_function(listing, function);
+  struct {
+    std::uint64_t begin = 0, end = 0;
+  } loop;
+  int reds_per_trip = 0;
+  for (const auto& [from, to] : branches_of(listing, function)) {
+    if (to >= from) continue;
+    const int reds = static_cast<int>(std::count_if(program.begin(), program.end(), [&](const trace::StaticInst& s) {
+      return s.op == trace::OpClass::Red && s.pc >= to && s.pc <= from;
+    }));
+    if (reds > reds_per_trip) reds_per_trip = reds, loop = {to, from};
+  }
+  REQUIRE(reds_per_trip > 0);
+  std::uint32_t exit_index = 0;
+  for (std::size_t j = 0; j < program.size(); ++j)
+    if (program[j].op == trace::OpClass::Exit) exit_index = static_cast<std::uint32_t>(j);  // the last: unpredicated
   // The busiest slice sets the time: beside the totals, each side's busiest
   // slice (its requests over the mean slice's) and its L2 cycles a request,
   // which separate the slice hash's spread from the atomic unit's cost (the
@@ -438,7 +462,8 @@ TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-reques
   // slice they enter by; the model the requests a slice's atomic unit applies).
   std::printf("| CTAs | lanes per word | word stride | requests per RED | H100 L2 cycles | model | error | busiest slice, H100 | model "
               "| its L2 cycles a request, H100 | model |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
-  for (const std::string csv : {"ncu.csv", "slices/ncu-132.csv", "slices/ncu-53.csv"}) {
+  for (const std::string csv : {"ncu.csv", "slices/ncu-132.csv", "slices/ncu-66.csv", "slices/ncu-53.csv", "slices/ncu-33.csv",
+                                "slices/ncu-16.csv", "slices/ncu-8.csv", "slices/ncu-1.csv"}) {
     const auto launches = ncu_launches(dir + csv);
     std::ifstream in(dir + csv);
     std::string program_line;
@@ -449,17 +474,25 @@ TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-reques
     const int ctas = probe["blocks"];
     for (std::size_t i = 0; i < patterns.size(); ++i) {
       const int k = patterns[i]["lanes_per_word"], stride = patterns[i]["word_stride"];
-      auto path = write_kernel("red_requests", {"RED.E.ADD.F32.FTZ.RN.STRONG.GPU [R2.64], R5 ;", "EXIT ;"}, ctas, 8,
-                               [&](std::uint64_t warp) {
-                                 trace::WarpInst red = record(0);
-                                 for (int lane = 0; lane < 32; ++lane) {
-                                   red.address[lane] = 0x10000000ull + warp * 4096 + 4ull * (lane / k) * stride;
-                                   red.value[lane] = 0x3f800000u;  // 1.0f
-                                 }
-                                 std::vector<trace::WarpInst> out(probe["iterations"].get<std::size_t>(), red);
-                                 out.push_back(record(1));
-                                 return out;
-                               });
+      auto path = write_program("red_requests", program, ctas, 8, [&](std::uint64_t warp) {
+        std::vector<trace::WarpInst> out;
+        for (std::size_t j = 0; j < program.size(); ++j)
+          if (program[j].pc < loop.begin && program[j].op != trace::OpClass::Branch && program[j].op != trace::OpClass::Exit)
+            out.push_back(record(static_cast<std::uint32_t>(j)));
+        for (int trip = 0; trip < probe["iterations"].get<int>() / reds_per_trip; ++trip)
+          for (std::size_t j = 0; j < program.size(); ++j) {
+            if (program[j].pc < loop.begin || program[j].pc > loop.end) continue;
+            trace::WarpInst r = record(static_cast<std::uint32_t>(j));
+            if (program[j].op == trace::OpClass::Red)
+              for (int lane = 0; lane < 32; ++lane) {
+                r.address[lane] = 0x10000000ull + warp * 4096 + 4ull * (lane / k) * stride;
+                r.value[lane] = 0x3f800000u;  // 1.0f
+              }
+            out.push_back(r);
+          }
+        out.push_back(record(exit_index));
+        return out;
+      });
       const KernelRun run = run_one(params, path);
       std::remove(path.c_str());
       REQUIRE(run.check.passed());

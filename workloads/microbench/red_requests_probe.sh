@@ -6,7 +6,8 @@
 # cycles its crossbar port was busy and the atomics it received from the other
 # partition. BLOCKS (default 528, four CTAs of 8 warps an SM) sets how many
 # warps send REDs: fewer leave the slices unsaturated, so that what an SM's
-# REDs cost shows apart from what a slice's do.
+# REDs cost shows apart from what a slice's do. OUTDIR/red_requests.sass: the
+# kernel's SASS.
 # Usage: workloads/microbench/red_requests_probe.sh OUTDIR [BLOCKS]
 set -euo pipefail
 out=${1:?usage: red_requests_probe.sh OUTDIR [BLOCKS]}
@@ -14,6 +15,8 @@ blocks=${2:-528}
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 nvcc -O3 -arch=sm_90 -I"$here/../.." -o "$out/red_requests" "$here/red_requests.cu"
+# The kernel's SASS with its control bits, which the model runs (tests/test_red_issue.cpp).
+cuobjdump -sass "$out/red_requests" > "$out/red_requests.sass"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$out/device.txt"
 metrics=smsp__inst_executed_op_global_red.sum,l1tex__t_requests_pipe_lsu_mem_global_op_red.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum,lts__t_requests_srcunit_tex_op_red.sum,lts__t_sectors_srcunit_tex_op_red.sum,lts__cycles_elapsed.avg,sm__cycles_elapsed.avg,gpu__time_duration.sum
 for m in lts__d_atomic_input_cycles_active lts__xbar2lts_cycles_active lts__t_requests_srcunit_ltcfabric; do
