@@ -425,8 +425,8 @@ TEST_CASE("RED probe: one SM with 32 warps takes ATOMs of a line's words and of 
 // traces/h100/microbench/red_requests): CTAs of 8 warps, each warp 64 REDs
 // into its own 4 KB, lane l onto word (l / lanes_per_word) x word_stride; 528
 // CTAs (four an SM), and from the slices' counters run 132 (one an SM) and 53
-// (53 SMs), and 1 to 66. Each Nsight Compute CSV starts with the program's own
-// line, which names its patterns and CTAs. Times compare in L2 cycles (the
+// (53 SMs), 1 to 66, and one CTA of 1 to 32 warps. Each Nsight Compute CSV
+// starts with the program's own line, which names its patterns, CTAs and threads. Times compare in L2 cycles (the
 // clocks of the profiled runs need not stand in the model's ratio).
 TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-requests-time]") {
   const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/red_requests/";
@@ -460,10 +460,11 @@ TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-reques
   // which separate the slice hash's spread from the atomic unit's cost (the
   // H100 counts a slice's requests from the L1s, the other partition's at the
   // slice they enter by; the model the requests a slice's atomic unit applies).
-  std::printf("| CTAs | lanes per word | word stride | requests per RED | H100 L2 cycles | model | error | busiest slice, H100 | model "
-              "| its L2 cycles a request, H100 | model |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| CTAs | warps a CTA | lanes per word | word stride | requests per RED | H100 L2 cycles | model | error | busiest slice, H100 | model "
+              "| its L2 cycles a request, H100 | model |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const std::string csv : {"ncu.csv", "slices/ncu-132.csv", "slices/ncu-66.csv", "slices/ncu-53.csv", "slices/ncu-33.csv",
-                                "slices/ncu-16.csv", "slices/ncu-8.csv", "slices/ncu-1.csv"}) {
+                                "slices/ncu-16.csv", "slices/ncu-8.csv", "slices/ncu-1-t1024.csv", "slices/ncu-1-t512.csv",
+                                "slices/ncu-1.csv", "slices/ncu-1-t128.csv", "slices/ncu-1-t64.csv", "slices/ncu-1-t32.csv"}) {
     const auto launches = ncu_launches(dir + csv);
     std::ifstream in(dir + csv);
     std::string program_line;
@@ -471,10 +472,10 @@ TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-reques
     const auto probe = nlohmann::json::parse(program_line);
     const auto& patterns = probe["patterns"];
     REQUIRE(launches.size() == patterns.size());
-    const int ctas = probe["blocks"];
+    const int ctas = probe["blocks"], warps_per_cta = probe.value("threads", 256) / 32;
     for (std::size_t i = 0; i < patterns.size(); ++i) {
       const int k = patterns[i]["lanes_per_word"], stride = patterns[i]["word_stride"];
-      auto path = write_program("red_requests", program, ctas, 8, [&](std::uint64_t warp) {
+      auto path = write_program("red_requests", program, ctas, warps_per_cta, [&](std::uint64_t warp) {
         std::vector<trace::WarpInst> out;
         for (std::size_t j = 0; j < program.size(); ++j)
           if (program[j].pc < loop.begin && program[j].op != trace::OpClass::Branch && program[j].op != trace::OpClass::Exit)
@@ -502,7 +503,8 @@ TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-reques
                               ncu_value(launches[i], "smsp__inst_executed_op_global_red.sum");
       const double busiest_h100 = ncu_value(launches[i], "lts__t_requests_srcunit_tex_op_red.max");
       const StatSummary& applied = run.stats.at("l2_slice").at("atomic_packets");
-      std::printf("| %d | %d | %d | %.0f | %.0f | %.0f | %+.1f%% | %.3f | %.3f | %.2f | %.2f |\n", ctas, k, stride, requests, measured,
+      std::printf("| %d | %d | %d | %d | %.0f | %.0f | %.0f | %+.1f%% | %.3f | %.3f | %.2f | %.2f |\n", ctas, warps_per_cta, k, stride,
+                  requests, measured,
                   simulated, 100 * (simulated / measured - 1),
                   busiest_h100 / ncu_value(launches[i], "lts__t_requests_srcunit_tex_op_red.avg"), applied.max / applied.mean,
                   measured / busiest_h100, simulated / applied.max);

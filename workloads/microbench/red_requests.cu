@@ -19,11 +19,13 @@ __global__ void red_pattern(float* target, int lanes_per_word, int word_stride, 
 int main(int argc, char** argv) {
   using namespace atomsim::workload;
   program_name() = "red_requests";
-  Options o(argc, argv, {{"blocks", "528"}, {"iterations", "64"}}, "[--blocks B] [--iterations I]");
+  Options o(argc, argv, {{"blocks", "528"}, {"iterations", "64"}, {"threads", "256"}},
+            "[--blocks B] [--iterations I] [--threads T]");
   const int blocks = static_cast<int>(o.integer("blocks", 1, 1 << 20));
+  const int threads = static_cast<int>(o.integer("threads", 32, 1024));
+  if (threads % 32) fail(2, "--threads %d is not a whole number of warps", threads);
   const int iterations = static_cast<int>(o.integer("iterations", 1, 1 << 20));
   require_gpu();
-  const int threads = 256;
   float* target = nullptr;
   const std::size_t words = std::size_t(blocks) * (threads / 32) * 1024;
   WORKLOAD_CHECK(cudaMalloc(&target, words * sizeof(float)));
@@ -41,7 +43,7 @@ int main(int argc, char** argv) {
     if (first != float(patterns[p][0] * iterations)) fail(3, "pattern %zu: word 0 holds %g, expected %d", p, first, patterns[p][0] * iterations);
     std::printf("%s{\"lanes_per_word\":%d,\"word_stride\":%d}", p ? "," : "", patterns[p][0], patterns[p][1]);
   }
-  std::printf("],\"blocks\":%d,\"iterations\":%d}\n", blocks, iterations);
+  std::printf("],\"blocks\":%d,\"threads\":%d,\"iterations\":%d}\n", blocks, threads, iterations);
   WORKLOAD_CHECK(cudaFree(target));
   return 0;
 }

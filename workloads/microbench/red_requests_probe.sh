@@ -6,12 +6,13 @@
 # cycles its crossbar port was busy and the atomics it received from the other
 # partition. BLOCKS (default 528, four CTAs of 8 warps an SM) sets how many
 # warps send REDs: fewer leave the slices unsaturated, so that what an SM's
-# REDs cost shows apart from what a slice's do. OUTDIR/red_requests.sass: the
-# kernel's SASS.
-# Usage: workloads/microbench/red_requests_probe.sh OUTDIR [BLOCKS]
+# REDs cost shows apart from what a slice's do; THREADS (default 256) sets a
+# CTA's warps. OUTDIR/red_requests.sass: the kernel's SASS.
+# Usage: workloads/microbench/red_requests_probe.sh OUTDIR [BLOCKS] [THREADS]
 set -euo pipefail
-out=${1:?usage: red_requests_probe.sh OUTDIR [BLOCKS]}
+out=${1:?usage: red_requests_probe.sh OUTDIR [BLOCKS] [THREADS]}
 blocks=${2:-528}
+threads=${3:-256}
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 nvcc -O3 -arch=sm_90 -I"$here/../.." -o "$out/red_requests" "$here/red_requests.cu"
@@ -22,6 +23,7 @@ metrics=smsp__inst_executed_op_global_red.sum,l1tex__t_requests_pipe_lsu_mem_glo
 for m in lts__d_atomic_input_cycles_active lts__xbar2lts_cycles_active lts__t_requests_srcunit_ltcfabric; do
   metrics+=",$m.sum,$m.avg,$m.max"
 done
-ncu --clock-control none --metrics $metrics --csv --page raw "$out/red_requests" --blocks "$blocks" 2>&1 | grep -v '^==' > "$out/ncu.csv"
-"$out/red_requests" --blocks "$blocks" > "$out/patterns.json"
+ncu --clock-control none --metrics $metrics --csv --page raw "$out/red_requests" --blocks "$blocks" --threads "$threads" 2>&1 |
+  grep -v '^==' > "$out/ncu.csv"
+"$out/red_requests" --blocks "$blocks" --threads "$threads" > "$out/patterns.json"
 echo "probe done"
