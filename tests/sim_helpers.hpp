@@ -141,15 +141,17 @@ inline std::vector<std::pair<std::uint64_t, std::uint64_t>> branches_of(const st
   return out;
 }
 
-// The name, in a cuobjdump listing of the probes under traces/h100/latency,
-// of the function whose mangled name ends in `mangled_tail` (a probe's
-// anonymous namespace puts a hash in the rest).
-inline std::string probe_function(const std::string& listing_file, const std::string& mangled_tail) {
-  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/" + listing_file);
+// The name, in a cuobjdump listing, of the function whose mangled name ends in
+// `mangled_tail` (a probe's anonymous namespace puts a hash in the rest); by a
+// listing of the probes under traces/h100/latency.
+inline std::string function_named(const std::string& listing, const std::string& mangled_tail) {
   const auto at = listing.find(mangled_tail);
-  if (at == std::string::npos) throw std::invalid_argument("no " + mangled_tail + " in " + listing_file);
+  if (at == std::string::npos) throw std::invalid_argument("no function ending in " + mangled_tail + " in the listing");
   const auto begin = listing.rfind("Function : ", at) + 11;
   return listing.substr(begin, at + mangled_tail.size() - begin);
+}
+inline std::string probe_function(const std::string& listing_file, const std::string& mangled_tail) {
+  return function_named(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/" + listing_file), mangled_tail);
 }
 
 // That function's program.

@@ -426,8 +426,9 @@ TEST_CASE("RED probe: one SM with 32 warps takes ATOMs of a line's words and of 
 // into its own 4 KB, lane l onto word (l / lanes_per_word) x word_stride; 528
 // CTAs (four an SM), and from the slices' counters run 132 (one an SM) and 53
 // (53 SMs), 1 to 66, and one CTA of 1 to 32 warps. Each Nsight Compute CSV
-// starts with the program's own line, which names its patterns, CTAs and threads. Times compare in L2 cycles (the
-// clocks of the profiled runs need not stand in the model's ratio).
+// starts with the program's own line, which names its patterns, CTAs and
+// threads. Times compare in L2 cycles (the clocks of the profiled runs need
+// not stand in the model's ratio).
 TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-requests-time]") {
   const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/red_requests/";
   const GpuParams params = h100_with({});
@@ -436,9 +437,7 @@ TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-reques
   // control bits make them: the loop the compiler unrolled (the backward branch
   // over the most REDs), its prologue before it, then the exit.
   const std::string listing = slurp(dir + "slices/red_requests.sass");
-  const std::string tail = "red_patternEPfiii";
-  const auto name_end = listing.find(tail) + tail.size(), name_begin = listing.rfind("Function : ", name_end) + 11;
-  const std::string function = listing.substr(name_begin, name_end - name_begin);
+  const std::string function = function_named(listing, "red_patternEPfiii");
   const auto program = trace::parse_sass_function(listing, function);
   struct {
     std::uint64_t begin = 0, end = 0;
@@ -504,8 +503,7 @@ TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-reques
       const double busiest_h100 = ncu_value(launches[i], "lts__t_requests_srcunit_tex_op_red.max");
       const StatSummary& applied = run.stats.at("l2_slice").at("atomic_packets");
       std::printf("| %d | %d | %d | %d | %.0f | %.0f | %.0f | %+.1f%% | %.3f | %.3f | %.2f | %.2f |\n", ctas, warps_per_cta, k, stride,
-                  requests, measured,
-                  simulated, 100 * (simulated / measured - 1),
+                  requests, measured, simulated, 100 * (simulated / measured - 1),
                   busiest_h100 / ncu_value(launches[i], "lts__t_requests_srcunit_tex_op_red.avg"), applied.max / applied.mean,
                   measured / busiest_h100, simulated / applied.max);
     }
