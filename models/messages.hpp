@@ -126,13 +126,24 @@ struct MemPacket {
   std::uint8_t atomic_flits = 1;  // an atomic request's flits: a header and its lanes' operands
   std::uint8_t sector_mask = 0;   // requests: which of the line's sectors they read, write or update (bit i: sector i)
   std::uint8_t partial_sectors = 0;  // writes: the sectors of sector_mask written only in part
+  std::uint16_t partial_bytes = 0;   // writes: the bytes they write in those sectors
   bool is_atomic() const { return kind == Kind::Atomic || kind == Kind::Reduction; }
-  // A sector written in part takes a second flit (its byte mask): stores probe,
-  // the crossbar into the slices is busy twice as long for scattered 4-byte
-  // stores as for whole sectors at the same rate (ncu-stores.csv, lts__xbar2lts_cycles_active).
+  // Toward the slices a flit carries a sector's bytes. A write sends its whole
+  // sectors a flit each and, where it writes sectors in part, their bytes
+  // packed behind a flit of byte masks: stores probe, the crossbar into the
+  // slices is busy twice as long for scattered 4-byte stores as for whole
+  // sectors at the same rate (ncu-stores.csv, lts__xbar2lts_cycles_active);
+  // red_requests probe, one SM: a lone warp stores a word into each of a
+  // line's four sectors, eight lines a store, every 19.5 cycles as it stores
+  // a line's 32 words (one_sm/ncu-t32-store-*.csv), not in the 64 that two
+  // flits a partial sector would take.
+  static constexpr std::uint32_t kFlitBytes = 32;
   std::uint32_t flits() const {
     switch (kind) {
-      case Kind::Write: return sectors + static_cast<std::uint32_t>(std::popcount(partial_sectors));
+      case Kind::Write: {
+        const std::uint32_t partial = static_cast<std::uint32_t>(std::popcount(partial_sectors));
+        return sectors - partial + (partial ? 1 + (partial_bytes + kFlitBytes - 1) / kFlitBytes : 0);
+      }
       case Kind::ReadReply: case Kind::AtomicReply: return sectors;
       case Kind::Atomic: case Kind::Reduction: return atomic_flits;
       default: return 1;

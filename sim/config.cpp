@@ -61,7 +61,7 @@ GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& ov
   // sectors read or returned by atomics.
   const std::uint32_t line_sectors = std::max<std::uint32_t>(1, p.l1.line_bytes / p.l1.sector_bytes);
   const std::uint32_t largest_request = std::max({p.l1.atomic_request_flits(p.l1.line_bytes, line_sectors, false),
-                                                  p.l1.atomic_request_flits(p.l1.line_bytes, line_sectors, true), 2 * line_sectors});
+                                                  p.l1.atomic_request_flits(p.l1.line_bytes, line_sectors, true), line_sectors + 1});
   const std::string request =
       fmt::format("a line of {} sectors each written in part, or an atomic request updating a whole line", line_sectors);
   const std::string reply = fmt::format("a line of {} sectors", line_sectors);

@@ -223,6 +223,15 @@ inline std::vector<std::map<std::string, std::string>> ncu_launches(const std::s
   return launches;
 }
 
+// The first line of a probe's Nsight Compute CSV, where the probe program
+// printed what it ran (a JSON object) before the profiler's table.
+inline nlohmann::json ncu_program_line(const std::string& path) {
+  std::ifstream csv(path);
+  std::string line;
+  if (!std::getline(csv, line)) throw std::invalid_argument("cannot read " + path);
+  return nlohmann::json::parse(line);
+}
+
 // One metric of a launch that ncu_launches read.
 inline double ncu_value(const std::map<std::string, std::string>& launch, const std::string& metric) {
   const auto it = launch.find(metric);

@@ -366,7 +366,7 @@ TEST_CASE("CLI: trace rejoin reruns a saved join and names bad inputs in one lin
 
 TEST_CASE("CLI: buffers too small for the largest packet are refused up front and the smallest allowed runs", "[cli][errors]") {
   std::string trace = tiny_trace();
-  const std::string request = "(8 flits: a line of 4 sectors each written in part, or an atomic request updating a whole line)",
+  const std::string request = "(5 flits: a line of 4 sectors each written in part, or an atomic request updating a whole line)",
                     reply = "(4 flits: a line of 4 sectors)";
   for (const auto& [set, packet] : {std::pair<const char*, const std::string&>{"l2.input_buffer_flits=4", request},
                                     {"l2.input_buffer_flits=1", request}, {"interconnect.request.input_buffer_flits=1", request},
@@ -379,11 +379,12 @@ TEST_CASE("CLI: buffers too small for the largest packet are refused up front an
     CHECK(r.err.find("key '" + key + "'") != std::string::npos);
     CHECK(r.err.find("cannot hold the largest packet sent to it " + packet) != std::string::npos);
   }
-  // Toward the slices 8 flits hold any packet (a whole line written in part:
-  // its sectors and their byte masks), back 4: every link makes progress and every update arrives.
+  // Toward the slices 5 flits hold any packet (a whole line written in part:
+  // its byte masks and the bytes packed; a line's atomic request: its header
+  // and its sectors), back 4: every link makes progress and every update arrives.
   CliResult r = cli("run -q --trace " + trace +
-                    " --set l2.input_buffer_flits=8 --set interconnect.request.input_buffer_flits=8"
-                    " --set interconnect.reply.input_buffer_flits=4 --set interconnect.request.output_queue_flits=8"
+                    " --set l2.input_buffer_flits=5 --set interconnect.request.input_buffer_flits=5"
+                    " --set interconnect.reply.input_buffer_flits=4 --set interconnect.request.output_queue_flits=5"
                     " --set interconnect.reply.output_queue_flits=4");
   CHECK(r.code == 0);
   CHECK(r.out.find("matches the trace") != std::string::npos);

@@ -421,39 +421,102 @@ TEST_CASE("RED probe: one SM with 32 warps takes ATOMs of a line's words and of 
   REQUIRE(one_sm_points_within(true, {"line", "lines"}, 0.15) == 2);
 }
 
-// The red_requests probe's ten lane patterns (workloads/microbench/red_requests.cu,
-// traces/h100/microbench/red_requests): CTAs of 8 warps, each warp 64 REDs
-// into its own 4 KB, lane l onto word (l / lanes_per_word) x word_stride; 528
-// CTAs (four an SM), and from the slices' counters run 132 (one an SM) and 53
-// (53 SMs), 1 to 66, and one CTA of 1 to 32 warps. Each Nsight Compute CSV
-// starts with the program's own line, which names its patterns, CTAs and
-// threads. Times compare in L2 cycles (the clocks of the profiled runs need
-// not stand in the model's ratio).
+namespace {
+
+// One launch of the red_requests probe (workloads/microbench/red_requests.cu)
+// as the first line of its Nsight Compute CSV describes it, for one pattern.
+struct RedRequestsLaunch {
+  int ctas = 0, warps_per_cta = 0, iterations = 0, warps_per_region = 1, regions = 1;
+  bool store = false;
+  int lanes_per_word = 1, word_stride = 1;
+};
+
+RedRequestsLaunch red_requests_launch(const nlohmann::json& probe, const nlohmann::json& pattern) {
+  RedRequestsLaunch l;
+  l.ctas = probe["blocks"];
+  l.warps_per_cta = probe.value("threads", 256) / 32;
+  l.iterations = probe["iterations"];
+  l.warps_per_region = probe.value("warps_per_region", 1);
+  l.regions = probe.value("regions", 1);
+  l.store = probe.value("op", "red") == "store";
+  l.lanes_per_word = pattern["lanes_per_word"];
+  l.word_stride = pattern["word_stride"];
+  return l;
+}
+
+// The probe's kernel simulated from its own SASS (`listing`), so that its
+// warps wait where the compiler's control bits make them: the loop the
+// compiler unrolled (the backward branch over the most REDs or stores), its
+// prologue before it, then the exit. A warp's update i goes to region
+// (warp / warps_per_region) x regions + i mod regions, 4 KB each.
+KernelRun simulate_red_requests(const GpuParams& params, const std::string& listing, const RedRequestsLaunch& l) {
+  const bool default_kernel = l.warps_per_region == 1 && l.regions == 1 && !l.store;
+  const std::string function = function_named(
+      listing, default_kernel ? "red_patternEPfiii" : std::string("shared_regionsILb") + (l.store ? "1" : "0") + "EEEvPfiiiii");
+  const auto program = trace::parse_sass_function(listing, function);
+  const trace::OpClass update = l.store ? trace::OpClass::StoreGlobal : trace::OpClass::Red;
+  struct {
+    std::uint64_t begin = 0, end = 0;
+  } loop;
+  int updates_per_trip = 0;
+  for (const auto& [from, to] : branches_of(listing, function)) {
+    if (to >= from) continue;
+    const int updates = static_cast<int>(std::count_if(program.begin(), program.end(), [&](const trace::StaticInst& s) {
+      return s.op == update && s.pc >= to && s.pc <= from;
+    }));
+    if (updates > updates_per_trip) updates_per_trip = updates, loop = {to, from};
+  }
+  REQUIRE(updates_per_trip > 0);
+  REQUIRE(l.iterations % updates_per_trip == 0);
+  std::uint32_t exit_index = 0;
+  for (std::size_t j = 0; j < program.size(); ++j)
+    if (program[j].op == trace::OpClass::Exit) exit_index = static_cast<std::uint32_t>(j);  // the last: unpredicated
+  const auto path = write_program("red_requests", program, l.ctas, l.warps_per_cta, [&](std::uint64_t warp) {
+    std::vector<trace::WarpInst> out;
+    for (std::size_t j = 0; j < program.size(); ++j)
+      if (program[j].pc < loop.begin && program[j].op != trace::OpClass::Branch && program[j].op != trace::OpClass::Exit)
+        out.push_back(record(static_cast<std::uint32_t>(j)));
+    const std::uint64_t base = 0x10000000ull + warp / l.warps_per_region * 4096ull * l.regions;
+    int i = 0;
+    for (int trip = 0; trip < l.iterations / updates_per_trip; ++trip)
+      for (std::size_t j = 0; j < program.size(); ++j) {
+        if (program[j].pc < loop.begin || program[j].pc > loop.end) continue;
+        trace::WarpInst r = record(static_cast<std::uint32_t>(j));
+        if (program[j].op == update) {
+          for (int lane = 0; lane < 32; ++lane) {
+            r.address[lane] = base + 4096ull * (i & (l.regions - 1)) + 4ull * (lane / l.lanes_per_word) * l.word_stride;
+            r.value[lane] = 0x3f800000u;  // 1.0f
+          }
+          ++i;
+        }
+        out.push_back(r);
+      }
+    out.push_back(record(exit_index));
+    return out;
+  });
+  KernelRun run = run_one(params, path);
+  std::remove(path.c_str());
+  REQUIRE(run.check.passed());
+  return run;
+}
+
+}  // namespace
+
+// The red_requests probe's ten lane patterns (traces/h100/microbench/red_requests):
+// CTAs of 8 warps, each warp 64 REDs into its own 4 KB, lane l onto word
+// (l / lanes_per_word) x word_stride; 528 CTAs (four an SM), and from the
+// slices' counters run 132 (one an SM) and 53 (53 SMs), 1 to 66, and one CTA
+// of 1 to 32 warps. Each Nsight Compute CSV starts with the program's own
+// line, which names its patterns, CTAs and threads. Times compare in L2 cycles
+// (the clocks of the profiled runs need not stand in the model's ratio), and
+// include what a profiled launch costs beyond the work (about 3,700 SM cycles
+// after the SM's last warp, whatever the work: one_sm/), which the small
+// launches feel most.
 TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-requests-time]") {
   const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/red_requests/";
   const GpuParams params = h100_with({});
   const double l2_clocks_per_cycle = params.l2.lookups_per_cycle;  // one lookup an L2 clock
-  // The kernel's own SASS, so that its warps wait where the compiler's
-  // control bits make them: the loop the compiler unrolled (the backward branch
-  // over the most REDs), its prologue before it, then the exit.
   const std::string listing = slurp(dir + "slices/red_requests.sass");
-  const std::string function = function_named(listing, "red_patternEPfiii");
-  const auto program = trace::parse_sass_function(listing, function);
-  struct {
-    std::uint64_t begin = 0, end = 0;
-  } loop;
-  int reds_per_trip = 0;
-  for (const auto& [from, to] : branches_of(listing, function)) {
-    if (to >= from) continue;
-    const int reds = static_cast<int>(std::count_if(program.begin(), program.end(), [&](const trace::StaticInst& s) {
-      return s.op == trace::OpClass::Red && s.pc >= to && s.pc <= from;
-    }));
-    if (reds > reds_per_trip) reds_per_trip = reds, loop = {to, from};
-  }
-  REQUIRE(reds_per_trip > 0);
-  std::uint32_t exit_index = 0;
-  for (std::size_t j = 0; j < program.size(); ++j)
-    if (program[j].op == trace::OpClass::Exit) exit_index = static_cast<std::uint32_t>(j);  // the last: unpredicated
   // The busiest slice sets the time: beside the totals, each side's busiest
   // slice (its requests over the mean slice's) and its L2 cycles a request,
   // which separate the slice hash's spread from the atomic unit's cost (the
@@ -465,47 +528,85 @@ TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-reques
                                 "slices/ncu-16.csv", "slices/ncu-8.csv", "slices/ncu-1-t1024.csv", "slices/ncu-1-t512.csv",
                                 "slices/ncu-1.csv", "slices/ncu-1-t128.csv", "slices/ncu-1-t64.csv", "slices/ncu-1-t32.csv"}) {
     const auto launches = ncu_launches(dir + csv);
-    std::ifstream in(dir + csv);
-    std::string program_line;
-    std::getline(in, program_line);
-    const auto probe = nlohmann::json::parse(program_line);
+    const auto probe = ncu_program_line(dir + csv);
     const auto& patterns = probe["patterns"];
     REQUIRE(launches.size() == patterns.size());
-    const int ctas = probe["blocks"], warps_per_cta = probe.value("threads", 256) / 32;
     for (std::size_t i = 0; i < patterns.size(); ++i) {
-      const int k = patterns[i]["lanes_per_word"], stride = patterns[i]["word_stride"];
-      auto path = write_program("red_requests", program, ctas, warps_per_cta, [&](std::uint64_t warp) {
-        std::vector<trace::WarpInst> out;
-        for (std::size_t j = 0; j < program.size(); ++j)
-          if (program[j].pc < loop.begin && program[j].op != trace::OpClass::Branch && program[j].op != trace::OpClass::Exit)
-            out.push_back(record(static_cast<std::uint32_t>(j)));
-        for (int trip = 0; trip < probe["iterations"].get<int>() / reds_per_trip; ++trip)
-          for (std::size_t j = 0; j < program.size(); ++j) {
-            if (program[j].pc < loop.begin || program[j].pc > loop.end) continue;
-            trace::WarpInst r = record(static_cast<std::uint32_t>(j));
-            if (program[j].op == trace::OpClass::Red)
-              for (int lane = 0; lane < 32; ++lane) {
-                r.address[lane] = 0x10000000ull + warp * 4096 + 4ull * (lane / k) * stride;
-                r.value[lane] = 0x3f800000u;  // 1.0f
-              }
-            out.push_back(r);
-          }
-        out.push_back(record(exit_index));
-        return out;
-      });
-      const KernelRun run = run_one(params, path);
-      std::remove(path.c_str());
-      REQUIRE(run.check.passed());
+      const RedRequestsLaunch l = red_requests_launch(probe, patterns[i]);
+      const KernelRun run = simulate_red_requests(params, listing, l);
       const double measured = ncu_value(launches[i], "lts__cycles_elapsed.avg");
       const double simulated = static_cast<double>(run.cycles) * l2_clocks_per_cycle;
       const double requests = ncu_value(launches[i], "lts__t_requests_srcunit_tex_op_red.sum") /
                               ncu_value(launches[i], "smsp__inst_executed_op_global_red.sum");
       const double busiest_h100 = ncu_value(launches[i], "lts__t_requests_srcunit_tex_op_red.max");
       const StatSummary& applied = run.stats.at("l2_slice").at("atomic_packets");
-      std::printf("| %d | %d | %d | %d | %.0f | %.0f | %.0f | %+.1f%% | %.3f | %.3f | %.2f | %.2f |\n", ctas, warps_per_cta, k, stride,
-                  requests, measured, simulated, 100 * (simulated / measured - 1),
+      std::printf("| %d | %d | %d | %d | %.0f | %.0f | %.0f | %+.1f%% | %.3f | %.3f | %.2f | %.2f |\n", l.ctas, l.warps_per_cta,
+                  l.lanes_per_word, l.word_stride, requests, measured, simulated, 100 * (simulated / measured - 1),
                   busiest_h100 / ncu_value(launches[i], "lts__t_requests_srcunit_tex_op_red.avg"), applied.max / applied.mean,
                   measured / busiest_h100, simulated / applied.max);
     }
   }
+}
+
+namespace {
+
+// One SM (traces/h100/microbench/red_requests/one_sm, red_requests_probe.sh
+// OUT 1 THREADS ...): what a warp's update costs the SM, as the difference
+// between 256 and 64 updates a warp over the 192 more the SM's warps send, so
+// that what a launch costs besides (a profiled launch ends about 3,700 SM
+// cycles after its SM's last warp) drops out on both sides. Warps update their
+// own words, share them (warps_per_region), or go round regions of their own.
+struct OneSmRate {
+  std::string label;
+  RedRequestsLaunch launch;
+  double h100 = 0, model = 0;  // SM cycles an update, per warp's update over the SM
+};
+
+std::vector<OneSmRate> one_sm_rates(const GpuParams& params) {
+  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/red_requests/one_sm/";
+  const std::string listing = slurp(dir + "red_requests.sass");
+  std::vector<OneSmRate> out;
+  for (const std::string set : {"t32", "t64", "t128", "t256", "t1024", "t32-r2", "t32-r4", "t64-w2", "t256-w8", "t32-store"}) {
+    const std::string few = dir + "ncu-" + set + "-i64.csv", many = dir + "ncu-" + set + "-i256.csv";
+    const auto few_launches = ncu_launches(few), many_launches = ncu_launches(many);
+    const auto few_probe = ncu_program_line(few), many_probe = ncu_program_line(many);
+    const auto& patterns = few_probe["patterns"];
+    REQUIRE(few_launches.size() == patterns.size());
+    REQUIRE(many_launches.size() == patterns.size());
+    for (std::size_t i = 0; i < patterns.size(); ++i) {
+      const RedRequestsLaunch a = red_requests_launch(few_probe, patterns[i]), b = red_requests_launch(many_probe, patterns[i]);
+      const double updates = static_cast<double>(b.iterations - a.iterations) * a.warps_per_cta * a.ctas;
+      OneSmRate r{set, a};
+      r.h100 = (ncu_value(many_launches[i], "sm__cycles_elapsed.avg") - ncu_value(few_launches[i], "sm__cycles_elapsed.avg")) / updates;
+      r.model = static_cast<double>(simulate_red_requests(params, listing, b).cycles - simulate_red_requests(params, listing, a).cycles) /
+                updates;
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// The table: tests/atomsim_tests "RED requests probe, one SM*" -s. Rounds of
+// a RED's lanes on one word leave 3.5 cycles apart whoever sends them
+// (l1.same_word_interval), its requests take the port's flits
+// (l1.atomic_header_bytes), a store's partial sectors pack their bytes.
+TEST_CASE("RED requests probe, one SM: what an update costs the SM is the H100's", "[models][memory]") {
+  std::printf("| set | warps | warps a region | regions | op | lanes per word | word stride | H100 SM cycles an update | model | error |\n"
+              "|---|---|---|---|---|---|---|---|---|---|\n");
+  double sum = 0;
+  const auto rates = one_sm_rates(h100_with({}));
+  for (const OneSmRate& r : rates) {
+    const RedRequestsLaunch& l = r.launch;
+    const double error = r.model / r.h100 - 1;
+    std::printf("| %s | %d | %d | %d | %s | %d | %d | %.1f | %.1f | %+.1f%% |\n", r.label.c_str(), l.warps_per_cta, l.warps_per_region,
+                l.regions, l.store ? "store" : "red", l.lanes_per_word, l.word_stride, r.h100, r.model, 100 * error);
+    INFO(r.label << ", " << l.lanes_per_word << " lanes a word, stride " << l.word_stride << ": H100 " << r.h100 << ", model " << r.model);
+    CHECK(std::abs(error) <= 0.25);  // a lone warp's line RED: 6.6 against 5.1
+    sum += std::abs(error);
+  }
+  std::printf("mean |error| %.1f%% over %zu rows\n", 100 * sum / rates.size(), rates.size());
+  REQUIRE(rates.size() == 100);
+  CHECK(sum / rates.size() <= 0.05);
 }

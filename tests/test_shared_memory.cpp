@@ -225,10 +225,12 @@ TEST_CASE("Shared memory: the histogram loop without a flush and REDs spread ove
   // other partition (docs/validation.md, "SMs that crowd one slice, served in
   // turn": +11% since the slices take the two partitions' atomics in turn) and
   // since requests enter a slice at a flit an L2 clock ("The crossbar into a
-  // slice at a flit an L2 clock": +14.4%).
+  // slice at a flit an L2 clock": +14.4%); 17% since an SM's updates of one
+  // word leave 3.5 cycles apart (every warp's lane 0 adds to the same two
+  // counters: +16.3%, "One SM's updates of one word").
   for (const auto& p : measured["sort_histogram"]["points"])
     if (p["between"] == "nothing" && p["source"] == "l2" && p["warps_per_sm"] == 32)
-      within(histogram_load_to_use(params, 0, true, 32), p["load_to_use_cycles"], 0.15);
+      within(histogram_load_to_use(params, 0, true, 32), p["load_to_use_cycles"], 0.17);
   // One-word REDs from every warp onto 32 lines: the slices' atomic rate.
   for (const auto& p : measured["red_lines"])
     if (p["words"] == "word" && p["lines"] == 32 && p["line_stride"] == 1)

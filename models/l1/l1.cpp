@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <utility>
 
 #include "models/atomic_update.hpp"
 
@@ -118,11 +119,15 @@ std::uint32_t L1::request_lines(MemPacket::Kind kind, std::uint32_t slot, Served
   for (std::size_t i = 0; i < scratch_.size();) {
     std::uint64_t line = map_.line_of(scratch_[i]);
     std::uint8_t sectors = 0, sector_mask = 0, partial = 0;
+    std::uint16_t partial_bytes = 0;
     for (; i < scratch_.size() && map_.line_of(scratch_[i]) == line; ++i) {
       const std::uint8_t bit = static_cast<std::uint8_t>(1u << ((scratch_[i] - line) / params_.sector_bytes));
       ++sectors;
       sector_mask |= bit;
-      if (kind == MemPacket::Kind::Write && covered_[i] < params_.sector_bytes) partial |= bit;
+      if (kind == MemPacket::Kind::Write && covered_[i] < params_.sector_bytes) {
+        partial |= bit;
+        partial_bytes = static_cast<std::uint16_t>(partial_bytes + covered_[i]);
+      }
     }
     if (served_here(line)) continue;
     MemPacket p;
@@ -134,6 +139,7 @@ std::uint32_t L1::request_lines(MemPacket::Kind kind, std::uint32_t slot, Served
     p.sectors = sectors;
     p.sector_mask = sector_mask;
     p.partial_sectors = partial;
+    p.partial_bytes = partial_bytes;
     outgoing_.push_back(p);
     ++packets;
   }
@@ -339,6 +345,71 @@ void L1::handle_reply(const MemPacket& reply, Cycle now) {
   if (--f.remaining == 0) complete(reply.request, now + 1);
 }
 
+std::uint64_t L1::words_of(const MemPacket& p) const {
+  const LaneOp* ops = pool_.ops(p.ops);
+  const std::uint64_t words_each = std::max<std::uint32_t>(1, trace::operand_bytes(p.atomic_type) / 4);
+  std::uint64_t words = 0;
+  for (std::uint32_t i = 0; i < p.op_count; ++i)
+    for (std::uint64_t w = (ops[i].address - p.line) / 4, end = w + words_each; w < end; ++w) words |= std::uint64_t(1) << (w % 64);
+  return words;
+}
+
+void L1::complete_if_sent(std::uint32_t request, Cycle now) {
+  if (request == kFlushRequest || !(request & kSentCompletes)) return;
+  const std::uint32_t slot = request & ~kSentCompletes;
+  if (--inflight_[slot].remaining == 0) complete(slot, now + 1);
+}
+
+bool L1::send_outgoing(Cycle now) {
+  constexpr std::uint64_t kScale = RateServer::kScale;
+  const bool spaced = params_.same_word_interval > 0;
+  const auto interval = static_cast<std::uint64_t>(params_.same_word_interval * kScale + 0.5);
+  if (spaced) std::erase_if(recent_updates_, [&](const RecentUpdate& r) { return r.free_at <= now * kScale; });
+  waiting_.clear();
+  wake_for_words_ = kNever;
+  for (auto it = outgoing_.begin(); it != outgoing_.end();) {
+    const bool atomic = it->is_atomic();
+    std::uint64_t words = ~std::uint64_t(0), start = now * kScale;
+    if (spaced) {
+      bool waits = false;
+      if (atomic) {
+        words = words_of(*it);
+        for (const RecentUpdate& r : recent_updates_)
+          if (r.line == it->line && (r.words & words)) start = std::max(start, r.free_at);
+        if (start >= (now + 1) * kScale) {
+          waits = true;
+          wake_for_words_ = std::min(wake_for_words_, start / kScale);
+        }
+      }
+      // Updates of a word leave in order, and nothing passes an update of its line.
+      for (const RecentUpdate& w : waiting_) waits |= w.line == it->line && (w.words & words);
+      if (waits) {
+        waiting_.push_back({it->line, words, 0});
+        ++it;
+        continue;
+      }
+    }
+    if (!to_l2_.try_send(*it)) {
+      ++stall_cycles_;
+      return true;
+    }
+    if (spaced && atomic) recent_updates_.push_back({it->line, words, start + interval});
+    const std::uint32_t request = it->request;
+    it = outgoing_.erase(it);
+    complete_if_sent(request, now);
+  }
+  return false;
+}
+
+bool L1::room_to_take() const {
+  if (free_inflight_.empty()) return false;
+  // What is left waits for its words (send_outgoing); an instruction's requests are queued together.
+  std::uint32_t instructions = 0;
+  std::uint32_t previous = kFlushRequest;
+  for (const MemPacket& p : outgoing_) instructions += std::exchange(previous, p.request) != p.request;
+  return instructions < params_.waiting_atomic_instructions;
+}
+
 void L1::evaluate() {
   const Cycle now = Unit::now();
   while (!completion_backlog_.empty()) {
@@ -356,28 +427,12 @@ void L1::evaluate() {
   }
 
   // Send what the pipeline produced; the interconnect's credit wakes us when blocked.
-  bool blocked = false;
-  auto send_outgoing = [&] {
-    while (!outgoing_.empty()) {
-      if (!to_l2_.try_send(outgoing_.front())) {
-        blocked = true;
-        ++stall_cycles_;
-        return;
-      }
-      const std::uint32_t request = outgoing_.front().request;
-      outgoing_.pop_front();
-      if (request != kFlushRequest && (request & kSentCompletes)) {
-        const std::uint32_t slot = request & ~kSentCompletes;
-        if (--inflight_[slot].remaining == 0) complete(slot, now + 1);
-      }
-    }
-  };
-  send_outgoing();
+  bool blocked = send_outgoing(now);
 
   // Take the next instruction once the pipeline is free and nothing waits to
-  // leave; its requests leave in the same cycle.
-  const bool can_take = !blocked && outgoing_.empty() && !free_inflight_.empty();
-  if (can_take && pipeline_.free(now)) {
+  // leave but requests waiting for their words; its requests leave in the
+  // same cycle.
+  if (!blocked && room_to_take() && pipeline_.free(now)) {
     const std::uint32_t n = static_cast<std::uint32_t>(lg_queues_.size());
     for (std::uint32_t k = 0; k < n; ++k) {
       InPort<LsuOp>& q = *lg_queues_[(round_robin_ + k) % n];
@@ -385,7 +440,7 @@ void L1::evaluate() {
       round_robin_ = (round_robin_ + k + 1) % n;
       take_instruction(q.front(), now);
       q.pop();  // the credit tells the sub-core its source registers were read
-      send_outgoing();
+      blocked = send_outgoing(now);
       break;
     }
   }
@@ -401,8 +456,8 @@ void L1::evaluate() {
   // Blocked sends and a full completion port wake us through their credits;
   // a full in-flight table through the L2's replies.
   Cycle next = kNever;
-  if (!outgoing_.empty() && !blocked) next = now + 1;
-  if (!blocked && outgoing_.empty() && !free_inflight_.empty()) {
+  if (!outgoing_.empty() && !blocked) next = wake_for_words_;
+  if (!blocked && room_to_take()) {
     Cycle take_at = std::max(pipeline_.free_at(), now + 1);
     for (auto& q : lg_queues_)
       if (!q->empty()) next = std::min(next, std::max(q->next_ready(), take_at));

@@ -38,6 +38,8 @@ struct L1Params {
   std::uint32_t atomic_buffer_entries = 64;
   std::string writes_held_until = "acknowledged";
   bool wait_on_pending_lines = false;
+  double same_word_interval = 0;
+  std::uint32_t waiting_atomic_instructions = 1;
 
   void declare(ParamBinder b) {
     b.integer("capacity_bytes", capacity_bytes, 1024, 1 << 24, "L1 data capacity (the part not used as shared memory)");
@@ -49,7 +51,8 @@ struct L1Params {
     b.real("atomic_instruction_cycles", atomic_instruction_cycles, 0, 1000,
            "fewest cycles the pipeline spends on an atomic or reduction instruction");
     b.integer("atomic_header_bytes", atomic_header_bytes, 0, 1024,
-              "bytes a reduction request carries besides its lanes' operands: its flits are both over sector_bytes, rounded up");
+              "bytes a reduction request's header takes of its first flit: operands that fit beside it ride in that flit, "
+              "otherwise the request takes it and a flit a sector it updates");
     b.integer("returning_header_bytes", returning_header_bytes, 0, 1024,
               "the same for an atomic request whose old values return (ATOM)");
     b.integer("lg_queue_depth", lg_queue_depth, 1, 256, "LG (LSU) queue entries per sub-core");
@@ -61,19 +64,29 @@ struct L1Params {
     b.boolean("wait_on_pending_lines", wait_on_pending_lines,
               "a load missing on a line that an earlier load already asked the L2 for waits for that line's reply "
               "instead of sending a request of its own");
+    b.real("same_word_interval", same_word_interval, 0, 1000,
+           "cycles between two atomic requests of this SM that update a common word (rounds of one instruction, or "
+           "of instructions of any of its warps): the later waits, requests to other words pass it; 0: none wait");
+    b.integer("waiting_atomic_instructions", waiting_atomic_instructions, 1, 256,
+              "atomic instructions whose requests may wait for their words at once (same_word_interval): while this many "
+              "do, the pipeline takes no other instruction");
     ParamBinder lab = b.sub("atomic_buffer");
     lab.boolean("enabled", atomic_buffer, "LAB-style combining of reductions in the L1");
     lab.integer("entries", atomic_buffer_entries, 1, 1 << 16, "atomic buffer entries (one word each)");
   }
-  // An atomic request's flits: its header and its lanes' operands over the
-  // sector size, and at least one per sector it updates (red_issue probe:
-  // every SM's REDs of one sector's eight words reach the slices at two thirds
-  // of the rate of one-word ones, a flit's worth more each; red_requests
-  // probe: REDs of one word in each of a line's four sectors take the L2 four
-  // sectors' time). `returns`: an ATOM's request, with the larger header.
+  // An atomic request's flits: one where its header and its lanes' operands
+  // fit in a flit (a sector's bytes), otherwise that first flit and one a
+  // sector it updates. red_issue probe: every SM's REDs of one sector's eight
+  // words reach the slices at two thirds of the rate of one-word ones; one SM
+  // sends a RED of a line's 32 words every 5.3 cycles (five flits), one of 32
+  // one-word requests every 32.7 (a flit each), an ATOM of those every 64.5
+  // (two each). red_requests probe, one SM (one_sm/, 4 to 32 warps on words of
+  // their own): a request of one sector's four or eight words takes two
+  // cycles of the SM's port, of one word in each of a line's four sectors five.
+  // `returns`: an ATOM's request, with the larger header.
   std::uint32_t atomic_request_flits(std::uint32_t operand_bytes, std::uint32_t sectors, bool returns) const {
     const std::uint32_t header = returns ? returning_header_bytes : atomic_header_bytes;
-    return std::max(sectors, (header + operand_bytes + sector_bytes - 1) / sector_bytes);
+    return header + operand_bytes <= sector_bytes ? 1 : 1 + sectors;
   }
 };
 
@@ -114,6 +127,17 @@ class L1 : public Unit {
   void issue_stores(LsuOp& op, std::uint32_t slot, Cycle now);
   void issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now);
   void send_evicted(const BufferedUpdate& update);
+  // Sends what may leave of outgoing_ in order, stopping where the
+  // interconnect refuses; an atomic request whose words this SM updated less
+  // than same_word_interval ago (or that follows one waiting for them) stays,
+  // and those behind it go on. Returns whether the interconnect refused.
+  bool send_outgoing(Cycle now);
+  // The words of its line an atomic request updates, a bit each of 4 bytes.
+  std::uint64_t words_of(const MemPacket& p) const;
+  void complete_if_sent(std::uint32_t request, Cycle now);
+  // Whether the pipeline may take an instruction: a slot is free, and no more
+  // instructions than waiting_atomic_instructions have requests waiting.
+  bool room_to_take() const;
   void flush_atomic_buffer();
   void handle_reply(const MemPacket& reply, Cycle now);
   void complete(std::uint32_t slot, Cycle ready);
@@ -134,6 +158,15 @@ class L1 : public Unit {
   RateServer pipeline_;
   std::uint32_t round_robin_ = 0;
   std::deque<MemPacket> outgoing_;
+  // Atomic requests sent within same_word_interval: the words they updated
+  // and when the next update of those may leave (RateServer's scaled cycles).
+  struct RecentUpdate {
+    std::uint64_t line = 0, words = 0, free_at = 0;
+  };
+  std::vector<RecentUpdate> recent_updates_;
+  std::vector<RecentUpdate> waiting_;  // scratch of send_outgoing: the requests left waiting, in order
+  Cycle wake_for_words_ = kNever;      // when the first request left waiting for its words may leave
+  std::uint32_t waiting_instructions_ = 0;  // instructions with requests left waiting for their words
   std::deque<std::pair<Cycle, Completion>> completion_backlog_;
   std::vector<Inflight> inflight_;
   std::vector<std::uint32_t> free_inflight_;
@@ -150,7 +183,7 @@ class L1 : public Unit {
   std::uint64_t instructions_ = 0, load_sectors_ = 0, load_hits_ = 0, load_misses_ = 0, load_pending_hits_ = 0, coherent_load_lines_ = 0,
                 store_sectors_ = 0,
                 atomic_lane_ops_in_ = 0, atomic_ops_to_l2_ = 0, atomic_packets_to_l2_ = 0, buffered_combines_ = 0,
-                buffer_evictions_ = 0, stall_cycles_ = 0, inflight_level_ = 0, inflight_integral_ = 0;
+                buffer_evictions_ = 0, stall_cycles_ = 0, inflight_level_ = 0, inflight_integral_ = 0, word_waits_ = 0;
   Cycle inflight_changed_ = 0;
 };
 
