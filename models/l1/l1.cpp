@@ -140,7 +140,7 @@ std::uint32_t L1::request_lines(MemPacket::Kind kind, std::uint32_t slot, Served
     p.sector_mask = sector_mask;
     p.partial_sectors = partial;
     p.partial_bytes = partial_bytes;
-    outgoing_.push_back(p);
+    queue_request(p);
     ++packets;
   }
   inflight_[slot].remaining += packets;
@@ -201,7 +201,7 @@ void L1::send_evicted(const BufferedUpdate& update) {
   p.op_count = 1;
   p.sector_mask = static_cast<std::uint8_t>(1u << ((update.op.address - p.line) / params_.sector_bytes));
   p.atomic_flits = static_cast<std::uint8_t>(params_.atomic_request_flits(trace::operand_bytes(update.type), p.sectors, false));
-  outgoing_.push_back(p);
+  queue_request(p);
   ++outstanding_writes_;
   ++atomic_ops_to_l2_;
   ++atomic_packets_to_l2_;
@@ -293,7 +293,7 @@ void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
     sectors_sent += p.sectors;
     atomic_ops_to_l2_ += op_count;
     ++atomic_packets_to_l2_;
-    outgoing_.push_back(p);
+    queue_request(p);
     ++f.remaining;
     ++outstanding_writes_;
   }
@@ -360,44 +360,82 @@ void L1::complete_if_sent(std::uint32_t request, Cycle now) {
   if (--inflight_[slot].remaining == 0) complete(slot, now + 1);
 }
 
+const L1::RecentUpdate* L1::recent_update(std::uint64_t line, Cycle now) const {
+  const std::size_t home = recent_home(line);
+  for (std::size_t k = 0; k < kRecentProbes; ++k) {
+    const RecentUpdate& r = recent_updates_[(home + k) % kRecentLines];
+    if (r.line == line && r.free_at > now * RateServer::kScale) return &r;
+  }
+  return nullptr;
+}
+
+void L1::note_update(std::uint64_t line, std::uint64_t words, std::uint64_t free_at, Cycle now) {
+  const std::size_t home = recent_home(line);
+  RecentUpdate* slot = nullptr;
+  for (std::size_t k = 0; k < kRecentProbes; ++k) {
+    RecentUpdate& r = recent_updates_[(home + k) % kRecentLines];
+    const bool live = r.free_at > now * RateServer::kScale;
+    if (r.line == line && live) {
+      r.words |= words;
+      r.free_at = std::max(r.free_at, free_at);
+      return;
+    }
+    // Else the first free entry, or the one freeing first.
+    if (!slot || (!live && slot->free_at > now * RateServer::kScale) || (live && r.free_at < slot->free_at && slot->free_at > now * RateServer::kScale))
+      slot = &r;
+  }
+  *slot = RecentUpdate{line, words, free_at};
+}
+
+void L1::queue_request(const MemPacket& p) {
+  outgoing_.push_back({p, p.is_atomic() && params_.same_word_interval > 0 ? words_of(p) : ~std::uint64_t(0)});
+  settled_ = false;
+}
+
 bool L1::send_outgoing(Cycle now) {
   constexpr std::uint64_t kScale = RateServer::kScale;
+  // Nothing queued since every request was left waiting for its words, and none of them is due yet.
+  // Nothing queued since every request was left waiting for its words, and none of them is due yet.
+  if (settled_ && now < wake_for_words_) return false;
   const bool spaced = params_.same_word_interval > 0;
   const auto interval = static_cast<std::uint64_t>(params_.same_word_interval * kScale + 0.5);
-  if (spaced) std::erase_if(recent_updates_, [&](const RecentUpdate& r) { return r.free_at <= now * kScale; });
   waiting_.clear();
   wake_for_words_ = kNever;
   for (auto it = outgoing_.begin(); it != outgoing_.end();) {
-    const bool atomic = it->is_atomic();
-    std::uint64_t words = ~std::uint64_t(0), start = now * kScale;
+    const MemPacket& p = it->packet;
+    const bool atomic = p.is_atomic();
+    const std::uint64_t words = it->words;
+    std::uint64_t start = now * kScale;
     if (spaced) {
       bool waits = false;
       if (atomic) {
-        words = words_of(*it);
-        for (const RecentUpdate& r : recent_updates_)
-          if (r.line == it->line && (r.words & words)) start = std::max(start, r.free_at);
+        if (const RecentUpdate* r = recent_update(p.line, now); r && (r->words & words)) start = std::max(start, r->free_at);
         if (start >= (now + 1) * kScale) {
           waits = true;
           wake_for_words_ = std::min(wake_for_words_, start / kScale);
         }
       }
       // Updates of a word leave in order, and nothing passes an update of its line.
-      for (const RecentUpdate& w : waiting_) waits |= w.line == it->line && (w.words & words);
+      for (const RecentUpdate& w : waiting_) waits |= w.line == p.line && (w.words & words);
       if (waits) {
-        waiting_.push_back({it->line, words, 0});
+        // An instruction's rounds on one line come together: one entry holds them.
+        if (!waiting_.empty() && waiting_.back().line == p.line) waiting_.back().words |= words;
+        else waiting_.push_back({p.line, words, 0});
         ++it;
         continue;
       }
     }
-    if (!to_l2_.try_send(*it)) {
+    if (!to_l2_.try_send(p)) {
       ++stall_cycles_;
+      settled_ = false;
       return true;
     }
-    if (spaced && atomic) recent_updates_.push_back({it->line, words, start + interval});
-    const std::uint32_t request = it->request;
+    if (spaced && atomic) note_update(p.line, words, start + interval, now);
+    const std::uint32_t request = p.request;
     it = outgoing_.erase(it);
     complete_if_sent(request, now);
   }
+  settled_ = !outgoing_.empty();
   return false;
 }
 
@@ -406,7 +444,7 @@ bool L1::room_to_take() const {
   // What is left waits for its words (send_outgoing); an instruction's requests are queued together.
   std::uint32_t instructions = 0;
   std::uint32_t previous = kFlushRequest;
-  for (const MemPacket& p : outgoing_) instructions += std::exchange(previous, p.request) != p.request;
+  for (const Outgoing& o : outgoing_) instructions += std::exchange(previous, o.packet.request) != o.packet.request;
   return instructions < params_.waiting_atomic_instructions;
 }
 

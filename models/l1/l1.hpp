@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 
 #include <deque>
 #include <memory>
@@ -134,6 +135,7 @@ class L1 : public Unit {
   bool send_outgoing(Cycle now);
   // The words of its line an atomic request updates, a bit each of 4 bytes.
   std::uint64_t words_of(const MemPacket& p) const;
+  void queue_request(const MemPacket& p);
   void complete_if_sent(std::uint32_t request, Cycle now);
   // Whether the pipeline may take an instruction: a slot is free, and no more
   // instructions than waiting_atomic_instructions have requests waiting.
@@ -157,13 +159,28 @@ class L1 : public Unit {
   InPort<KernelEnd> kernel_end_;
   RateServer pipeline_;
   std::uint32_t round_robin_ = 0;
-  std::deque<MemPacket> outgoing_;
-  // Atomic requests sent within same_word_interval: the words they updated
-  // and when the next update of those may leave (RateServer's scaled cycles).
+  struct Outgoing {
+    MemPacket packet;
+    std::uint64_t words = 0;  // an atomic's (words_of), where its updates are spaced
+  };
+  std::deque<Outgoing> outgoing_;
+  bool settled_ = false;  // every request in outgoing_ waits for its words; none was queued since
+  // Lines atomic requests updated within same_word_interval: the words they
+  // updated and when the next update of those may leave (RateServer's scaled
+  // cycles), one entry a line in a small hash table (a few probes from the
+  // line's home), as only a few cycles' sends are live at once.
   struct RecentUpdate {
     std::uint64_t line = 0, words = 0, free_at = 0;
   };
-  std::vector<RecentUpdate> recent_updates_;
+  static constexpr std::size_t kRecentLines = 256, kRecentProbes = 4;
+  std::array<RecentUpdate, kRecentLines> recent_updates_{};
+  std::size_t recent_home(std::uint64_t line) const {
+    return static_cast<std::size_t>(((line / params_.line_bytes) * 0x9E3779B97F4A7C15ull) >> 56);
+  }
+  // The line's live entry, if any.
+  const RecentUpdate* recent_update(std::uint64_t line, Cycle now) const;
+  // Adds an update of `words` to the line's entry (or takes one: a free entry, else the one freeing first).
+  void note_update(std::uint64_t line, std::uint64_t words, std::uint64_t free_at, Cycle now);
   std::vector<RecentUpdate> waiting_;  // scratch of send_outgoing: the requests left waiting, in order
   Cycle wake_for_words_ = kNever;      // when the first request left waiting for its words may leave
   std::uint32_t waiting_instructions_ = 0;  // instructions with requests left waiting for their words
