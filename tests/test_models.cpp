@@ -727,6 +727,67 @@ TEST_CASE("L1: RED lanes leave in per-line requests by rounds of distinct words,
   }
 }
 
+// The red_requests probe on one SM (docs/validation.md, "One SM's updates of
+// one word"): rounds onto one word leave same_word_interval apart whoever
+// sends them, another word's rounds pass them; a request takes one flit where
+// its header and operands fit, else a flit and one a sector; a store's partial
+// sectors travel packed behind a flit of byte masks.
+TEST_CASE("L1: updates of one word leave same_word_interval apart, other words' pass them; requests' flits", "[models][l1]") {
+  const double interval = GENERATE(0.0, 3.5);
+  reset_simulation_context();
+  L1Params p;
+  p.sectors_per_cycle = 4;
+  p.atomic_header_bytes = 24;
+  p.same_word_interval = interval;
+  p.waiting_atomic_instructions = 4;
+  L1Bench b(p);
+  LsuOp one_word;
+  one_word.op = trace::OpClass::Red;
+  one_word.atomic_op = trace::AtomicOp::Add;
+  one_word.atomic_type = trace::DataType::F32;
+  one_word.access_bytes = 4;
+  one_word.active_mask = 0xFFFFFFFF;
+  for (int lane = 0; lane < 32; ++lane) { one_word.address[lane] = 0x1000; one_word.value[lane] = f32(1.0f); }
+  LsuOp other_word = one_word, four_words = one_word, store = one_word;
+  for (int lane = 0; lane < 32; ++lane) {
+    other_word.address[lane] = 0x2000;
+    four_words.address[lane] = 0x3000 + 4u * (lane % 4);         // 8 rounds of a sector's 4 words
+    store.address[lane] = 0x4000 + 128u * (lane / 4) + 32u * (lane % 4);  // a word in each sector of 8 lines
+  }
+  store.op = trace::OpClass::StoreGlobal;
+  b.warps.schedule(0, one_word);
+  b.warps.schedule(0, other_word);
+  b.warps.schedule(400, four_words);
+  b.warps.schedule(800, store);
+  b.warps.start();
+  sc_core::sc_start();
+  std::map<std::uint64_t, std::vector<Cycle>> sent;  // by the first word updated
+  for (const auto& [t, pk] : b.to_l2.received) {
+    if (pk.kind == MemPacket::Kind::Write) {
+      CHECK(pk.flits() == 2);  // four bytes in four sectors: the masks' flit and one of bytes
+      continue;
+    }
+    const std::uint64_t word = b.pool.ops(pk.ops)[0].address;
+    sent[word & ~std::uint64_t(0xF)].push_back(t);
+    CHECK(pk.flits() == (pk.op_count == 1 ? 1u : 2u));  // a word with its header; four words: header and sector
+  }
+  REQUIRE(sent[0x1000].size() == 32);
+  REQUIRE(sent[0x2000].size() == 32);
+  REQUIRE(sent[0x3000].size() == 8);
+  if (interval == 0) {
+    // All leave as the pipeline works them, arriving a message a cycle: one word's, then the other's.
+    CHECK(sent[0x1000].back() - sent[0x1000].front() == 31);
+    CHECK(sent[0x2000].front() > sent[0x1000].back());
+  } else {
+    // 31 intervals of 3.5 cycles; the other word's rounds interleave, not wait behind them.
+    CHECK(sent[0x1000].back() - sent[0x1000].front() == Approx(31 * 3.5).margin(1));
+    // The pipeline takes the second instruction once the first's 32 sectors are worked (8 cycles).
+    CHECK(sent[0x2000].front() - sent[0x1000].front() <= 10);
+    CHECK(sent[0x2000].back() - sent[0x1000].back() <= 10);
+    CHECK(sent[0x3000].back() - sent[0x3000].front() == Approx(7 * 3.5).margin(1));
+  }
+}
+
 // Nsight Compute's counts on the H100 for ten lane patterns
 // (traces/h100/microbench/red_requests, workloads/microbench/red_requests.cu):
 // the L1 model sends, per RED instruction, the L2 requests and sectors the GPU did.
