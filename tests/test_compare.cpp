@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <sstream>
 #include <filesystem>
 #include <fstream>
 
@@ -70,6 +71,8 @@ TEST_CASE("The committed H100 dataset loads with medians of the timed launches",
   std::sort(ns.begin(), ns.end());
   REQUIRE(it->timed_launches == ns.size());
   REQUIRE(it->time_ns == ns[ns.size() / 2]);
+  REQUIRE(it->fastest_ns == ns.front());
+  REQUIRE(it->slowest_ns == ns.back());
   REQUIRE(it->cycles == Approx(it->time_ns * timing["clocks"]["sm_mhz_at_exit"].get<double>() / 1000));
   double total = 0;
   for (const auto& [r, f] : it->stall_fractions) total += f;
@@ -102,11 +105,17 @@ TEST_CASE("Comparison rows: errors, speedups over the same-shape baseline, summa
   MeasuredKernel base, swb;
   base.id = "base";
   base.cycles = 1000;
+  // Timed launches of 400-550 ns around a 500 ns median at 2 GHz: 800-1100 cycles.
+  base.time_ns = 500;
+  base.fastest_ns = 400;
+  base.slowest_ns = 550;
+  base.timed_launches = 5;
   base.stall_fractions = {{"lg_throttle", 1.0}};
   swb = base;
   swb.id = "swb";
   swb.params.variant = workloads::MicrobenchVariant::SwB;
   swb.cycles = 250;  // 4x measured
+  swb.timed_launches = 1;  // one launch: no spread
   SimulatedKernel sb, ss;
   sb.cycles = 900;
   sb.stall_fractions = {{"lg_throttle", 0.5}, {"long_scoreboard", 0.5}};
@@ -121,6 +130,13 @@ TEST_CASE("Comparison rows: errors, speedups over the same-shape baseline, summa
   REQUIRE(c.summary.mean_abs_cycle_error == Approx(0.15));
   REQUIRE(c.summary.worst_cycle_id == "swb");
   REQUIRE(c.summary.mean_abs_speedup_error == Approx(0.25));
+  REQUIRE(c.rows[0].within_launches);  // 900 simulated cycles within 800-1100
+  REQUIRE(!c.rows[1].within_launches);
+  REQUIRE(c.summary.within_launches == 1);
+  std::ostringstream table;
+  print_comparison(table, c);
+  REQUIRE(table.str().find("-20..+10% *") != std::string::npos);
+  REQUIRE(table.str().find("(1 of 2 kernels)") != std::string::npos);
   REQUIRE(c.rows[0].stall_distance == Approx(0.5));
   REQUIRE(c.summary.mean_stall_distance == Approx(0.25));
   auto svg = stall_plot_svg(c);

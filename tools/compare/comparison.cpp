@@ -114,6 +114,9 @@ Comparison build_comparison(const std::vector<MeasuredKernel>& measured, const s
     r.measured = measured[i];
     r.simulated = simulated.at(i);
     r.cycle_error = (r.simulated.cycles - r.measured.cycles) / r.measured.cycles;
+    const double ns_to_cycles = r.measured.time_ns > 0 ? r.measured.cycles / r.measured.time_ns : 0;
+    r.within_launches = r.measured.timed_launches > 1 && r.simulated.cycles >= r.measured.fastest_ns * ns_to_cycles &&
+                        r.simulated.cycles <= r.measured.slowest_ns * ns_to_cycles;
     r.stall_distance = stall_distance(r.measured.stall_fractions, r.simulated.stall_fractions);
     r.hottest = hottest(r.measured, r.simulated, instructions);
     c.rows.push_back(std::move(r));
@@ -132,6 +135,7 @@ Comparison build_comparison(const std::vector<MeasuredKernel>& measured, const s
       }
     }
     s.mean_abs_cycle_error += std::abs(r.cycle_error);
+    s.within_launches += r.within_launches;
     track_worst(r.cycle_error, r.measured.id, s.worst_cycle_error, s.worst_cycle_id);
     s.mean_stall_distance += r.stall_distance;
     track_worst(r.stall_distance, r.measured.id, s.worst_stall_distance, s.worst_stall_id);
@@ -146,13 +150,19 @@ Comparison build_comparison(const std::vector<MeasuredKernel>& measured, const s
 
 void print_comparison(std::ostream& out, const Comparison& c) {
   out << fmt::format("measured on {}, simulated with {}\n", c.device, c.config);
-  out << fmt::format("{:<28}{:>12}{:>12}{:>9}{:>10}{:>10}{:>9}\n", "kernel", "meas cyc", "sim cyc", "error",
-                     "meas spd", "sim spd", "stall d");
+  out << fmt::format("{:<28}{:>12}{:>12}{:>9}{:>10}{:>10}{:>9}  {}\n", "kernel", "meas cyc", "sim cyc", "error",
+                     "meas spd", "sim spd", "stall d", "launches");
   for (const auto& r : c.rows) {
     auto speedup = [](const std::optional<double>& v) { return v ? fmt::format("{:.2f}x", *v) : std::string("-"); };
-    out << fmt::format("{:<28}{:>12.0f}{:>12.0f}{:>+8.1f}%{:>10}{:>10}{:>9.3f}\n", r.measured.id, r.measured.cycles,
+    // The timed launches' spread around their median, starred where the simulated cycles fall in it.
+    const std::string launches =
+        r.measured.timed_launches > 1
+            ? fmt::format("{:+.0f}..{:+.0f}%{}", 100 * (r.measured.fastest_ns / r.measured.time_ns - 1),
+                          100 * (r.measured.slowest_ns / r.measured.time_ns - 1), r.within_launches ? " *" : "")
+            : std::string("-");
+    out << fmt::format("{:<28}{:>12.0f}{:>12.0f}{:>+8.1f}%{:>10}{:>10}{:>9.3f}  {}\n", r.measured.id, r.measured.cycles,
                        r.simulated.cycles, 100 * r.cycle_error, speedup(r.measured_speedup),
-                       speedup(r.simulated_speedup), r.stall_distance);
+                       speedup(r.simulated_speedup), r.stall_distance, launches);
   }
   const Summary& s = c.summary;
   out << fmt::format(
@@ -160,6 +170,9 @@ void print_comparison(std::ostream& out, const Comparison& c) {
       "stall distance mean {:.3f}, worst {:.3f} ({})\n",
       100 * s.mean_abs_cycle_error, 100 * s.worst_cycle_error, s.worst_cycle_id, 100 * s.mean_abs_speedup_error,
       100 * s.worst_speedup_error, s.worst_speedup_id, s.mean_stall_distance, s.worst_stall_distance, s.worst_stall_id);
+  out << fmt::format("launches: the timed launches' fastest and slowest around their median; * the simulated cycles within "
+                     "them ({} of {} kernels)\n",
+                     s.within_launches, c.rows.size());
   for (const auto& r : c.rows) {
     if (r.hottest.empty()) continue;
     out << fmt::format("\n{}: hottest instructions, share of PC samples (measured) and of warp-cycles (simulated), "
@@ -187,6 +200,8 @@ nlohmann::json comparison_json(const Comparison& c) {
   for (const auto& r : c.rows) {
     nlohmann::json j = {{"id", r.measured.id},
                         {"measured", {{"cycles", r.measured.cycles}, {"time_ns", r.measured.time_ns},
+                                      {"fastest_ns", r.measured.fastest_ns}, {"slowest_ns", r.measured.slowest_ns},
+                                      {"timed_launches", r.measured.timed_launches},
                                       {"sm_clock_mhz", r.measured.sm_clock_mhz},
                                       {"warp_instructions", r.measured.warp_instructions},
                                       {"stall_samples", r.measured.stall_samples},
@@ -195,6 +210,7 @@ nlohmann::json comparison_json(const Comparison& c) {
                                        {"warp_instructions", r.simulated.warp_instructions},
                                        {"stall_fractions", r.simulated.stall_fractions}}},
                         {"cycle_error", r.cycle_error},
+                        {"within_launches", r.within_launches},
                         {"stall_distance", r.stall_distance}};
     if (!r.simulated.revision.empty()) j["simulated"]["revision"] = r.simulated.revision;
     if (r.measured_speedup) {
@@ -228,7 +244,7 @@ nlohmann::json comparison_json(const Comparison& c) {
             {"worst_cycle_kernel", s.worst_cycle_id}, {"mean_abs_speedup_error", s.mean_abs_speedup_error},
             {"worst_speedup_error", s.worst_speedup_error}, {"worst_speedup_kernel", s.worst_speedup_id},
             {"mean_stall_distance", s.mean_stall_distance}, {"worst_stall_distance", s.worst_stall_distance},
-            {"worst_stall_kernel", s.worst_stall_id}}}};
+            {"worst_stall_kernel", s.worst_stall_id}, {"kernels_within_launches", s.within_launches}}}};
 }
 
 std::string stall_plot_svg(const Comparison& c) {

@@ -41,6 +41,9 @@ struct ComparisonRow {
   MeasuredKernel measured;
   SimulatedKernel simulated;
   double cycle_error = 0;  // (simulated - measured) / measured
+  // The simulated cycles lie between the fastest and slowest timed launch's
+  // (the GPU's own launch-to-launch spread; false where one launch was timed).
+  bool within_launches = false;
   std::optional<double> measured_speedup, simulated_speedup;  // over the baseline of the same shape
   double stall_distance = 0;
   std::vector<InstructionRow> hottest;  // where measured and simulated both have per-instruction data
@@ -53,6 +56,7 @@ struct Summary {
   std::string worst_speedup_id;
   double mean_stall_distance = 0, worst_stall_distance = 0;
   std::string worst_stall_id;
+  std::size_t within_launches = 0;  // rows whose simulated cycles lie within their timed launches' spread
 };
 
 struct Comparison {

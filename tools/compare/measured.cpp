@@ -45,6 +45,8 @@ void set_time(MeasuredKernel& k, std::vector<double> durations, const nlohmann::
               const std::filesystem::path& file) {
   std::sort(durations.begin(), durations.end());
   k.time_ns = durations[durations.size() / 2];
+  k.fastest_ns = durations.front();
+  k.slowest_ns = durations.back();
   k.timed_launches = static_cast<std::uint32_t>(durations.size());
   auto clocks = field<nlohmann::json>(timing, "clocks", file);
   k.sm_clock_mhz = field<double>(clocks, "sm_mhz_at_exit", file);

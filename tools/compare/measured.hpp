@@ -26,6 +26,7 @@ struct MeasuredKernel {
   std::filesystem::path counters;       // captured kernels: the traced launch's counters pass, if taken
   std::string baseline;                 // captured kernels: id of the kernel its speedup is over, if any
   double time_ns = 0;                   // median GPU duration of the timed launches
+  double fastest_ns = 0, slowest_ns = 0;  // the timed launches' extremes: the GPU's own spread
   std::uint32_t timed_launches = 0;
   double sm_clock_mhz = 0;              // read during the timing pass
   double cycles = 0;                    // time_ns x sm_clock_mhz / 1000
