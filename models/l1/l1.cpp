@@ -380,9 +380,9 @@ void L1::note_update(std::uint64_t line, std::uint64_t words, std::uint64_t free
       r.free_at = std::max(r.free_at, free_at);
       return;
     }
-    // Else the first free entry, or the one freeing first.
-    if (!slot || (!live && slot->free_at > now * RateServer::kScale) || (live && r.free_at < slot->free_at && slot->free_at > now * RateServer::kScale))
-      slot = &r;
+    // Else a free entry, or failing one the entry freeing first.
+    const bool slot_live = slot && slot->free_at > now * RateServer::kScale;
+    if (!slot || (slot_live && (!live || r.free_at < slot->free_at))) slot = &r;
   }
   *slot = RecentUpdate{line, words, free_at};
 }
@@ -394,7 +394,6 @@ void L1::queue_request(const MemPacket& p) {
 
 bool L1::send_outgoing(Cycle now) {
   constexpr std::uint64_t kScale = RateServer::kScale;
-  // Nothing queued since every request was left waiting for its words, and none of them is due yet.
   // Nothing queued since every request was left waiting for its words, and none of them is due yet.
   if (settled_ && now < wake_for_words_) return false;
   const bool spaced = params_.same_word_interval > 0;

@@ -174,7 +174,8 @@ class L1 : public Unit {
   };
   static constexpr std::size_t kRecentLines = 256, kRecentProbes = 4;
   std::array<RecentUpdate, kRecentLines> recent_updates_{};
-  std::size_t recent_home(std::uint64_t line) const {
+  std::size_t recent_home(std::uint64_t line) const {  // the top 8 bits of a multiplicative hash: 256 homes
+    static_assert(kRecentLines == 256);
     return static_cast<std::size_t>(((line / params_.line_bytes) * 0x9E3779B97F4A7C15ull) >> 56);
   }
   // The line's live entry, if any.
@@ -183,7 +184,6 @@ class L1 : public Unit {
   void note_update(std::uint64_t line, std::uint64_t words, std::uint64_t free_at, Cycle now);
   std::vector<RecentUpdate> waiting_;  // scratch of send_outgoing: the requests left waiting, in order
   Cycle wake_for_words_ = kNever;      // when the first request left waiting for its words may leave
-  std::uint32_t waiting_instructions_ = 0;  // instructions with requests left waiting for their words
   std::deque<std::pair<Cycle, Completion>> completion_backlog_;
   std::vector<Inflight> inflight_;
   std::vector<std::uint32_t> free_inflight_;
@@ -200,7 +200,7 @@ class L1 : public Unit {
   std::uint64_t instructions_ = 0, load_sectors_ = 0, load_hits_ = 0, load_misses_ = 0, load_pending_hits_ = 0, coherent_load_lines_ = 0,
                 store_sectors_ = 0,
                 atomic_lane_ops_in_ = 0, atomic_ops_to_l2_ = 0, atomic_packets_to_l2_ = 0, buffered_combines_ = 0,
-                buffer_evictions_ = 0, stall_cycles_ = 0, inflight_level_ = 0, inflight_integral_ = 0, word_waits_ = 0;
+                buffer_evictions_ = 0, stall_cycles_ = 0, inflight_level_ = 0, inflight_integral_ = 0;
   Cycle inflight_changed_ = 0;
 };
 
