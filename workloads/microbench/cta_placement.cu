@@ -4,7 +4,9 @@
 // land as the first wave would). Prints one JSON line per launch size:
 // {"blocks":B,"threads":T,"sm":[SM of CTA 0, 1, ...]}. On the H100 two SMs
 // share a TPC (SMs 2k and 2k+1), which red_requests rows of 8 to 53 CTAs
-// need to know.
+// need to know. On a GPU machine, from the repository root:
+//   nvcc -O3 -arch=sm_90 -I. -o cta_placement workloads/microbench/cta_placement.cu
+//   ./cta_placement --threads 256 > cta_placement-t256.jsonl
 #include "workloads/common/runner.cuh"
 
 #include <vector>
