@@ -415,11 +415,11 @@ bool L1::send_outgoing(Cycle now) {
         }
       }
       // Updates of a word leave in order, and nothing passes an update of its line.
-      for (const RecentUpdate& w : waiting_) waits |= w.line == p.line && (w.words & words);
+      for (const WaitingLine& w : waiting_) waits |= w.line == p.line && (w.words & words);
       if (waits) {
         // An instruction's rounds on one line come together: one entry holds them.
         if (!waiting_.empty() && waiting_.back().line == p.line) waiting_.back().words |= words;
-        else waiting_.push_back({p.line, words, 0});
+        else waiting_.push_back({p.line, words});
         ++it;
         continue;
       }

@@ -182,7 +182,12 @@ class L1 : public Unit {
   const RecentUpdate* recent_update(std::uint64_t line, Cycle now) const;
   // Adds an update of `words` to the line's entry (or takes one: a free entry, else the one freeing first).
   void note_update(std::uint64_t line, std::uint64_t words, std::uint64_t free_at, Cycle now);
-  std::vector<RecentUpdate> waiting_;  // scratch of send_outgoing: the requests left waiting, in order
+  // Scratch of send_outgoing: the lines of the requests left waiting, in
+  // order, and the words they update (all, for a load or store).
+  struct WaitingLine {
+    std::uint64_t line = 0, words = 0;
+  };
+  std::vector<WaitingLine> waiting_;
   Cycle wake_for_words_ = kNever;      // when the first request left waiting for its words may leave
   std::deque<std::pair<Cycle, Completion>> completion_backlog_;
   std::vector<Inflight> inflight_;
