@@ -52,6 +52,9 @@ struct LsuOp {
   std::array<std::uint16_t, kMaxDestinations> dst{};
   std::uint8_t write_barrier = trace::ControlBits::kNoBarrier;  // the warp's dependency barrier its completion frees
   std::uint32_t active_mask = 0;
+  // Lanes whose value counts: an atomic's operands; a store's written value or
+  // a coherent load's awaited one, for words a load of the trace waited on.
+  std::uint32_t value_lanes = 0;
   std::array<std::uint64_t, 32> address{};
   std::array<std::uint64_t, 32> value{};
   // Lane updates each lane carries: 1, or more where a warp-reduction unit combined lanes into it.
@@ -121,7 +124,9 @@ struct MemPacket {
   std::uint8_t sectors = 1;       // sectors carried (reads, writes, read replies, atomics and their replies)
   trace::AtomicOp atomic_op = trace::AtomicOp::None;
   trace::DataType atomic_type = trace::DataType::None;
-  std::uint32_t ops = 0;          // LaneOpPool handle (atomics)
+  // LaneOpPool handle: an atomic's lane operations; a write's values and a
+  // read's awaited values of words that loads wait on (reads and writes with op_count > 0).
+  std::uint32_t ops = 0;
   std::uint16_t op_count = 0;     // lane operations in the packet (at most one per word)
   std::uint8_t atomic_flits = 1;  // an atomic request's flits: a header and its lanes' operands
   std::uint8_t sector_mask = 0;   // requests: which of the line's sectors they read, write or update (bit i: sector i)

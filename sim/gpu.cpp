@@ -99,6 +99,19 @@ double as_number(std::uint64_t bits, trace::DataType type) {
     default: return static_cast<double>(static_cast<std::uint32_t>(bits));
   }
 }
+
+// With nothing left to happen, a read waiting for a value no store will
+// write would stop the kernel: the one that has waited longest is answered
+// (counted as l2_slice.awaits_released), and the run goes on. False when none waits.
+bool release_oldest_awaiting_read(const std::vector<std::unique_ptr<L2Slice>>& slices) {
+  L2Slice* oldest = nullptr;
+  for (auto& slice : slices)
+    if (slice->oldest_awaiting_read() != kNever && (!oldest || slice->oldest_awaiting_read() < oldest->oldest_awaiting_read()))
+      oldest = slice.get();
+  if (!oldest) return false;
+  oldest->release_awaiting_read(current_cycle() + 1);
+  return true;
+}
 }  // namespace
 
 FunctionalCheck Gpu::check_atomics() const {
@@ -252,7 +265,7 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
                    static_cast<unsigned long long>(u.dispatcher->finished()),
                    static_cast<unsigned long long>(u.dispatcher->total()));
     }
-  } while (sc_core::sc_pending_activity());
+  } while (sc_core::sc_pending_activity() || release_oldest_awaiting_read(u.slices));
   if (!u.dispatcher->kernel_done()) {
     const std::string waiting = describe_waiting_messages();
     throw trace::TraceError(fmt::format("{}: kernel {} stalled at cycle {} before finishing (simulator deadlock){}{}",

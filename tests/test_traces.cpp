@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <bit>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +9,8 @@
 #include <csignal>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <fmt/format.h>
 
 #include "sim_helpers.hpp"
 #include "traces/format.hpp"
@@ -36,6 +39,7 @@ KernelInfo small_kernel(const std::string& name, std::uint32_t warps) {
   k.program.push_back(parse_sass_instruction("REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR6][R10.64+0x4], R13", 0x20));
   k.program.push_back(parse_sass_instruction("@!P0 BRA 0x0", 0x30));
   k.program.push_back(parse_sass_instruction("EXIT", 0x40));
+  k.program.push_back(parse_sass_instruction("STG.E.STRONG.GPU desc[UR4][R2.64], R5", 0x50));
   return k;
 }
 
@@ -45,7 +49,7 @@ std::vector<WarpInst> records_for(std::uint64_t warp, std::size_t n) {
   std::vector<WarpInst> out;
   for (std::size_t i = 0; i < n; ++i) {
     WarpInst w;
-    w.index = static_cast<std::uint32_t>(rng() % 5);
+    w.index = static_cast<std::uint32_t>(rng() % 6);
     w.active_mask = (i % 3 == 0) ? 0xFFFFFFFFu : static_cast<std::uint32_t>(rng());
     int mode = static_cast<int>(rng() % 4);
     std::uint64_t base = 0x7f0000000000ull + (rng() % 1000) * 4;
@@ -59,6 +63,9 @@ std::vector<WarpInst> records_for(std::uint64_t warp, std::size_t n) {
       }
       w.value[lane] = (mode % 2) ? 0x3f800000u : static_cast<std::uint32_t>(rng());
     }
+    // Some of a load's lanes and all of a store's carry values (those a load awaits).
+    if (w.index == 1) w.value_lanes = w.active_mask & static_cast<std::uint32_t>(rng());
+    if (w.index == 5 && mode < 2) w.value_lanes = w.active_mask;
     out.push_back(w);
   }
   return out;
@@ -73,6 +80,8 @@ void require_same(const WarpInst& a, const WarpInst& b, const KernelInfo& k) {
     if (is_global_memory(s.op)) REQUIRE(a.address[lane] == b.address[lane]);
     if (is_atomic(s.op)) REQUIRE(a.value[lane] == b.value[lane]);
   }
+  REQUIRE(a.value_lanes == (is_atomic(s.op) ? a.active_mask : b.value_lanes));
+  for (std::uint32_t m = a.value_lanes; m; m &= m - 1) REQUIRE(a.value[std::countr_zero(m)] == b.value[std::countr_zero(m)]);
 }
 
 std::string write_sample(const std::string& name, std::size_t records_per_warp = 3000) {
@@ -173,7 +182,7 @@ TEST_CASE("trace damage is reported with the file and byte offset, never a crash
     std::uint32_t h = format::fnv1a(reinterpret_cast<unsigned char*>(copy.data()), 28);
     std::memcpy(copy.data() + 28, &h, 4);
     write_all(bad, copy);
-    REQUIRE_THROWS_WITH(TraceReader(bad), Catch::Contains("unsupported trace version 2.1") && Catch::Contains("byte offset 0"));
+    REQUIRE_THROWS_WITH(TraceReader(bad), Catch::Contains(fmt::format("unsupported trace version 2.{}", format::kVersionMinor)) && Catch::Contains("byte offset 0"));
   }
   SECTION("not a trace, or no file") {
     write_all(bad, std::vector<char>(100, 'x'));
@@ -296,7 +305,7 @@ TEST_CASE("SASS listings give each instruction the control bits of its encoding 
       w.finish();
     }
     TraceReader reader(path);
-    REQUIRE(reader.version_minor() == 1);
+    REQUIRE(reader.version_minor() == format::kVersionMinor);
     KernelInfo back = reader.kernel(0);
     std::remove(path.c_str());
     return back.program;

@@ -280,10 +280,12 @@ void encode_record(ByteWriter& out, const StaticInst& s, const WarpInst& inst, s
     amode = choose_address_mode(inst, base, stride);
     flags |= static_cast<std::uint8_t>(amode) << kAddressShift;
   }
-  if (is_atomic(s.op) && mask) {
+  // An atomic's values are its active lanes'; a load's or a store's, those of value_lanes.
+  const std::uint32_t value_lanes = is_atomic(s.op) ? mask : memory ? inst.value_lanes & mask : 0;
+  if (value_lanes) {
     vmode = ValueMode::Uniform;
-    std::uint64_t v0 = inst.value[std::countr_zero(mask)];
-    for (std::uint32_t m = mask; m; m &= m - 1)
+    std::uint64_t v0 = inst.value[std::countr_zero(value_lanes)];
+    for (std::uint32_t m = value_lanes; m; m &= m - 1)
       if (inst.value[std::countr_zero(m)] != v0) { vmode = ValueMode::PerLane; break; }
     flags |= static_cast<std::uint8_t>(vmode) << kValueShift;
   }
@@ -305,10 +307,11 @@ void encode_record(ByteWriter& out, const StaticInst& s, const WarpInst& inst, s
     }
   }
   const bool wide = s.access_bytes > 4;
+  if (vmode != ValueMode::None && !is_atomic(s.op)) out.u32(value_lanes);
   if (vmode == ValueMode::Uniform) {
-    out.u64(inst.value[std::countr_zero(mask)]);
+    out.u64(inst.value[std::countr_zero(value_lanes)]);
   } else if (vmode == ValueMode::PerLane) {
-    for (std::uint32_t m = mask; m; m &= m - 1) {
+    for (std::uint32_t m = value_lanes; m; m &= m - 1) {
       std::uint64_t v = inst.value[std::countr_zero(m)];
       if (wide) out.u64(v); else out.u32(static_cast<std::uint32_t>(v));
     }
@@ -328,13 +331,13 @@ void decode_record_header(ByteReader& in, const std::vector<StaticInst>& program
   auto amode = static_cast<AddressMode>((flags >> kAddressShift) & 3);
   auto vmode = static_cast<ValueMode>((flags >> kValueShift) & 3);
   if (!is_global_memory(s.op) && amode != AddressMode::Uniform) in.fail("address mode on a non-memory instruction");
-  if (vmode != ValueMode::None && !is_atomic(s.op)) in.fail("operand values on a non-atomic instruction");
+  if (vmode != ValueMode::None && !is_global_memory(s.op)) in.fail("values on an instruction that is not a global memory access");
   if (vmode == static_cast<ValueMode>(3)) in.fail("unknown value mode");
   if (is_atomic(s.op) && header.active_mask && vmode == ValueMode::None) in.fail("atomic instruction without operand values");
 }
 
-void decode_record_operands(ByteReader& in, const StaticInst& s, const RecordHeader& header,
-                            std::array<std::uint64_t, 32>* address, std::array<std::uint64_t, 32>* value) {
+std::uint32_t decode_record_operands(ByteReader& in, const StaticInst& s, const RecordHeader& header,
+                                     std::array<std::uint64_t, 32>* address, std::array<std::uint64_t, 32>* value) {
   const std::uint32_t mask = header.active_mask;
   auto amode = static_cast<AddressMode>((header.flags >> kAddressShift) & 3);
   auto vmode = static_cast<ValueMode>((header.flags >> kValueShift) & 3);
@@ -367,14 +370,21 @@ void decode_record_operands(ByteReader& in, const StaticInst& s, const RecordHea
         break;
     }
   }
+  if (vmode == ValueMode::None) return 0;
+  std::uint32_t value_lanes = mask;
+  if (!is_atomic(s.op)) {
+    value_lanes = in.u32();
+    if (!value_lanes || (value_lanes & ~mask)) in.fail(fmt::format("value lanes 0x{:08x} not among the active lanes 0x{:08x}", value_lanes, mask));
+  }
   std::array<std::uint64_t, 32>& val = value ? *value : scratch;
   const bool wide = s.access_bytes > 4;
   if (vmode == ValueMode::Uniform) {
     std::uint64_t v = in.u64();
-    for (std::uint32_t m = mask; m; m &= m - 1) val[std::countr_zero(m)] = v;
-  } else if (vmode == ValueMode::PerLane) {
-    for (std::uint32_t m = mask; m; m &= m - 1) val[std::countr_zero(m)] = wide ? in.u64() : in.u32();
+    for (std::uint32_t m = value_lanes; m; m &= m - 1) val[std::countr_zero(m)] = v;
+  } else {
+    for (std::uint32_t m = value_lanes; m; m &= m - 1) val[std::countr_zero(m)] = wide ? in.u64() : in.u32();
   }
+  return value_lanes;
 }
 
 void decode_record(ByteReader& in, const std::vector<StaticInst>& program, WarpInst& inst,
@@ -383,7 +393,7 @@ void decode_record(ByteReader& in, const std::vector<StaticInst>& program, WarpI
   decode_record_header(in, program, header, previous_index, previous_mask);
   inst.index = header.index;
   inst.active_mask = header.active_mask;
-  decode_record_operands(in, program[header.index], header, &inst.address, &inst.value);
+  inst.value_lanes = decode_record_operands(in, program[header.index], header, &inst.address, &inst.value);
 }
 
 }  // namespace format

@@ -15,7 +15,7 @@ namespace atomsim::trace::format {
 inline constexpr char kFileMagic[8] = {'A', 'T', 'O', 'M', 'T', 'R', 'C', '\x1a'};
 inline constexpr char kTrailerMagic[8] = {'A', 'T', 'O', 'M', 'E', 'N', 'D', '\x1a'};
 inline constexpr std::uint16_t kVersionMajor = 1;
-inline constexpr std::uint16_t kVersionMinor = 1;  // 1.1: the kernel chunk's control-bit section
+inline constexpr std::uint16_t kVersionMinor = 2;  // 1.1: the kernel chunk's control-bit section; 1.2: values on loads and stores
 inline constexpr std::uint32_t kChunkMagic = 0x4B484341;  // "ACHK"
 inline constexpr std::size_t kFileHeaderSize = 32;
 inline constexpr std::size_t kChunkHeaderSize = 48;
@@ -124,9 +124,10 @@ struct RecordHeader {
 };
 void decode_record_header(ByteReader& in, const std::vector<StaticInst>& program, RecordHeader& header,
                           std::uint32_t previous_index, std::uint32_t previous_mask);
-// Decodes (or, with null outputs, validates and skips) the operands of a record.
-void decode_record_operands(ByteReader& in, const StaticInst& s, const RecordHeader& header,
-                            std::array<std::uint64_t, 32>* address, std::array<std::uint64_t, 32>* value);
+// Decodes (or, with null outputs, validates and skips) the operands of a
+// record; returns the lanes that carry a value (WarpInst::value_lanes).
+std::uint32_t decode_record_operands(ByteReader& in, const StaticInst& s, const RecordHeader& header,
+                                     std::array<std::uint64_t, 32>* address, std::array<std::uint64_t, 32>* value);
 void encode_record(ByteWriter& out, const StaticInst& s, const WarpInst& inst, std::uint32_t previous_index,
                    std::uint32_t previous_mask);
 void decode_record(ByteReader& in, const std::vector<StaticInst>& program, WarpInst& inst,

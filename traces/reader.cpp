@@ -191,16 +191,16 @@ bool WarpStream::advance() {
   return true;
 }
 
-void WarpStream::operands(std::array<std::uint64_t, 32>& address, std::array<std::uint64_t, 32>& value) const {
+std::uint32_t WarpStream::operands(std::array<std::uint64_t, 32>& address, std::array<std::uint64_t, 32>& value) const {
   format::ByteReader in(data_ + operand_pos_, size_ - operand_pos_, origin_);
-  format::decode_record_operands(in, kernel_->program[header_.index], header_, &address, &value);
+  return format::decode_record_operands(in, kernel_->program[header_.index], header_, &address, &value);
 }
 
 bool WarpStream::next(WarpInst& inst) {
   if (!advance()) return false;
   inst.index = header_.index;
   inst.active_mask = header_.active_mask;
-  operands(inst.address, inst.value);
+  inst.value_lanes = operands(inst.address, inst.value);
   return true;
 }
 

@@ -32,7 +32,8 @@ class WarpStream {
   bool advance();
   std::uint32_t index() const { return header_.index; }
   std::uint32_t active_mask() const { return header_.active_mask; }
-  void operands(std::array<std::uint64_t, 32>& address, std::array<std::uint64_t, 32>& value) const;
+  // Returns the lanes that carry a value (WarpInst::value_lanes).
+  std::uint32_t operands(std::array<std::uint64_t, 32>& address, std::array<std::uint64_t, 32>& value) const;
 
  private:
   friend class TraceReader;

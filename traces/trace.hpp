@@ -107,10 +107,13 @@ struct KernelInfo {
 };
 
 // One dynamic warp instruction. Lane arrays are meaningful for active lanes of
-// memory operations (addresses) and atomics (operand values, raw bits).
+// memory operations (addresses) and for the lanes in value_lanes (raw bits):
+// an atomic's operands (every active lane); the value a store wrote or a
+// load observed, where it is a word a load awaits (docs/trace-format.md).
 struct WarpInst {
   std::uint32_t index = 0;  // into KernelInfo::program
   std::uint32_t active_mask = 0;
+  std::uint32_t value_lanes = 0;
   std::array<std::uint64_t, 32> address{};
   std::array<std::uint64_t, 32> value{};
 };

@@ -113,8 +113,21 @@ void L1::collect_sectors(const LsuOp& op, bool coverage) {
   }
 }
 
+void L1::attach_values(const LsuOp& op, MemPacket& p) {
+  LaneOp* ops = nullptr;
+  for (std::uint32_t m = op.value_lanes; m; m &= m - 1) {
+    const int lane = std::countr_zero(m);
+    if (map_.line_of(op.address[lane]) != p.line) continue;
+    if (!ops) {
+      p.ops = pool_.acquire();
+      ops = pool_.ops(p.ops);
+    }
+    ops[p.op_count++] = LaneOp{op.address[lane], op.value[lane], 1};
+  }
+}
+
 template <class Served>
-std::uint32_t L1::request_lines(MemPacket::Kind kind, std::uint32_t slot, Served served_here) {
+std::uint32_t L1::request_lines(const LsuOp& op, MemPacket::Kind kind, std::uint32_t slot, Served served_here) {
   std::uint32_t packets = 0;
   for (std::size_t i = 0; i < scratch_.size();) {
     std::uint64_t line = map_.line_of(scratch_[i]);
@@ -140,6 +153,7 @@ std::uint32_t L1::request_lines(MemPacket::Kind kind, std::uint32_t slot, Served
     p.sector_mask = sector_mask;
     p.partial_sectors = partial;
     p.partial_bytes = partial_bytes;
+    if (op.value_lanes) attach_values(op, p);
     queue_request(p);
     ++packets;
   }
@@ -151,7 +165,7 @@ void L1::issue_loads(LsuOp& op, std::uint32_t slot, Cycle now) {
   collect_sectors(op, false);
   load_sectors_ += scratch_.size();
   Cycle done = pipeline_.occupy(now, std::max<std::size_t>(1, scratch_.size()));
-  request_lines(MemPacket::Kind::Read, slot, [&](std::uint64_t line) {
+  request_lines(op, MemPacket::Kind::Read, slot, [&](std::uint64_t line) {
     if (op.coherent_load) {
       ++coherent_load_lines_;
       return false;
@@ -183,7 +197,7 @@ void L1::issue_stores(LsuOp& op, std::uint32_t slot, Cycle now) {
   store_sectors_ += scratch_.size();
   Cycle done = pipeline_.occupy(now, std::max<std::size_t>(1, scratch_.size()));
   // Write-through without allocation: every line goes to L2.
-  outstanding_writes_ += request_lines(MemPacket::Kind::Write, slot, [](std::uint64_t) { return false; });
+  outstanding_writes_ += request_lines(op, MemPacket::Kind::Write, slot, [](std::uint64_t) { return false; });
   if (inflight_[slot].remaining == 0) complete(slot, done + params_.hit_latency);
 }
 

@@ -123,7 +123,9 @@ class L1 : public Unit {
   // One request per line of the sectors in scratch_ that `served_here(line)`
   // does not answer; returns how many were sent.
   template <class Served>
-  std::uint32_t request_lines(MemPacket::Kind kind, std::uint32_t slot, Served served_here);
+  std::uint32_t request_lines(const LsuOp& op, MemPacket::Kind kind, std::uint32_t slot, Served served_here);
+  // Gives a request the values its lanes on `line` wrote or await (LsuOp::value_lanes).
+  void attach_values(const LsuOp& op, MemPacket& p);
   void issue_loads(LsuOp& op, std::uint32_t slot, Cycle now);
   void issue_stores(LsuOp& op, std::uint32_t slot, Cycle now);
   void issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now);

@@ -30,6 +30,9 @@ L2Slice::L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::ui
   g.add_counter("far_partition_requests", &far_requests_, "requests from SMs of the other partition");
   g.add_counter("passed_on", &passed_on_, "atomics looked up here and passed on to their home slice in the other partition");
   g.add_counter("writebacks", &writebacks_, "dirty lines written back to DRAM");
+  g.add_counter("awaiting_reads", &awaiting_reads_count_, "reads that waited for a value the trace's load observed another warp's store write");
+  g.add_counter("await_cycles", &await_cycles_, "cycles those reads waited for their values");
+  g.add_counter("awaits_released", &awaits_released_, "waiting reads answered without their value, so that the simulation could go on");
   g.add_busy("lookup_utilization", lookups_.busy_scaled(), "busy fraction of the tag pipeline");
   g.add_busy("rop_utilization", &rop_busy_scaled_, "busy fraction of the ROP units' input (mean over units)");
   g.add_busy("rop_return_utilization", &rop_return_busy_scaled_, "busy fraction of the ROP units' return stages, which send ATOMs' old values (mean over units)");
@@ -108,24 +111,89 @@ Cycle L2Slice::run_atomic(MemPacket& packet, Cycle start) {
   return done + params_.rop_latency + (packet.kind == MemPacket::Kind::Atomic ? params_.rop_return_latency : 0);
 }
 
+Cycle L2Slice::far_reply_latency(const MemPacket& packet, bool from_dram) const {
+  // An atomic from the other partition paid its way here on the link between
+  // the partitions.
+  if (packet.is_atomic() || map_.partition_of_sm(packet.source) == map_.partition_of_slice(index_)) return 0;
+  return params_.far_partition_latency + (from_dram ? params_.far_partition_miss_latency : 0);
+}
+
+bool L2Slice::awaited_values_written(const MemPacket& read) const {
+  const LaneOp* ops = pool_.ops(read.ops);
+  for (std::size_t i = 0; i < read.op_count; ++i) {
+    auto it = written_values_.find(ops[i].address);
+    if (it == written_values_.end() || std::find(it->second.begin(), it->second.end(), ops[i].value) == it->second.end())
+      return false;
+  }
+  return true;
+}
+
+void L2Slice::reply_to_read(const MemPacket& read, Cycle ready) {
+  // The request stays as it came: its input port returns credit by its flits.
+  MemPacket reply = read;
+  if (reply.op_count) {
+    pool_.release(reply.ops);
+    reply.op_count = 0;
+  }
+  reply.destination = read.source;
+  reply.source = static_cast<std::uint16_t>(index_);
+  reply.kind = MemPacket::Kind::ReadReply;
+  schedule_reply(ready, reply);
+}
+
+void L2Slice::record_written_values(const MemPacket& write, Cycle now) {
+  const LaneOp* ops = pool_.ops(write.ops);
+  for (std::size_t i = 0; i < write.op_count; ++i) {
+    auto& values = written_values_[ops[i].address];
+    if (std::find(values.begin(), values.end(), ops[i].value) == values.end()) values.push_back(ops[i].value);
+  }
+  pool_.release(write.ops);
+  // A read answered now sees the value a lookup later, as a poll sent now would.
+  for (auto it = awaiting_reads_.begin(); it != awaiting_reads_.end();) {
+    if (!awaited_values_written(it->packet)) {
+      ++it;
+      continue;
+    }
+    await_cycles_ += now - it->since;
+    reply_to_read(it->packet, now + params_.hit_latency + it->extra);
+    it = awaiting_reads_.erase(it);
+  }
+}
+
+void L2Slice::release_awaiting_read(Cycle now) {
+  AwaitingRead& oldest = awaiting_reads_.front();
+  await_cycles_ += now - oldest.since;
+  ++awaits_released_;
+  reply_to_read(oldest.packet, now + params_.hit_latency + oldest.extra);
+  awaiting_reads_.pop_front();
+  wake_at(now);
+}
+
 void L2Slice::serve(MemPacket& packet, Cycle start, bool from_dram) {
+  const Cycle extra = far_reply_latency(packet, from_dram);
+  if (packet.kind == MemPacket::Kind::Read) {
+    ++reads_;
+    // A load the trace shows seeing another warp's store waits for that store,
+    // however long its warp spun on the GPU.
+    if (packet.op_count && !awaited_values_written(packet)) {
+      ++awaiting_reads_count_;
+      awaiting_reads_.push_back(AwaitingRead{packet, start, extra});
+      return;
+    }
+    reply_to_read(packet, start + params_.hit_latency + extra);
+    return;
+  }
   MemPacket reply = packet;
   reply.destination = packet.source;
   reply.source = static_cast<std::uint16_t>(index_);
-  // An atomic from the other partition paid its way here on the link between
-  // the partitions.
-  Cycle extra = 0;
-  if (!packet.is_atomic() && map_.partition_of_sm(packet.source) != map_.partition_of_slice(index_))
-    extra = params_.far_partition_latency + (from_dram ? params_.far_partition_miss_latency : 0);
   switch (packet.kind) {
-    case MemPacket::Kind::Read:
-      ++reads_;
-      reply.kind = MemPacket::Kind::ReadReply;
-      schedule_reply(start + params_.hit_latency + extra, reply);
-      break;
     case MemPacket::Kind::Write:
       ++writes_;
       tags_.write(packet.line, packet.sector_mask);
+      if (packet.op_count) {
+        record_written_values(packet, start);
+        reply.op_count = 0;
+      }
       reply.kind = MemPacket::Kind::WriteAck;
       schedule_reply(start + params_.hit_latency + extra, reply);
       break;

@@ -98,6 +98,12 @@ class L2Slice : public Unit {
   const AtomicMemory& atomic_memory() const { return memory_; }
   // Puts a line in the cache before a kernel starts, clean (the set's least recently used line makes room).
   void preload(std::uint64_t line);
+  // When the read that has waited longest here for a value began waiting; kNever when none waits.
+  Cycle oldest_awaiting_read() const { return awaiting_reads_.empty() ? kNever : awaiting_reads_.front().since; }
+  // Replies to that read at `now` as if its values were written. For a
+  // simulation that would otherwise stop: the trace's value came from outside
+  // the kernel, or the replay took an order no GPU run could have taken.
+  void release_awaiting_read(Cycle now);
 
  protected:
   void evaluate() override;
@@ -123,6 +129,13 @@ class L2Slice : public Unit {
   // An atomic that entered here for its home slice in the other partition.
   bool passes_on(const MemPacket& packet) const { return packet.is_atomic() && map_.slice_of(packet.line) != index_; }
   void serve(MemPacket& packet, Cycle start, bool from_dram);
+  // Extra cycles a load's or store's reply takes back to an SM of the other partition.
+  Cycle far_reply_latency(const MemPacket& packet, bool from_dram) const;
+  // Values of words loads wait on (MemPacket::ops of reads and writes): a
+  // read is answered once every word it awaits has been written its value.
+  bool awaited_values_written(const MemPacket& read) const;
+  void reply_to_read(const MemPacket& read, Cycle ready);
+  void record_written_values(const MemPacket& write, Cycle now);
   Cycle run_atomic(MemPacket& packet, Cycle start);
   // Occupies one of a slice's ROP stages (a unit's input or return stage) and
   // adds its busy time, as a share of all units, to the stage kind's statistic.
@@ -156,10 +169,19 @@ class L2Slice : public Unit {
   std::uint64_t reply_sequence_ = 0;
   bool far_turn_ = false;  // whether the other partition's atomics go first next
   AtomicMemory memory_;
+  // Per word that loads await, every value stores have written to it: a flag
+  // a load saw set stays seen though later stores change it.
+  std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> written_values_;
+  struct AwaitingRead {
+    MemPacket packet;
+    Cycle since;
+    Cycle extra;  // far_reply_latency
+  };
+  std::deque<AwaitingRead> awaiting_reads_;
 
   std::uint64_t hits_ = 0, misses_ = 0, reads_ = 0, writes_ = 0, atomic_packets_ = 0, atomic_ops_ = 0,
                 atomic_updates_ = 0, far_requests_ = 0, passed_on_ = 0, writebacks_ = 0, rop_busy_scaled_ = 0,
-                rop_return_busy_scaled_ = 0;
+                rop_return_busy_scaled_ = 0, awaiting_reads_count_ = 0, await_cycles_ = 0, awaits_released_ = 0;
 };
 
 }  // namespace atomsim::model

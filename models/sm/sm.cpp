@@ -532,7 +532,7 @@ class Sm::Subcore {
     if (kind == LsuOp::Kind::Memory) op.write_barrier = hold_write_barrier(w, tm, true);
     op.active_mask = w.active_mask();
     if (kind == LsuOp::Kind::Memory) {
-      w.stream.operands(op.address, op.value);
+      op.value_lanes = w.stream.operands(op.address, op.value);
       if (trace::is_atomic(s.op) && sm_.hooks_.on_atomic) sm_.hooks_.on_atomic(s, op.active_mask, op.address, op.value);
     }
     if (tm.route == Route::LsuReduced) {

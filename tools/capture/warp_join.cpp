@@ -772,9 +772,11 @@ void WarpJoiner::join_launch(const std::vector<WarpObservation>& warps, unsigned
         if (r.operands >= 0) {
           inst.address = warps[w].operands[r.operands].address;
           inst.value = warps[w].operands[r.operands].value;
+          inst.value_lanes = warps[w].operands[r.operands].value_lanes;
         } else {
           inst.address.fill(0);
           inst.value.fill(0);
+          inst.value_lanes = 0;
         }
         emit(w, inst);
       }

@@ -36,6 +36,7 @@ struct ObservedInst {
 struct LaneOperands {
   std::array<std::uint64_t, 32> address{};
   std::array<std::uint64_t, 32> value{};
+  std::uint32_t value_lanes = 0;  // trace::WarpInst::value_lanes
 };
 
 // What the device recorded for one warp, in execution order.

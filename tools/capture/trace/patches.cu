@@ -125,7 +125,17 @@ extern "C" __device__ __noinline__ SanitizerPatchResult atomsim_global_access(vo
       d.bytes = bytes;
       d.atomic = atomic;
     }
-    if (atomic && (bytes == 4 || bytes == 8)) d.before[call.lane] = read_word(address, bytes);
+    if (atomic && (bytes == 4 || bytes == 8)) {
+      d.before[call.lane] = read_word(address, bytes);
+    } else if (flags & SANITIZER_MEMORY_DEVICE_FLAG_WRITE) {
+      std::uint64_t written = 0;
+      if (bytes <= 8) memcpy(&written, data, bytes);
+      d.before[call.lane] = written;
+    } else if (bytes == 4) {
+      d.before[call.lane] = *static_cast<const volatile std::uint32_t*>(ptr);
+    } else if (bytes == 8) {
+      d.before[call.lane] = *static_cast<const volatile std::uint64_t*>(ptr);
+    }
   }
   __syncwarp(call.active);
   if (atomic && call.lane == call.leader) {

@@ -22,7 +22,9 @@ struct Event {
 // Per-lane operands of a global memory instruction. For atomics, the word each
 // lane updates is read just before and just after the instruction, with every
 // other atomic in the kernel held off meanwhile, so after - before is what the
-// instruction added.
+// instruction added. For a store of up to 8 bytes, `before` is the value it
+// writes; for a load of 4 or 8 bytes, the word as read just before the load
+// (what a load polling a flag sees, but for a store landing in between).
 struct LaneData {
   std::uint64_t address[32];
   std::uint64_t before[32];

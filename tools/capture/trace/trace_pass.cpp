@@ -24,6 +24,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "tools/capture/awaited_values.hpp"
 #include "tools/capture/document.hpp"
 #include "tools/capture/outputs.hpp"
 #include "tools/capture/provenance.hpp"
@@ -465,7 +466,9 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
         int lane = __builtin_ctz(m);
         ops.address[lane] = d.address[lane];
         // Lanes updating one word share its gain: the first carries it, the others add 0.
-        if (trace::is_atomic(s.op) && s.atomic_op == trace::AtomicOp::Add && !credited[d.address[lane]]) {
+        if (!trace::is_atomic(s.op)) {
+          ops.value[lane] = d.before[lane];  // what a store wrote or a load read (mark_awaited_values)
+        } else if (s.atomic_op == trace::AtomicOp::Add && !credited[d.address[lane]]) {
           credited[d.address[lane]] = true;
           ops.value[lane] = added(s.atomic_type, d.before[lane], d.after[lane]);
         }
@@ -476,6 +479,7 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
     obs.events.push_back(inst);
   }
 
+  const AwaitedValues awaited = mark_awaited_values(k.program, observed);
   const std::vector<std::uint64_t> counts = launch_counts(p.settings.counts, r.mangled, k.program);
   // What the join is given, saved so that it can be rerun without the GPU:
   // always on a failure, and for every launch with --keep-join-input.
@@ -515,7 +519,10 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
                           {"grid", {k.grid.x, k.grid.y, k.grid.z}}, {"block", {k.block.x, k.block.y, k.block.z}},
                           {"trace_kernel", p.launches.size()}, {"observed_records", events.size()},
                           {"warp_instructions", records}, {"guessed_branches", joiner.guessed_branches()},
-                          {"retried_guesses", joiner.retried_guesses()}};
+                          {"retried_guesses", joiner.retried_guesses()},
+                          {"awaited_values", {{"awaiting_loads", awaited.awaiting_loads},
+                                              {"awaited_words", awaited.awaited_words},
+                                              {"storing_instructions", awaited.storing_instructions}}}};
   entry["atomic_replay"] = replay_atomics(p, ld, lanes, slot_use, k);
   entry["seconds"] = {{"kernel", kernel_seconds}, {"copy", copy_seconds}, {"observations", observations_seconds},
                       {"join", join_seconds}, {"replay", lap()}};

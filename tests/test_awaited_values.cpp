@@ -1,0 +1,148 @@
+// A load that polls a flag another CTA sets: the capture marks the values it
+// waited for (tools/capture/awaited_values.cpp), and the simulation answers it
+// only once the store is performed at the word's slice.
+#include <catch2/catch.hpp>
+
+#include "sim_helpers.hpp"
+#include "tools/capture/awaited_values.hpp"
+#include "traces/sass.hpp"
+
+using namespace atomsim;
+using namespace atomsim::testing;
+
+namespace {
+
+constexpr std::uint64_t kFlag = 0x7f0000001000ull;
+constexpr std::uint64_t kChain = 0x7f0000100000ull;
+
+// Warp 0 (CTA 0) follows a chain of `hops` dependent loads, each a line of its
+// own, then sets the flag to 1; warp 1 (CTA 1) reads the flag once, seeing
+// `seen`, and uses it. With `awaits`, the trace carries both values.
+std::string flag_kernel(const std::string& name, int hops, bool awaits, std::uint64_t seen = 1) {
+  const std::vector<std::string> program = {
+      "LDG.E R2, desc[UR4][R2.64]",              // 0: one hop of the chain
+      "STG.E.STRONG.GPU desc[UR4][R6.64], R8",   // 1: the flag
+      "LDG.E.STRONG.GPU R10, desc[UR4][R6.64]",  // 2: the poll
+      "IADD3 R11, R10, 0x1, RZ",                 // 3
+      "EXIT",                                    // 4
+  };
+  return write_kernel(name, program, 2, 1, [&](std::uint64_t warp) {
+    std::vector<trace::WarpInst> out;
+    if (warp == 0) {
+      for (int h = 0; h < hops; ++h) {
+        auto hop = record(0, 1);
+        hop.address[0] = kChain + 4096ull * static_cast<std::uint64_t>(h);
+        out.push_back(hop);
+      }
+      auto store = record(1, 1);
+      store.address[0] = kFlag;
+      store.value[0] = 1;
+      store.value_lanes = awaits ? 1 : 0;
+      out.push_back(store);
+    } else {
+      auto poll = record(2, 1);
+      poll.address[0] = kFlag;
+      poll.value[0] = seen;
+      poll.value_lanes = awaits ? 1 : 0;
+      out.push_back(poll);
+      out.push_back(record(3, 1));
+    }
+    out.push_back(record(4, 1));
+    return out;
+  });
+}
+
+std::uint64_t cta_end(const KernelRun& run, std::uint64_t cta) {
+  for (const auto& span : run.ctas)
+    if (span.cta == cta) return span.end;
+  FAIL("CTA " << cta << " not recorded");
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("Awaited values: a poll that saw another CTA's flag is answered once the flag's store is performed",
+          "[awaited][memory]") {
+  const GpuParams params = h100_with({});
+  const KernelRun free_run = run_one(params, flag_kernel("flag-free", 12, false), true, false, true);
+  const KernelRun waiting = run_one(params, flag_kernel("flag-waits", 12, true), true, false, true);
+  const KernelRun shorter = run_one(params, flag_kernel("flag-waits-shorter", 6, true), true, false, true);
+  // Without the values the poll returns at once; with them it waits for the
+  // producer's dependent loads and its store: the poller ends as much later
+  // as the producer stores later.
+  REQUIRE(cta_end(free_run, 1) * 4 < cta_end(free_run, 0));
+  REQUIRE(cta_end(waiting, 0) == cta_end(free_run, 0));
+  const double producer_later = static_cast<double>(cta_end(waiting, 0)) - static_cast<double>(cta_end(shorter, 0));
+  const double poller_later = static_cast<double>(cta_end(waiting, 1)) - static_cast<double>(cta_end(shorter, 1));
+  REQUIRE(producer_later > 2000);
+  REQUIRE(poller_later == Approx(producer_later).epsilon(0.05));
+  // The poll's reply leaves the slice after the store's acknowledgement: the
+  // poller ends no more than a round trip before the producer.
+  REQUIRE(cta_end(waiting, 1) + 1500 > cta_end(waiting, 0));
+  REQUIRE(total(waiting, "l2_slice", "awaiting_reads") == 1);
+  REQUIRE(total(waiting, "l2_slice", "await_cycles") > 0);
+  REQUIRE(total(waiting, "l2_slice", "awaits_released") == 0);
+  REQUIRE(total(free_run, "l2_slice", "awaiting_reads") == 0);
+
+  // A producer done before the poll arrives costs the poll nothing.
+  const KernelRun early = run_one(params, flag_kernel("flag-early", 0, true), true, false, true);
+  REQUIRE(total(early, "l2_slice", "awaits_released") == 0);
+  REQUIRE(early.cycles < waiting.cycles);
+}
+
+TEST_CASE("Awaited values: a value no store of the kernel writes is released when nothing else can happen, and counted",
+          "[awaited][memory][errors]") {
+  const KernelRun run = run_one(h100_with({}), flag_kernel("flag-never", 2, true, 2), true, false, true);
+  REQUIRE(total(run, "l2_slice", "awaiting_reads") == 1);
+  REQUIRE(total(run, "l2_slice", "awaits_released") == 1);
+  REQUIRE(cta_end(run, 1) >= cta_end(run, 0));
+}
+
+TEST_CASE("Awaited values: the capture marks the polls that read another warp's store, and those stores", "[awaited][capture]") {
+  const std::vector<trace::StaticInst> program = {
+      trace::parse_sass_instruction("STG.E.STRONG.GPU desc[UR4][R6.64], R8", 0x00),
+      trace::parse_sass_instruction("LDG.E.STRONG.GPU R10, desc[UR4][R6.64]", 0x10),
+      trace::parse_sass_instruction("LDG.E R12, desc[UR4][R6.64]", 0x20),
+      trace::parse_sass_instruction("STG.E desc[UR4][R2.64], R8", 0x30),
+  };
+  auto access = [](capture::WarpObservation& w, std::uint32_t index, std::uint32_t mask,
+                   std::vector<std::pair<std::uint64_t, std::uint64_t>> lanes) {
+    capture::ObservedInst e;
+    e.index = index;
+    e.mask = mask;
+    e.operands = static_cast<std::int32_t>(w.operands.size());
+    capture::LaneOperands ops;
+    for (std::size_t l = 0; l < lanes.size(); ++l) {
+      ops.address[l] = lanes[l].first;
+      ops.value[l] = lanes[l].second;
+    }
+    w.operands.push_back(ops);
+    w.events.push_back(e);
+  };
+  std::vector<capture::WarpObservation> warps(3);
+  // Warp 0 publishes flags A = 5 and B = 7, and stores elsewhere.
+  access(warps[0], 0, 0b11, {{0x1000, 5}, {0x1004, 7}});
+  access(warps[0], 3, 0b1, {{0x9000, 5}});
+  // Warp 1 polls A twice (0, then 5), then B, seeing 9, a value no store wrote;
+  // a weak load of A sees 5 but is no poll.
+  access(warps[1], 1, 0b1, {{0x1000, 0}});
+  access(warps[1], 1, 0b1, {{0x1000, 5}});
+  access(warps[1], 1, 0b1, {{0x1004, 9}});
+  access(warps[1], 2, 0b1, {{0x1000, 5}});
+  // Warp 0 reading its own flag needs no waiting; warp 2 reads both.
+  access(warps[0], 1, 0b1, {{0x1000, 5}});
+  access(warps[2], 1, 0b11, {{0x1000, 5}, {0x1004, 7}});
+
+  const capture::AwaitedValues marked = capture::mark_awaited_values(program, warps);
+  REQUIRE(marked.awaiting_loads == 2);
+  REQUIRE(marked.awaited_words == 2);
+  REQUIRE(marked.storing_instructions == 1);
+  REQUIRE(warps[1].operands[0].value_lanes == 0);
+  REQUIRE(warps[1].operands[1].value_lanes == 1);
+  REQUIRE(warps[1].operands[2].value_lanes == 0);
+  REQUIRE(warps[1].operands[3].value_lanes == 0);
+  REQUIRE(warps[0].operands[2].value_lanes == 0);
+  REQUIRE(warps[2].operands[0].value_lanes == 0b11);
+  REQUIRE(warps[0].operands[0].value_lanes == 0b11);  // the flags' store keeps its values
+  REQUIRE(warps[0].operands[1].value_lanes == 0);     // the other store does not
+}
