@@ -244,7 +244,7 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
     u.sms[i]->set_hooks(std::move(sm_hooks));
   }
   auto before = stats_.snapshot();
-  u.dispatcher->begin_kernel(info.grid.count(), run.ctas_per_sm, info.warps_per_cta());
+  u.dispatcher->begin_kernel(info.grid.count(), run.ctas_per_sm, info.warps_per_cta(), info.cta_order);
 
   using clock = std::chrono::steady_clock;
   auto last_report = clock::now();

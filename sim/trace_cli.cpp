@@ -75,6 +75,10 @@ void print_summary(const trace::TraceSummary& s, std::ostream& out) {
                        : k.with_control_bits == k.static_instructions
                            ? "a DEPBAR, whose count the trace lacks: simulated with registers"
                            : "simulated with registers");
+    if (k.ticket_order || k.awaiting_loads)
+      out << fmt::format("  CTAs wait on each other: {}; {} loads wait for another warp's store, {} stores are awaited\n",
+                         k.ticket_order ? "they start in the order they drew tickets on the GPU" : "grid order",
+                         k.awaiting_loads, k.storing_awaited);
     print_atomic_shapes(k, out);
   }
 }

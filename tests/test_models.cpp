@@ -912,6 +912,38 @@ TEST_CASE("dispatcher: first CTAs after the launch latency, then one per SM per 
   REQUIRE(sm1.received[2].second.cta == 4);
 }
 
+TEST_CASE("dispatcher: CTAs start in the order the trace gives, unless told grid order", "[models][dispatch]") {
+  for (const std::string order : {"trace", "grid"}) {
+    reset_simulation_context();
+    StatRegistry stats;
+    DispatchParams params{100, 10};
+    params.cta_order = order;
+    CtaDispatcher d("dispatcher", params, 2, 0, stats);
+    Sink<CtaLaunch> sm0("sm0", 8), sm1("sm1", 8);
+    d.to_sm(0).bind(sm0.in, 1);
+    d.to_sm(1).bind(sm1.in, 1);
+    Source<CtaDone> done0("done0"), done1("done1");
+    done0.out.bind(d.from_sm(0), 1);
+    done1.out.bind(d.from_sm(1), 1);
+    d.begin_kernel(5, 2, 1, {4, 2, 0, 3, 1});
+    done1.schedule(200, CtaDone{});
+    done1.start();
+    sc_core::sc_start();
+    auto ctas = [](const auto& sink) {
+      std::vector<std::uint64_t> out;
+      for (const auto& r : sink.received) out.push_back(r.second.cta);
+      return out;
+    };
+    if (order == "trace") {
+      REQUIRE(ctas(sm0) == std::vector<std::uint64_t>{4, 0});
+      REQUIRE(ctas(sm1) == std::vector<std::uint64_t>{2, 3, 1});
+    } else {
+      REQUIRE(ctas(sm0) == std::vector<std::uint64_t>{0, 2});
+      REQUIRE(ctas(sm1) == std::vector<std::uint64_t>{1, 3, 4});
+    }
+  }
+}
+
 TEST_CASE("warp schedulers: GTO stays on its warp, LRR rotates", "[models][sm]") {
   std::vector<SchedulerCandidate> all = {{0, 5}, {1, 3}, {2, 9}};
   GtoScheduler gto;

@@ -427,7 +427,7 @@ TEST_CASE("SM: a program with a DEPBAR runs on registers, as its barrier count i
   for (int r = 10; r < 20; ++r) code.push_back({"FFMA R" + std::to_string(r) + ", R2, R3, R4", Control{6, 7, 7, 0}});
   code.push_back({"DEPBAR.LE SB0, 0x1", Control{1, 7, 7, 0}});
   const auto program = trace::parse_sass_function(listing_with_control(code), "k");
-  REQUIRE_FALSE(trace::control_bits_usable(trace::KernelInfo{"k", {}, {}, 0, 0, program}));
+  REQUIRE_FALSE(trace::control_bits_usable(trace::KernelInfo{"k", {}, {}, 0, 0, program, {}}));
   auto path = write_program("depbar", program, 1, 1, [](std::uint64_t) {
     std::vector<trace::WarpInst> s;
     for (int i = 0; i < 100; ++i) s.push_back(record(i % 10));

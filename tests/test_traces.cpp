@@ -89,6 +89,7 @@ std::string write_sample(const std::string& name, std::size_t records_per_warp =
   TraceWriter w(path);
   for (int kernel = 0; kernel < 2; ++kernel) {
     KernelInfo k = small_kernel("kernel" + std::to_string(kernel), 4);
+    if (kernel == 1) k.cta_order = {1, 0};
     w.begin_kernel(k);
     // Interleave warps, as a capture tool would.
     std::vector<std::vector<WarpInst>> streams;
@@ -128,6 +129,7 @@ TEST_CASE("traces round-trip every field through segments, kernels and interleav
     REQUIRE(info.program[2].mnemonic == "REDG.E.ADD.F32.FTZ.RN.STRONG.GPU");
     REQUIRE(info.program[2].atomic_op == AtomicOp::Add);
     REQUIRE(info.program[2].atomic_type == DataType::F32);
+    REQUIRE(info.cta_order == (k == 1 ? std::vector<std::uint64_t>{1, 0} : std::vector<std::uint64_t>{}));
     for (std::uint64_t warp = 0; warp < info.total_warps(); ++warp) {
       auto expected_records = records_for(warp + 10 * k, 3000);
       WarpStream s = reader.open_warp(k, warp);
@@ -191,6 +193,22 @@ TEST_CASE("trace damage is reported with the file and byte offset, never a crash
   }
   std::remove(bad.c_str());
   std::remove(path.c_str());
+}
+
+TEST_CASE("a kernel's CTA order names each CTA of its grid once, or the kernel is refused by name", "[traces][errors]") {
+  auto decode = [](std::vector<std::uint64_t> order) {
+    KernelInfo k = small_kernel("k", 2);
+    k.cta_order = std::move(order);
+    const std::vector<unsigned char> bytes = format::encode_kernel(k);
+    const std::string file = "k.trace";
+    const format::Origin origin{&file, "kernel chunk", 48};
+    format::ByteReader in(bytes.data(), bytes.size(), origin);
+    return format::decode_kernel(in);
+  };
+  REQUIRE(decode({1, 0}).cta_order == std::vector<std::uint64_t>{1, 0});
+  REQUIRE_THROWS_WITH(decode({1, 1}), Catch::Contains("k.trace") && Catch::Contains("CTA order names CTA 1 twice"));
+  REQUIRE_THROWS_WITH(decode({0, 2}), Catch::Contains("outside the grid of 2"));
+  REQUIRE_THROWS_WITH(decode({0}), Catch::Contains("byte offset"));
 }
 
 TEST_CASE("a writer that is not finished leaves no trace behind", "[traces][errors]") {

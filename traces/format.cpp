@@ -155,6 +155,7 @@ void ByteReader::fail(const std::string& what) const {
 
 namespace {
 constexpr std::uint8_t kControlSection = 1;
+constexpr std::uint8_t kCtaOrderSection = 2;
 constexpr std::uint32_t kNoControl = 0xffffffffu;  // an instruction whose encoding the producer did not know
 }  // namespace
 
@@ -181,6 +182,11 @@ std::vector<unsigned char> encode_kernel(const KernelInfo& k) {
   if (std::any_of(k.program.begin(), k.program.end(), [](const StaticInst& s) { return s.control.present; })) {
     w.u8(kControlSection);
     for (const auto& s : k.program) w.u32(s.control.present ? s.control.raw : kNoControl);
+  }
+  // Version 1.2: the order the CTAs drew their tickets in.
+  if (!k.cta_order.empty()) {
+    w.u8(kCtaOrderSection);
+    for (const std::uint64_t cta : k.cta_order) w.varint(cta);
   }
   return w.bytes;
 }
@@ -218,13 +224,30 @@ KernelInfo decode_kernel(ByteReader& in) {
     if (is_global_memory(s.op) && (s.access_bytes == 0 || s.access_bytes > 16)) in.fail("memory access width out of range");
     if (is_atomic(s.op) && s.atomic_op == AtomicOp::None) in.fail("atomic instruction without an operation");
   }
-  if (!in.done()) {
-    if (in.u8() != kControlSection) in.fail("unknown section after the program");
-    for (auto& s : k.program) {
-      const std::uint32_t raw = in.u32();
-      if (raw == kNoControl) continue;
-      if (raw & ~ControlBits::kMask) in.fail("control bits out of range");
-      s.control = ControlBits{raw, true};
+  std::uint8_t last_section = 0;
+  while (!in.done()) {
+    const std::uint8_t section = in.u8();
+    if (section <= last_section) in.fail(fmt::format("section {} after section {}", section, last_section));
+    last_section = section;
+    if (section == kControlSection) {
+      for (auto& s : k.program) {
+        const std::uint32_t raw = in.u32();
+        if (raw == kNoControl) continue;
+        if (raw & ~ControlBits::kMask) in.fail("control bits out of range");
+        s.control = ControlBits{raw, true};
+      }
+    } else if (section == kCtaOrderSection) {
+      const std::uint64_t ctas = k.grid.count();
+      if (ctas > in.remaining()) in.fail(fmt::format("CTA order of {} CTAs longer than its section", ctas));
+      std::vector<bool> named(ctas, false);
+      k.cta_order.resize(ctas);
+      for (std::uint64_t& cta : k.cta_order) {
+        cta = in.varint();
+        if (cta >= ctas || named[cta]) in.fail(fmt::format("CTA order names CTA {} twice or outside the grid of {}", cta, ctas));
+        named[cta] = true;
+      }
+    } else {
+      in.fail(fmt::format("unknown section {} after the program", section));
     }
   }
   return k;

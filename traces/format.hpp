@@ -100,6 +100,7 @@ class ByteReader {
   std::string str(std::size_t max_len = 1 << 16);
   bool done() const { return pos_ == size_; }
   std::size_t pos() const { return pos_; }
+  std::size_t remaining() const { return size_ - pos_; }
   [[noreturn]] void fail(const std::string& what) const;
 
  private:

@@ -101,6 +101,11 @@ struct KernelInfo {
   std::uint32_t registers_per_thread = 0;
   std::uint32_t shared_bytes = 0;
   std::vector<StaticInst> program;
+  // The order the GPU started the CTAs in, where the kernel numbers its work
+  // by the order CTAs start (each CTA's first returning atomic on one counter
+  // drew a ticket): cta_order[k] is the linear index of the CTA whose trace
+  // the k-th CTA to start replays. Empty: grid order.
+  std::vector<std::uint64_t> cta_order;
 
   std::uint32_t warps_per_cta() const { return static_cast<std::uint32_t>((block.count() + 31) / 32); }
   std::uint64_t total_warps() const { return grid.count() * warps_per_cta(); }

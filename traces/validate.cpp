@@ -36,6 +36,7 @@ TraceSummary validate_trace(const std::string& path) {
     ks.static_instructions = info.program.size();
     for (const auto& inst : info.program) ks.with_control_bits += inst.control.present;
     ks.control_bits_usable = control_bits_usable(info);
+    ks.ticket_order = !info.cta_order.empty();
     summary.kernels.push_back(ks);
   }
   // Records seen per (kernel, warp), and the segment each chain expects next.
@@ -78,6 +79,7 @@ TraceSummary validate_trace(const std::string& path) {
         ++ks.warp_instructions;
         ks.thread_instructions += static_cast<std::uint64_t>(std::popcount(inst.active_mask));
         ++ks.by_class[static_cast<int>(s.op)];
+        if (inst.value_lanes && !is_atomic(s.op)) ++(s.op == OpClass::LoadGlobal ? ks.awaiting_loads : ks.storing_awaited);
         if (is_atomic(s.op) && inst.active_mask) {
           const int lanes = std::popcount(inst.active_mask);
           ks.atomic_lane_ops += static_cast<std::uint64_t>(lanes);

@@ -37,6 +37,9 @@ struct KernelSummary {
   std::uint64_t thread_instructions = 0;
   std::array<std::uint64_t, kOpClassCount> by_class{};
   std::uint64_t atomic_lane_ops = 0;
+  bool ticket_order = false;            // the kernel carries the order its CTAs started in (KernelInfo::cta_order)
+  std::uint64_t awaiting_loads = 0;     // load warp instructions that wait for another warp's store (value lanes)
+  std::uint64_t storing_awaited = 0;    // store warp instructions those loads wait for
   struct AtomicInstruction {
     std::string mnemonic;
     AtomicShape shape;

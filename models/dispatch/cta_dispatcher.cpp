@@ -27,8 +27,10 @@ CtaDispatcher::CtaDispatcher(const sc_core::sc_module_name& name, const Dispatch
 }
 
 // Called between kernels, outside any evaluation.
-void CtaDispatcher::begin_kernel(std::uint64_t ctas, std::uint32_t per_sm, std::uint32_t warps_per_cta) {
+void CtaDispatcher::begin_kernel(std::uint64_t ctas, std::uint32_t per_sm, std::uint32_t warps_per_cta,
+                                 std::vector<std::uint64_t> order) {
   total_ = ctas;
+  order_ = p_.cta_order == "trace" ? std::move(order) : std::vector<std::uint64_t>{};
   next_cta_ = finished_ = 0;
   end_sent_ = false;
   launch_interval_ = std::max(p_.cta_launch_interval,
@@ -43,7 +45,7 @@ void CtaDispatcher::begin_kernel(std::uint64_t ctas, std::uint32_t per_sm, std::
 
 bool CtaDispatcher::launch_one(std::uint32_t sm, Cycle now) {
   if (free_slots_[sm] == 0 || next_cta_ >= total_ || ready_at_[sm] > now) return false;
-  if (!to_sm_[sm]->try_send(CtaLaunch{next_cta_})) return false;  // the SM wakes us when it frees a slot
+  if (!to_sm_[sm]->try_send(CtaLaunch{order_.empty() ? next_cta_ : order_[next_cta_]})) return false;  // the SM wakes us when it frees a slot
   ++next_cta_;
   ++launched_;
   --free_slots_[sm];

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "models/messages.hpp"
@@ -32,7 +33,12 @@ struct DispatchParams {
   double warp_launch_interval = 0;  // or per its warps, if longer
   Cycle cta_done_latency = 1;     // a CTA's last warp retiring until the dispatcher may reuse its place
   Cycle cta_completion_interval = 0;  // an SM's finished CTAs count towards the kernel's end one per interval
+  std::string cta_order = "trace";
   void declare(ParamBinder b) {
+    b.choice("cta_order", cta_order, {"trace", "grid"},
+             "which CTA's trace the k-th CTA to start replays: trace, the order the GPU started them in where the trace "
+             "knows it (a kernel whose CTAs draw tickets from a counter, docs/trace-format.md), else grid order; grid, "
+             "always the k-th of the grid");
     b.integer("launch_latency", launch_latency, 0, 1000000, "cycles from a kernel's launch to its first CTA dispatch");
     b.integer("cta_launch_interval", cta_launch_interval, 0, 100000, "least cycles between two CTA launches on one SM");
     b.real("warp_launch_interval", warp_launch_interval, 0, 1000,
@@ -53,7 +59,9 @@ class CtaDispatcher : public Unit {
   InPort<CtaDone>& from_sm(std::uint32_t sm) { return *from_sm_[sm]; }
   OutPort<KernelEnd>& kernel_end(std::uint32_t l1) { return *kernel_end_[l1]; }
 
-  void begin_kernel(std::uint64_t ctas, std::uint32_t per_sm, std::uint32_t warps_per_cta);
+  // `order`: the CTAs in the order to start them (trace::KernelInfo::cta_order); empty, grid order.
+  void begin_kernel(std::uint64_t ctas, std::uint32_t per_sm, std::uint32_t warps_per_cta,
+                    std::vector<std::uint64_t> order = {});
   bool kernel_done() const { return end_sent_; }
   std::uint64_t finished() const { return finished_; }
   std::uint64_t total() const { return total_; }
@@ -68,6 +76,7 @@ class CtaDispatcher : public Unit {
   std::vector<std::unique_ptr<InPort<CtaDone>>> from_sm_;
   std::vector<std::unique_ptr<OutPort<KernelEnd>>> kernel_end_;
   std::uint64_t total_ = 0, next_cta_ = 0, finished_ = 0;
+  std::vector<std::uint64_t> order_;
   std::vector<std::uint32_t> free_slots_;  // CTAs each SM can still take
   std::vector<Cycle> ready_at_;            // when each SM can take its next CTA
   std::vector<Cycle> next_completion_;     // the earliest each SM's next finished CTA can be counted

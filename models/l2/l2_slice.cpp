@@ -118,13 +118,10 @@ Cycle L2Slice::far_reply_latency(const MemPacket& packet, bool from_dram) const 
   return params_.far_partition_latency + (from_dram ? params_.far_partition_miss_latency : 0);
 }
 
-bool L2Slice::awaited_values_written(const MemPacket& read) const {
+bool L2Slice::awaited_words_written(const MemPacket& read) const {
   const LaneOp* ops = pool_.ops(read.ops);
-  for (std::size_t i = 0; i < read.op_count; ++i) {
-    auto it = written_values_.find(ops[i].address);
-    if (it == written_values_.end() || std::find(it->second.begin(), it->second.end(), ops[i].value) == it->second.end())
-      return false;
-  }
+  for (std::size_t i = 0; i < read.op_count; ++i)
+    if (!written_words_.count(ops[i].address)) return false;
   return true;
 }
 
@@ -143,14 +140,11 @@ void L2Slice::reply_to_read(const MemPacket& read, Cycle ready) {
 
 void L2Slice::record_written_values(const MemPacket& write, Cycle now) {
   const LaneOp* ops = pool_.ops(write.ops);
-  for (std::size_t i = 0; i < write.op_count; ++i) {
-    auto& values = written_values_[ops[i].address];
-    if (std::find(values.begin(), values.end(), ops[i].value) == values.end()) values.push_back(ops[i].value);
-  }
+  for (std::size_t i = 0; i < write.op_count; ++i) written_words_.insert(ops[i].address);
   pool_.release(write.ops);
   // A read answered now sees the value a lookup later, as a poll sent now would.
   for (auto it = awaiting_reads_.begin(); it != awaiting_reads_.end();) {
-    if (!awaited_values_written(it->packet)) {
+    if (!awaited_words_written(it->packet)) {
       ++it;
       continue;
     }
@@ -175,7 +169,7 @@ void L2Slice::serve(MemPacket& packet, Cycle start, bool from_dram) {
     ++reads_;
     // A load the trace shows seeing another warp's store waits for that store,
     // however long its warp spun on the GPU.
-    if (packet.op_count && !awaited_values_written(packet)) {
+    if (packet.op_count && !awaited_words_written(packet)) {
       ++awaiting_reads_count_;
       awaiting_reads_.push_back(AwaitingRead{packet, start, extra});
       return;

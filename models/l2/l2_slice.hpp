@@ -10,6 +10,7 @@
 #include <deque>
 #include <queue>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "models/cache/tag_array.hpp"
@@ -131,9 +132,9 @@ class L2Slice : public Unit {
   void serve(MemPacket& packet, Cycle start, bool from_dram);
   // Extra cycles a load's or store's reply takes back to an SM of the other partition.
   Cycle far_reply_latency(const MemPacket& packet, bool from_dram) const;
-  // Values of words loads wait on (MemPacket::ops of reads and writes): a
-  // read is answered once every word it awaits has been written its value.
-  bool awaited_values_written(const MemPacket& read) const;
+  // Words loads wait on (MemPacket::ops of reads and writes): a read is
+  // answered once every word it awaits has been written.
+  bool awaited_words_written(const MemPacket& read) const;
   void reply_to_read(const MemPacket& read, Cycle ready);
   void record_written_values(const MemPacket& write, Cycle now);
   Cycle run_atomic(MemPacket& packet, Cycle start);
@@ -169,9 +170,8 @@ class L2Slice : public Unit {
   std::uint64_t reply_sequence_ = 0;
   bool far_turn_ = false;  // whether the other partition's atomics go first next
   AtomicMemory memory_;
-  // Per word that loads await, every value stores have written to it: a flag
-  // a load saw set stays seen though later stores change it.
-  std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> written_values_;
+  // The words that loads await which stores have written so far.
+  std::unordered_set<std::uint64_t> written_words_;
   struct AwaitingRead {
     MemPacket packet;
     Cycle since;

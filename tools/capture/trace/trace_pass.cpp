@@ -25,6 +25,7 @@
 #include <unordered_map>
 
 #include "tools/capture/awaited_values.hpp"
+#include "tools/capture/cta_order.hpp"
 #include "tools/capture/document.hpp"
 #include "tools/capture/outputs.hpp"
 #include "tools/capture/provenance.hpp"
@@ -442,6 +443,7 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
   std::vector<WarpObservation> observed(warps);
   std::vector<bool> seen(k.program.size(), false);
   std::vector<SlotUse> slot_use(lanes.size());
+  std::vector<TicketDraw> draws;
   const std::uint64_t threads = k.block.count();
   for (std::uint64_t w = 0; w < warps; ++w) {
     std::uint64_t first = (w % k.warps_per_cta()) * 32;
@@ -473,6 +475,11 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
           ops.value[lane] = added(s.atomic_type, d.before[lane], d.after[lane]);
         }
       }
+      if (s.op == trace::OpClass::Atom)
+        for (std::uint32_t m = e.mask; m; m &= m - 1) {
+          const int lane = __builtin_ctz(m);
+          draws.push_back({inst.index, e.warp / k.warps_per_cta(), d.address[lane], d.before[lane]});
+        }
       inst.operands = static_cast<std::int32_t>(obs.operands.size());
       obs.operands.push_back(ops);
     }
@@ -480,6 +487,7 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
   }
 
   const AwaitedValues awaited = mark_awaited_values(k.program, observed);
+  k.cta_order = ticket_order(draws, k.grid.count());
   const std::vector<std::uint64_t> counts = launch_counts(p.settings.counts, r.mangled, k.program);
   // What the join is given, saved so that it can be rerun without the GPU:
   // always on a failure, and for every launch with --keep-join-input.
@@ -520,6 +528,7 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
                           {"trace_kernel", p.launches.size()}, {"observed_records", events.size()},
                           {"warp_instructions", records}, {"guessed_branches", joiner.guessed_branches()},
                           {"retried_guesses", joiner.retried_guesses()},
+                          {"cta_order", k.cta_order.empty() ? "grid" : "tickets"},
                           {"awaited_values", {{"awaiting_loads", awaited.awaiting_loads},
                                               {"awaited_words", awaited.awaited_words},
                                               {"storing_instructions", awaited.storing_instructions}}}};

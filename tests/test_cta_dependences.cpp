@@ -1,10 +1,11 @@
 // A load that polls a flag another CTA sets: the capture marks the values it
 // waited for (tools/capture/awaited_values.cpp), and the simulation answers it
-// only once the store is performed at the word's slice.
+// only once a store to the word is performed at the word's slice.
 #include <catch2/catch.hpp>
 
 #include "sim_helpers.hpp"
 #include "tools/capture/awaited_values.hpp"
+#include "tools/capture/cta_order.hpp"
 #include "traces/sass.hpp"
 
 using namespace atomsim;
@@ -16,9 +17,9 @@ constexpr std::uint64_t kFlag = 0x7f0000001000ull;
 constexpr std::uint64_t kChain = 0x7f0000100000ull;
 
 // Warp 0 (CTA 0) follows a chain of `hops` dependent loads, each a line of its
-// own, then sets the flag to 1; warp 1 (CTA 1) reads the flag once, seeing
-// `seen`, and uses it. With `awaits`, the trace carries both values.
-std::string flag_kernel(const std::string& name, int hops, bool awaits, std::uint64_t seen = 1) {
+// own, then sets the flag to 1; warp 1 (CTA 1) reads the word at `polled` once,
+// seeing 1, and uses it. With `awaits`, the trace carries both values.
+std::string flag_kernel(const std::string& name, int hops, bool awaits, std::uint64_t polled = kFlag) {
   const std::vector<std::string> program = {
       "LDG.E R2, desc[UR4][R2.64]",              // 0: one hop of the chain
       "STG.E.STRONG.GPU desc[UR4][R6.64], R8",   // 1: the flag
@@ -41,8 +42,8 @@ std::string flag_kernel(const std::string& name, int hops, bool awaits, std::uin
       out.push_back(store);
     } else {
       auto poll = record(2, 1);
-      poll.address[0] = kFlag;
-      poll.value[0] = seen;
+      poll.address[0] = polled;
+      poll.value[0] = 1;
       poll.value_lanes = awaits ? 1 : 0;
       out.push_back(poll);
       out.push_back(record(3, 1));
@@ -90,9 +91,9 @@ TEST_CASE("Awaited values: a poll that saw another CTA's flag is answered once t
   REQUIRE(early.cycles < waiting.cycles);
 }
 
-TEST_CASE("Awaited values: a value no store of the kernel writes is released when nothing else can happen, and counted",
+TEST_CASE("Awaited values: a word no store of the kernel writes is released when nothing else can happen, and counted",
           "[awaited][memory][errors]") {
-  const KernelRun run = run_one(h100_with({}), flag_kernel("flag-never", 2, true, 2), true, false, true);
+  const KernelRun run = run_one(h100_with({}), flag_kernel("flag-never", 2, true, kFlag + 8), true, false, true);
   REQUIRE(total(run, "l2_slice", "awaiting_reads") == 1);
   REQUIRE(total(run, "l2_slice", "awaits_released") == 1);
   REQUIRE(cta_end(run, 1) >= cta_end(run, 0));
@@ -145,4 +146,79 @@ TEST_CASE("Awaited values: the capture marks the polls that read another warp's 
   REQUIRE(warps[2].operands[0].value_lanes == 0b11);
   REQUIRE(warps[0].operands[0].value_lanes == 0b11);  // the flags' store keeps its values
   REQUIRE(warps[0].operands[1].value_lanes == 0);     // the other store does not
+}
+
+TEST_CASE("CTA order: the CTAs that each drew one ticket from one counter start in ticket order", "[awaited][capture]") {
+  using capture::TicketDraw;
+  // Instruction 3 is each CTA's ticket; instruction 5, a later atomic on words of their own, is not a counter.
+  std::vector<TicketDraw> draws = {{5, 0, 0x2000, 7}, {3, 2, 0x1000, 0}, {3, 0, 0x1000, 2}, {3, 1, 0x1000, 1},
+                                   {5, 1, 0x2004, 0}, {5, 2, 0x2008, 1}};
+  REQUIRE(capture::ticket_order(draws, 3) == std::vector<std::uint64_t>{2, 1, 0});
+  // Not a counter: a CTA that drew twice, a CTA without a ticket, tickets from two words, a ticket drawn twice.
+  REQUIRE(capture::ticket_order({{3, 0, 0x1000, 0}, {3, 0, 0x1000, 1}, {3, 1, 0x1000, 2}}, 3).empty());
+  REQUIRE(capture::ticket_order({{3, 0, 0x1000, 0}, {3, 1, 0x1000, 1}}, 3).empty());
+  REQUIRE(capture::ticket_order({{3, 0, 0x1000, 0}, {3, 1, 0x1004, 1}}, 2).empty());
+  REQUIRE(capture::ticket_order({{3, 0, 0x1000, 4}, {3, 1, 0x1000, 4}}, 2).empty());
+}
+
+TEST_CASE("CTA order: a poller that drew the later ticket waits for the CTA that drew the earlier one, whatever their grid order",
+          "[awaited][memory]") {
+  // As flag_kernel, but the producer is CTA 1 and the poller CTA 0; the trace's
+  // order starts the producer first. On one SM with room for one CTA at a time
+  // the poller, started first in grid order, would wait for a CTA that cannot
+  // start: released, and counted.
+  const std::vector<std::string> program = {
+      "LDG.E R2, desc[UR4][R2.64]", "STG.E.STRONG.GPU desc[UR4][R6.64], R8", "LDG.E.STRONG.GPU R10, desc[UR4][R6.64]",
+      "IADD3 R11, R10, 0x1, RZ", "EXIT"};
+  std::vector<trace::StaticInst> parsed;
+  for (std::size_t i = 0; i < program.size(); ++i) parsed.push_back(trace::parse_sass_instruction(program[i], 16 * i));
+  auto stream = [](std::uint64_t warp) {
+    std::vector<trace::WarpInst> out;
+    if (warp == 1) {
+      for (int h = 0; h < 4; ++h) {
+        auto hop = record(0, 1);
+        hop.address[0] = kChain + 4096ull * static_cast<std::uint64_t>(h);
+        out.push_back(hop);
+      }
+      auto store = record(1, 1);
+      store.address[0] = kFlag;
+      store.value[0] = 1;
+      store.value_lanes = 1;
+      out.push_back(store);
+    } else {
+      auto poll = record(2, 1);
+      poll.address[0] = kFlag;
+      poll.value[0] = 1;
+      poll.value_lanes = 1;
+      out.push_back(poll);
+      out.push_back(record(3, 1));
+    }
+    out.push_back(record(4, 1));
+    return out;
+  };
+  auto write = [&](const std::string& name, std::vector<std::uint64_t> order) {
+    trace::KernelInfo k;
+    k.name = name;
+    k.grid = {2, 1, 1};
+    k.block = {32, 1, 1};
+    k.registers_per_thread = 32;
+    k.shared_bytes = 200 * 1024;  // one CTA an SM
+    k.program = parsed;
+    k.cta_order = std::move(order);
+    const std::string path = temp_trace(name + ".trace");
+    trace::TraceWriter w(path);
+    w.begin_kernel(k);
+    for (std::uint64_t warp = 0; warp < 2; ++warp)
+      for (const auto& inst : stream(warp)) w.append(warp, inst);
+    w.end_kernel();
+    w.finish();
+    return path;
+  };
+  const GpuParams one_sm = h100_with({"gpu.sms=1"});
+  const KernelRun ordered = run_one(one_sm, write("ticket-order", {1, 0}), true, false, true);
+  REQUIRE(total(ordered, "l2_slice", "awaits_released") == 0);
+  REQUIRE(ordered.ctas.front().cta == 1);
+  const KernelRun grid = run_one(one_sm, write("grid-order", {}), true, false, true);
+  REQUIRE(total(grid, "l2_slice", "awaits_released") == 1);
+  REQUIRE(grid.ctas.front().cta == 0);
 }
