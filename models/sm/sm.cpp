@@ -711,10 +711,17 @@ std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams
       case OpClass::Misc: pipe(kMisc, p.misc); break;
       case OpClass::Branch: {
         pipe(kBranch, p.branch);
-        // Only control transfers wait for the target; convergence bookkeeping does not.
+        // What may move the warp's pc or change its lanes holds its next
+        // instruction until that is known: control transfers, a join of
+        // divergent lanes (BSYNC: the convergence probe's divergent loop takes
+        // 96 cycles a trip without that and 106 with it, 107.3 on the H100),
+        // WARPSYNC and YIELD, after which the H100's PC samples show
+        // branch_resolving too (the sparse write's warp variant, the sort's
+        // look-back). A BSSY only records where the lanes will join.
         const std::string_view m = s.mnemonic;
         t.resolves_branch = m.empty() || m.starts_with("BRA") || m.starts_with("BRX") || m.starts_with("JMP") ||
-                            m.starts_with("CALL") || m.starts_with("RET");
+                            m.starts_with("CALL") || m.starts_with("RET") || m.starts_with("WARPSYNC") ||
+                            m.starts_with("BSYNC") || m.starts_with("YIELD");
         if (t.resolves_branch) t.latency = p.branch_resolve_latency;
         break;
       }
@@ -724,7 +731,13 @@ std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams
         break;
       case OpClass::Barrier: t.route = Route::Barrier; break;
       case OpClass::Membar: t.route = Route::Membar; break;
-      case OpClass::Exit: pipe(kBranch, p.branch); break;
+      case OpClass::Exit:
+        // The lanes a predicated EXIT leaves go on once the warp's lanes are known
+        // (PC samples of the sparse restrict's warp variant: branch_resolving after it).
+        pipe(kBranch, p.branch);
+        t.resolves_branch = true;
+        t.latency = p.branch_resolve_latency;
+        break;
     }
     // The compiler gives a result barrier only to instructions of variable
     // latency: on the GPU those leave through the MIO (S2R, LDC, BREV, FLO,

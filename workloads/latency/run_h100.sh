@@ -11,7 +11,8 @@
 # ncu-stores.csv (the L2's and DRAM's counts for each of its points and for the
 # radix sort's scatters, keys and pairs, whose stores are of that kind),
 # lds_stores.json (shared loads behind scattered stores, as in a radix sort's
-# scatter loop, lds_stores.cu),
+# scatter loop, lds_stores.cu), convergence.json (what WARPSYNC and a divergent
+# branch's BSSY/BSYNC add to one warp's loop trip, convergence.cu),
 # ncu-match.csv (with latency: the ADU instructions Nsight Compute counts for a
 # MATCH.ANY of 1, 2, 8 and 32 distinct values),
 # the SASS (to check each chain is what it claims) and the clocks. Names after
@@ -21,7 +22,7 @@ set -euo pipefail
 out=${1:?usage: run_h100.sh OUTDIR [PROBE...]}
 shift
 probes=("$@")
-[ ${#probes[@]} -gt 0 ] || probes=(latency loaded load_spread shared_banks red_issue pending_line cta_launch stores lds_stores)
+[ ${#probes[@]} -gt 0 ] || probes=(latency loaded load_spread shared_banks red_issue pending_line cta_launch stores lds_stores convergence)
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(mktemp -d)
