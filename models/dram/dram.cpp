@@ -16,6 +16,7 @@ Dram::Dram(const sc_core::sc_module_name& name, const DramParams& p, std::uint32
   g.add_counter("reads", &reads_, "reads (the sectors a slice lacks of one line)");
   g.add_counter("writes", &writes_, "writebacks (a line's dirty sectors)");
   g.add_counter("bytes", &bytes_, "bytes transferred");
+  g.add_counter("bytes_written", &bytes_written_, "bytes of writebacks (the rest of bytes were read)");
   g.add_busy("channel_utilization", &busy_scaled_, "mean busy fraction of the channels");
 }
 
@@ -54,6 +55,7 @@ void Dram::evaluate() {
       bytes_ += r.bytes;
       if (r.write) {
         ++writes_;
+        bytes_written_ += r.bytes;
       } else {
         ++reads_;
         in_flight_.push(Pending{done + params_.latency, sequence_++, r});

@@ -73,7 +73,7 @@ class Dram : public Unit {
   std::vector<std::priority_queue<Cycle, std::vector<Cycle>, std::greater<>>> scheduled_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> in_flight_;
   std::uint64_t sequence_ = 0;
-  std::uint64_t reads_ = 0, writes_ = 0, bytes_ = 0, busy_scaled_ = 0;
+  std::uint64_t reads_ = 0, writes_ = 0, bytes_ = 0, bytes_written_ = 0, busy_scaled_ = 0;
 };
 
 }  // namespace atomsim::model

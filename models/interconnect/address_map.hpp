@@ -15,6 +15,9 @@ struct AddressMapParams {
   // multiple of the line.
   std::uint32_t interleave_bytes = 128;
   std::string hash = "xor";
+  // Loads and stores of an SM enter at its own partition's slice, which keeps
+  // a copy of the lines of the other partition it asks for (cache_slice).
+  bool far_lines_cached_near = false;
 };
 
 // Folds upper bits of a chunk index into its lower ones, so that
@@ -36,6 +39,12 @@ class AddressMap {
     const std::uint32_t home = slice_of(address), per_partition = slices_ / partitions_;
     return home % per_partition + partition_of_sm(sm) * per_partition;
   }
+  // The slice a load or store of `sm` goes to: its entry slice where the
+  // partitions keep copies of each other's lines, else the home slice.
+  std::uint32_t cache_slice(std::uint64_t address, std::uint32_t sm) const {
+    return far_lines_cached_near_ ? entry_slice(address, sm) : slice_of(address);
+  }
+  bool far_lines_cached_near() const { return far_lines_cached_near_; }
   std::uint32_t slices() const { return slices_; }
 
  private:
@@ -44,6 +53,7 @@ class AddressMap {
   std::uint32_t line_bytes_;
   std::uint32_t interleave_bytes_;
   bool xor_hash_;
+  bool far_lines_cached_near_;
 };
 
 }  // namespace atomsim::model

@@ -146,7 +146,9 @@ std::uint32_t L1::request_lines(const LsuOp& op, MemPacket::Kind kind, std::uint
     MemPacket p;
     p.kind = kind;
     p.source = sm_;
-    p.destination = static_cast<std::uint16_t>(map_.slice_of(line));
+    // A load of GPU or system scope is served where the line's stores are
+    // performed, its home slice, never from another partition's copy.
+    p.destination = static_cast<std::uint16_t>(op.coherent_load ? map_.slice_of(line) : map_.cache_slice(line, sm_));
     p.request = kind == MemPacket::Kind::Write && writes_complete_when_sent_ ? slot | kSentCompletes : slot;
     p.line = line;
     p.sectors = sectors;

@@ -28,7 +28,9 @@ L2Slice::L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::ui
   g.add_counter("atomic_ops", &atomic_ops_, "atomic operations processed by the ROP units");
   g.add_counter("atomic_lane_updates", &atomic_updates_, "lane updates those operations carry (more than ops when L1 combined them)");
   g.add_counter("far_partition_requests", &far_requests_, "requests from SMs of the other partition");
-  g.add_counter("passed_on", &passed_on_, "atomics looked up here and passed on to their home slice in the other partition");
+  g.add_counter("passed_on", &passed_on_, "atomics, and loads and stores that missed the copy here, passed on to their home slice in the other partition");
+  g.add_counter("near_copy_hits", &near_copy_hits_, "loads of the other partition's lines served from the copy here");
+  g.add_counter("near_copy_misses", &near_copy_misses_, "loads and stores of the other partition's lines passed on (their lines copied here)");
   g.add_counter("writebacks", &writebacks_, "dirty lines written back to DRAM");
   g.add_counter("awaiting_reads", &awaiting_reads_count_, "reads that waited for a value the trace's load observed another warp's store write");
   g.add_counter("await_cycles", &await_cycles_, "cycles those reads waited for their values");
@@ -113,9 +115,30 @@ Cycle L2Slice::run_atomic(MemPacket& packet, Cycle start) {
 
 Cycle L2Slice::far_reply_latency(const MemPacket& packet, bool from_dram) const {
   // An atomic from the other partition paid its way here on the link between
-  // the partitions.
+  // the partitions, and so did a load or store a near copy passed on.
   if (packet.is_atomic() || map_.partition_of_sm(packet.source) == map_.partition_of_slice(index_)) return 0;
-  return params_.far_partition_latency + (from_dram ? params_.far_partition_miss_latency : 0);
+  return (map_.far_lines_cached_near() ? 0 : params_.far_partition_latency) +
+         (from_dram ? params_.far_partition_miss_latency : 0);
+}
+
+bool L2Slice::accept_near_copy(MemPacket& packet, Cycle now) {
+  const Cycle start = std::max(now, lookups_.free_at());
+  if (packet.kind == MemPacket::Kind::Read && !(packet.sector_mask & ~tags_.access_sectors(packet.line).value_or(0))) {
+    ++near_copy_hits_;
+    ++hits_;
+    serve(packet, start + 1, false);
+    lookups_.occupy(now, 1);
+    return true;
+  }
+  MemPacket onward = packet;
+  onward.destination = static_cast<std::uint16_t>(map_.slice_of(packet.line));
+  if (!to_other_partition_.try_send(onward)) return false;  // woken by the link's credit
+  // The copy keeps what the home slice returns or is written (clean: the home holds the data).
+  if (auto victim = tags_.fill(packet.line, packet.sector_mask); victim && victim->dirty) write_back(*victim);
+  lookups_.occupy(now, 1);
+  ++near_copy_misses_;
+  ++passed_on_;
+  return true;
 }
 
 bool L2Slice::awaited_words_written(const MemPacket& read) const {
@@ -247,13 +270,15 @@ bool L2Slice::accept(MemPacket& packet, Cycle now) {
   // an L2 clock against 94.4% at 0.795, while the crossbar into the slice is 93% busy).
   if (passes_on(packet)) return pass_on(packet, now);
   const bool atomic = packet.is_atomic();
+  if (!atomic && map_.slice_of(packet.line) != index_) return accept_near_copy(packet, now);
   const std::uint64_t lookups = atomic ? packet.sectors : 1;
   // A request from the other partition costs its extra lookups as a
   // fraction of the tag pipeline's time, not rounded per request; an atomic
   // paid them at the slice that passed it on.
   double lookup_weight = 1;
   const bool far = map_.partition_of_sm(packet.source) != map_.partition_of_slice(index_);
-  if (far && !atomic) lookup_weight += params_.far_partition_extra_lookups;
+  // (With near copies, a load or store from the other partition was looked up there first.)
+  if (far && !atomic && !map_.far_lines_cached_near()) lookup_weight += params_.far_partition_extra_lookups;
   Cycle start = std::max(now, lookups_.free_at());
   // A write that would make room for its line waits while evicted lines wait
   // for the DRAM queue (woken by its credit): DRAM's pace holds the writes back.

@@ -45,6 +45,7 @@ struct L2Params {
   Cycle rop_return_latency = 0;
   double rop_returned_value_cost = 0;
   std::string start = "cold";
+  bool far_lines_cached_near = false;
 
   void declare(ParamBinder b) {
     b.integer("slices", slices, 1, 4096, "L2 slices (LTS units) in the GPU");
@@ -76,12 +77,18 @@ struct L2Params {
     b.real("rop_returned_value_cost", rop_returned_value_cost, 0, 16,
            "time each old value an atomic returns (ATOM) takes in its ROP unit's return stage, which works behind the unit's "
            "input, in sectors of reduction time");
+    b.boolean("far_lines_cached_near", far_lines_cached_near,
+              "a load or store enters the L2 at a slice of its SM's partition, which keeps a copy of a line of the other "
+              "partition: it serves it when it holds it, else passes the request on to the home slice over the link between "
+              "the partitions (a near copy of a written line is clean; the home slice holds the data)");
     b.choice("start", start, {"cold", "footprint"},
              "the slices' contents when a kernel starts: cold, what earlier kernels of the run left (nothing for the first); "
              "footprint, also every line the kernel's global memory instructions touch, put in in trace order (as after "
              "earlier launches over the same data)");
   }
-  AddressMapParams address_map() const { return {slices, partitions, line_bytes, interleave_bytes, hash}; }
+  AddressMapParams address_map() const {
+    return {slices, partitions, line_bytes, interleave_bytes, hash, far_lines_cached_near};
+  }
 };
 
 class L2Slice : public Unit {
@@ -129,6 +136,9 @@ class L2Slice : public Unit {
   bool pass_on(const MemPacket& packet, Cycle now);
   // An atomic that entered here for its home slice in the other partition.
   bool passes_on(const MemPacket& packet) const { return packet.is_atomic() && map_.slice_of(packet.line) != index_; }
+  // A load or store of this partition's SMs for a line of the other
+  // partition: served from the copy here, or passed on to the home slice.
+  bool accept_near_copy(MemPacket& packet, Cycle now);
   void serve(MemPacket& packet, Cycle start, bool from_dram);
   // Extra cycles a load's or store's reply takes back to an SM of the other partition.
   Cycle far_reply_latency(const MemPacket& packet, bool from_dram) const;
@@ -181,7 +191,7 @@ class L2Slice : public Unit {
 
   std::uint64_t hits_ = 0, misses_ = 0, reads_ = 0, writes_ = 0, atomic_packets_ = 0, atomic_ops_ = 0,
                 atomic_updates_ = 0, far_requests_ = 0, passed_on_ = 0, writebacks_ = 0, rop_busy_scaled_ = 0,
-                rop_return_busy_scaled_ = 0, awaiting_reads_count_ = 0, await_cycles_ = 0, awaits_released_ = 0;
+                rop_return_busy_scaled_ = 0, near_copy_hits_ = 0, near_copy_misses_ = 0, awaiting_reads_count_ = 0, await_cycles_ = 0, awaits_released_ = 0;
 };
 
 }  // namespace atomsim::model
