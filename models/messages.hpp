@@ -132,6 +132,7 @@ struct MemPacket {
   std::uint8_t sector_mask = 0;   // requests: which of the line's sectors they read, write or update (bit i: sector i)
   std::uint8_t partial_sectors = 0;  // writes: the sectors of sector_mask written only in part
   std::uint16_t partial_bytes = 0;   // writes: the bytes they write in those sectors
+  bool via_partition_link = false;   // a load or store a slice of the SM's partition passed on to the home slice
   bool is_atomic() const { return kind == Kind::Atomic || kind == Kind::Reduction; }
   // Toward the slices a flit carries a sector's bytes. A write sends its whole
   // sectors a flit each and, where it writes sectors in part, their bytes

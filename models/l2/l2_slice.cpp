@@ -117,8 +117,7 @@ Cycle L2Slice::far_reply_latency(const MemPacket& packet, bool from_dram) const 
   // An atomic from the other partition paid its way here on the link between
   // the partitions, and so did a load or store a near copy passed on.
   if (packet.is_atomic() || map_.partition_of_sm(packet.source) == map_.partition_of_slice(index_)) return 0;
-  return (map_.far_lines_cached_near() ? 0 : params_.far_partition_latency) +
-         (from_dram ? params_.far_partition_miss_latency : 0);
+  return (packet.via_partition_link ? 0 : params_.far_partition_latency) + (from_dram ? params_.far_partition_miss_latency : 0);
 }
 
 bool L2Slice::accept_near_copy(MemPacket& packet, Cycle now) {
@@ -132,6 +131,7 @@ bool L2Slice::accept_near_copy(MemPacket& packet, Cycle now) {
   }
   MemPacket onward = packet;
   onward.destination = static_cast<std::uint16_t>(map_.slice_of(packet.line));
+  onward.via_partition_link = true;
   if (!to_other_partition_.try_send(onward)) return false;  // woken by the link's credit
   // The copy keeps what the home slice returns or is written (clean: the home holds the data).
   if (auto victim = tags_.fill(packet.line, packet.sector_mask); victim && victim->dirty) write_back(*victim);
@@ -277,8 +277,8 @@ bool L2Slice::accept(MemPacket& packet, Cycle now) {
   // paid them at the slice that passed it on.
   double lookup_weight = 1;
   const bool far = map_.partition_of_sm(packet.source) != map_.partition_of_slice(index_);
-  // (With near copies, a load or store from the other partition was looked up there first.)
-  if (far && !atomic && !map_.far_lines_cached_near()) lookup_weight += params_.far_partition_extra_lookups;
+  // (A load or store passed on from a near copy was looked up there first.)
+  if (far && !atomic && !packet.via_partition_link) lookup_weight += params_.far_partition_extra_lookups;
   Cycle start = std::max(now, lookups_.free_at());
   // A write that would make room for its line waits while evicted lines wait
   // for the DRAM queue (woken by its credit): DRAM's pace holds the writes back.
