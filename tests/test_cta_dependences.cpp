@@ -16,41 +16,46 @@ namespace {
 constexpr std::uint64_t kFlag = 0x7f0000001000ull;
 constexpr std::uint64_t kChain = 0x7f0000100000ull;
 
-// Warp 0 (CTA 0) follows a chain of `hops` dependent loads, each a line of its
-// own, then sets the flag to 1; warp 1 (CTA 1) reads the word at `polled` once,
-// seeing 1, and uses it. With `awaits`, the trace carries both values.
-std::string flag_kernel(const std::string& name, int hops, bool awaits, std::uint64_t polled = kFlag) {
-  const std::vector<std::string> program = {
-      "LDG.E R2, desc[UR4][R2.64]",              // 0: one hop of the chain
-      "STG.E.STRONG.GPU desc[UR4][R6.64], R8",   // 1: the flag
-      "LDG.E.STRONG.GPU R10, desc[UR4][R6.64]",  // 2: the poll
-      "IADD3 R11, R10, 0x1, RZ",                 // 3
-      "EXIT",                                    // 4
-  };
-  return write_kernel(name, program, 2, 1, [&](std::uint64_t warp) {
-    std::vector<trace::WarpInst> out;
-    if (warp == 0) {
-      for (int h = 0; h < hops; ++h) {
-        auto hop = record(0, 1);
-        hop.address[0] = kChain + 4096ull * static_cast<std::uint64_t>(h);
-        out.push_back(hop);
-      }
-      auto store = record(1, 1);
-      store.address[0] = kFlag;
-      store.value[0] = 1;
-      store.value_lanes = awaits ? 1 : 0;
-      out.push_back(store);
-    } else {
-      auto poll = record(2, 1);
-      poll.address[0] = polled;
-      poll.value[0] = 1;
-      poll.value_lanes = awaits ? 1 : 0;
-      out.push_back(poll);
-      out.push_back(record(3, 1));
+const std::vector<std::string> kFlagProgram = {
+    "LDG.E R2, desc[UR4][R2.64]",              // 0: one hop of the chain
+    "STG.E.STRONG.GPU desc[UR4][R6.64], R8",   // 1: the flag
+    "LDG.E.STRONG.GPU R10, desc[UR4][R6.64]",  // 2: the poll
+    "IADD3 R11, R10, 0x1, RZ",                 // 3
+    "EXIT",                                    // 4
+};
+
+// The producer follows a chain of `hops` dependent loads, each a line of its
+// own, then sets the flag to 1; any other warp reads the word at `polled`
+// once, seeing 1, and uses it. With `awaits`, the trace carries both values.
+std::vector<trace::WarpInst> flag_stream(bool producer, int hops, bool awaits, std::uint64_t polled = kFlag) {
+  std::vector<trace::WarpInst> out;
+  if (producer) {
+    for (int h = 0; h < hops; ++h) {
+      auto hop = record(0, 1);
+      hop.address[0] = kChain + 4096ull * static_cast<std::uint64_t>(h);
+      out.push_back(hop);
     }
-    out.push_back(record(4, 1));
-    return out;
-  });
+    auto store = record(1, 1);
+    store.address[0] = kFlag;
+    store.value[0] = 1;
+    store.value_lanes = awaits ? 1 : 0;
+    out.push_back(store);
+  } else {
+    auto poll = record(2, 1);
+    poll.address[0] = polled;
+    poll.value[0] = 1;
+    poll.value_lanes = awaits ? 1 : 0;
+    out.push_back(poll);
+    out.push_back(record(3, 1));
+  }
+  out.push_back(record(4, 1));
+  return out;
+}
+
+// Warp 0 (CTA 0) is the producer, warp 1 (CTA 1) the poller.
+std::string flag_kernel(const std::string& name, int hops, bool awaits, std::uint64_t polled = kFlag) {
+  return write_kernel(name, kFlagProgram, 2, 1,
+                      [&](std::uint64_t warp) { return flag_stream(warp == 0, hops, awaits, polled); });
 }
 
 std::uint64_t cta_end(const KernelRun& run, std::uint64_t cta) {
@@ -167,35 +172,9 @@ TEST_CASE("CTA order: a poller that drew the later ticket waits for the CTA that
   // order starts the producer first. On one SM with room for one CTA at a time
   // the poller, started first in grid order, would wait for a CTA that cannot
   // start: released, and counted.
-  const std::vector<std::string> program = {
-      "LDG.E R2, desc[UR4][R2.64]", "STG.E.STRONG.GPU desc[UR4][R6.64], R8", "LDG.E.STRONG.GPU R10, desc[UR4][R6.64]",
-      "IADD3 R11, R10, 0x1, RZ", "EXIT"};
   std::vector<trace::StaticInst> parsed;
-  for (std::size_t i = 0; i < program.size(); ++i) parsed.push_back(trace::parse_sass_instruction(program[i], 16 * i));
-  auto stream = [](std::uint64_t warp) {
-    std::vector<trace::WarpInst> out;
-    if (warp == 1) {
-      for (int h = 0; h < 4; ++h) {
-        auto hop = record(0, 1);
-        hop.address[0] = kChain + 4096ull * static_cast<std::uint64_t>(h);
-        out.push_back(hop);
-      }
-      auto store = record(1, 1);
-      store.address[0] = kFlag;
-      store.value[0] = 1;
-      store.value_lanes = 1;
-      out.push_back(store);
-    } else {
-      auto poll = record(2, 1);
-      poll.address[0] = kFlag;
-      poll.value[0] = 1;
-      poll.value_lanes = 1;
-      out.push_back(poll);
-      out.push_back(record(3, 1));
-    }
-    out.push_back(record(4, 1));
-    return out;
-  };
+  for (std::size_t i = 0; i < kFlagProgram.size(); ++i) parsed.push_back(trace::parse_sass_instruction(kFlagProgram[i], 16 * i));
+  auto stream = [](std::uint64_t warp) { return flag_stream(warp == 1, 4, true); };
   auto write = [&](const std::string& name, std::vector<std::uint64_t> order) {
     trace::KernelInfo k;
     k.name = name;

@@ -12,19 +12,10 @@
 // (tests/test_sm.cpp, "convergence instructions").
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
-#define CHECK(call)                                                                          \
-  do {                                                                                       \
-    cudaError_t err_ = (call);                                                               \
-    if (err_ != cudaSuccess) {                                                               \
-      std::fprintf(stderr, "convergence: %s failed: %s\n", #call, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (0)
+#include "workloads/latency/probe.cuh"
 
 constexpr int kTrips = 1024;
 
@@ -56,24 +47,23 @@ double trip_cycles(unsigned* d_out, long long* d_cycles) {
   std::vector<double> v;
   for (int r = 0; r < 16; ++r) {
     converge_loop<shape><<<1, 32>>>(d_out, d_cycles, 3u, kTrips, 0xFFFFFFFFu);
-    CHECK(cudaGetLastError());
-    CHECK(cudaDeviceSynchronize());
+    WORKLOAD_CHECK(cudaGetLastError());
+    WORKLOAD_CHECK(cudaDeviceSynchronize());
     long long c = 0;
-    CHECK(cudaMemcpy(&c, d_cycles, sizeof c, cudaMemcpyDeviceToHost));
+    WORKLOAD_CHECK(cudaMemcpy(&c, d_cycles, sizeof c, cudaMemcpyDeviceToHost));
     if (r > 0) v.push_back(static_cast<double>(c) / kTrips);
   }
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return median(v);
 }
 
 int main() {
   long long* d_cycles;
   unsigned* d_out;
-  CHECK(cudaMalloc(&d_cycles, sizeof(long long)));
-  CHECK(cudaMalloc(&d_out, 1024 * sizeof(unsigned)));
-  CHECK(cudaMemset(d_out, 0, 1024 * sizeof(unsigned)));
+  WORKLOAD_CHECK(cudaMalloc(&d_cycles, sizeof(long long)));
+  WORKLOAD_CHECK(cudaMalloc(&d_out, 1024 * sizeof(unsigned)));
+  WORKLOAD_CHECK(cudaMemset(d_out, 0, 1024 * sizeof(unsigned)));
   cudaDeviceProp prop;
-  CHECK(cudaGetDeviceProperties(&prop, 0));
+  WORKLOAD_CHECK(cudaGetDeviceProperties(&prop, 0));
   const double plain = trip_cycles<Shape::Plain>(d_out, d_cycles);
   const double sync_full = trip_cycles<Shape::SyncFull>(d_out, d_cycles);
   const double sync_half = trip_cycles<Shape::SyncHalf>(d_out, d_cycles);

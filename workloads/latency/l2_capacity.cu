@@ -13,14 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#define CHECK(call)                                                                          \
-  do {                                                                                       \
-    cudaError_t err_ = (call);                                                               \
-    if (err_ != cudaSuccess) {                                                               \
-      std::fprintf(stderr, "l2_capacity: %s failed: %s\n", #call, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (0)
+#include "workloads/common/runner.cuh"
 
 template <int kPass>
 __global__ void read_pass(const uint4* data, size_t n, unsigned* sink) {
@@ -50,20 +43,20 @@ int main(int argc, char** argv) {
   const size_t n = bytes / sizeof(uint4);
   uint4* data;
   unsigned* sink;
-  CHECK(cudaMalloc(&data, bytes));
-  CHECK(cudaMalloc(&sink, sizeof(unsigned)));
-  CHECK(cudaMemset(data, 0, bytes));
+  WORKLOAD_CHECK(cudaMalloc(&data, bytes));
+  WORKLOAD_CHECK(cudaMalloc(&sink, sizeof(unsigned)));
+  WORKLOAD_CHECK(cudaMemset(data, 0, bytes));
   int sms = 0;
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  WORKLOAD_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const dim3 grid(sms * 8), block(256);
   // A flush first: a buffer twice the L2 read through.
   {
     uint4* flush;
     const size_t flush_bytes = size_t(256) << 20;
-    CHECK(cudaMalloc(&flush, flush_bytes));
+    WORKLOAD_CHECK(cudaMalloc(&flush, flush_bytes));
     read_pass<0><<<grid, block>>>(flush, flush_bytes / sizeof(uint4), sink);
-    CHECK(cudaDeviceSynchronize());
-    CHECK(cudaFree(flush));
+    WORKLOAD_CHECK(cudaDeviceSynchronize());
+    WORKLOAD_CHECK(cudaFree(flush));
   }
   if (write) {
     write_pass<1><<<grid, block>>>(data, n);
@@ -72,8 +65,8 @@ int main(int argc, char** argv) {
     read_pass<1><<<grid, block>>>(data, n, sink);
     read_pass<2><<<grid, block>>>(data, n, sink);
   }
-  CHECK(cudaGetLastError());
-  CHECK(cudaDeviceSynchronize());
+  WORKLOAD_CHECK(cudaGetLastError());
+  WORKLOAD_CHECK(cudaDeviceSynchronize());
   std::printf("{\"mode\":\"%s\",\"mb\":%d}\n", argv[1], std::atoi(argv[2]));
   return 0;
 }

@@ -13,7 +13,7 @@ mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
-nvcc -O3 -arch=sm_90 -o "$bin/l2_capacity" "$here/l2_capacity.cu"
+nvcc -O3 -arch=sm_90 -I"$here/../.." -o "$bin/l2_capacity" "$here/l2_capacity.cu"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$out/device.txt" 2>&1 || true
 metrics=gpu__time_duration.sum,lts__t_sectors_lookup_hit.sum,lts__t_sectors_lookup_miss.sum,dram__sectors_read.sum,dram__sectors_write.sum
 first=1
