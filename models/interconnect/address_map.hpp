@@ -44,7 +44,6 @@ class AddressMap {
   std::uint32_t cache_slice(std::uint64_t address, std::uint32_t sm) const {
     return far_lines_cached_near_ ? entry_slice(address, sm) : slice_of(address);
   }
-  bool far_lines_cached_near() const { return far_lines_cached_near_; }
   std::uint32_t slices() const { return slices_; }
 
  private:

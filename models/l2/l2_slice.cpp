@@ -32,9 +32,9 @@ L2Slice::L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::ui
   g.add_counter("near_copy_hits", &near_copy_hits_, "loads of the other partition's lines served from the copy here");
   g.add_counter("near_copy_misses", &near_copy_misses_, "loads and stores of the other partition's lines passed on (their lines copied here)");
   g.add_counter("writebacks", &writebacks_, "dirty lines written back to DRAM");
-  g.add_counter("awaiting_reads", &awaiting_reads_count_, "reads that waited for a value the trace's load observed another warp's store write");
-  g.add_counter("await_cycles", &await_cycles_, "cycles those reads waited for their values");
-  g.add_counter("awaits_released", &awaits_released_, "waiting reads answered without their value, so that the simulation could go on");
+  g.add_counter("awaiting_reads", &awaiting_reads_count_, "reads whose load the trace shows reading another warp's store, held until a store to their word was performed");
+  g.add_counter("await_cycles", &await_cycles_, "cycles those reads were held");
+  g.add_counter("awaits_released", &awaits_released_, "held reads answered before a store to their word, so that the simulation could go on");
   g.add_busy("lookup_utilization", lookups_.busy_scaled(), "busy fraction of the tag pipeline");
   g.add_busy("rop_utilization", &rop_busy_scaled_, "busy fraction of the ROP units' input (mean over units)");
   g.add_busy("rop_return_utilization", &rop_return_busy_scaled_, "busy fraction of the ROP units' return stages, which send ATOMs' old values (mean over units)");
@@ -161,7 +161,7 @@ void L2Slice::reply_to_read(const MemPacket& read, Cycle ready) {
   schedule_reply(ready, reply);
 }
 
-void L2Slice::record_written_values(const MemPacket& write, Cycle now) {
+void L2Slice::record_written_words(const MemPacket& write, Cycle now) {
   const LaneOp* ops = pool_.ops(write.ops);
   for (std::size_t i = 0; i < write.op_count; ++i) written_words_.insert(ops[i].address);
   pool_.release(write.ops);
@@ -208,7 +208,7 @@ void L2Slice::serve(MemPacket& packet, Cycle start, bool from_dram) {
       ++writes_;
       tags_.write(packet.line, packet.sector_mask);
       if (packet.op_count) {
-        record_written_values(packet, start);
+        record_written_words(packet, start);
         reply.op_count = 0;
       }
       reply.kind = MemPacket::Kind::WriteAck;

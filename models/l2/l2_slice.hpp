@@ -146,7 +146,7 @@ class L2Slice : public Unit {
   // answered once every word it awaits has been written.
   bool awaited_words_written(const MemPacket& read) const;
   void reply_to_read(const MemPacket& read, Cycle ready);
-  void record_written_values(const MemPacket& write, Cycle now);
+  void record_written_words(const MemPacket& write, Cycle now);
   Cycle run_atomic(MemPacket& packet, Cycle start);
   // Occupies one of a slice's ROP stages (a unit's input or return stage) and
   // adds its busy time, as a share of all units, to the stage kind's statistic.
