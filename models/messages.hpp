@@ -6,8 +6,10 @@
 #include <bit>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
+#include "sim/engine/unit.hpp"
 #include "traces/trace.hpp"
 
 namespace atomsim::model {
@@ -89,28 +91,48 @@ struct LaneOp {
 // handle names a fixed slot of 32 operations (a request holds at most one lane
 // per word of a line) in chunks that never move, so a slot's address is one
 // step from its handle and stays valid while more are acquired; the packet
-// carries the count (MemPacket::op_count).
-class LaneOpPool {
+// carries the count (MemPacket::op_count). Each owner (an L1) acquires from a
+// shelf of its own, so owners evaluated on different threads never share one;
+// a slot given back by another unit returns to its shelf at the cycle's end.
+class LaneOpPool final : public CycleEndEffect {
  public:
   static constexpr std::uint32_t kSlotOps = 32;
-  std::uint32_t acquire() {
-    if (free_.empty()) {
-      if (slots_ % kChunkSlots == 0) chunks_.push_back(std::make_unique<Slot[]>(kChunkSlots));
-      return slots_++;
-    }
-    std::uint32_t h = free_.back();
-    free_.pop_back();
-    return h;
+  explicit LaneOpPool(std::uint32_t owners) : shelves_(owners) {
+    if (owners > (1u << kOwnerBits)) throw std::invalid_argument("too many owners for a lane operation pool");
   }
-  LaneOp* ops(std::uint32_t handle) { return chunks_[handle / kChunkSlots][handle % kChunkSlots].data(); }
-  void release(std::uint32_t handle) { free_.push_back(handle); }
+  std::uint32_t acquire(std::uint32_t owner) {
+    Shelf& shelf = shelves_[owner];
+    std::uint32_t slot;
+    if (shelf.free.empty()) {
+      if (shelf.slots == kChunks * kChunkSlots)
+        throw std::runtime_error("lane operation pool: more requests in flight than an L1 can hold");
+      if (shelf.slots % kChunkSlots == 0) shelf.chunks[shelf.slots / kChunkSlots] = std::make_unique<Slot[]>(kChunkSlots);
+      slot = shelf.slots++;
+    } else {
+      slot = shelf.free.back();
+      shelf.free.pop_back();
+    }
+    return owner << kSlotBits | slot;
+  }
+  LaneOp* ops(std::uint32_t handle) {
+    const std::uint32_t slot = handle & kSlotMask;
+    return shelves_[handle >> kSlotBits].chunks[slot / kChunkSlots][slot % kChunkSlots].data();
+  }
+  void release(std::uint32_t handle) { defer_to_cycle_end(*this, handle); }
+  void apply_at_cycle_end(std::uint64_t handle) override {
+    shelves_[handle >> kSlotBits].free.push_back(static_cast<std::uint32_t>(handle) & kSlotMask);
+  }
 
  private:
-  static constexpr std::uint32_t kChunkSlots = 64;
+  static constexpr std::uint32_t kOwnerBits = 10, kSlotBits = 32 - kOwnerBits, kSlotMask = (1u << kSlotBits) - 1;
+  static constexpr std::uint32_t kChunkSlots = 64, kChunks = 1024;
   using Slot = std::array<LaneOp, kSlotOps>;
-  std::vector<std::unique_ptr<Slot[]>> chunks_;
-  std::uint32_t slots_ = 0;
-  std::vector<std::uint32_t> free_;
+  struct alignas(64) Shelf {
+    std::array<std::unique_ptr<Slot[]>, kChunks> chunks;  // fixed, so that readers never see it move
+    std::uint32_t slots = 0;
+    std::vector<std::uint32_t> free;
+  };
+  std::vector<Shelf> shelves_;
 };
 
 // Traffic between L1s and L2 slices (through the crossbars) and to DRAM.

@@ -69,6 +69,7 @@ compare::SimulatedKernel simulate_child(const compare::MeasuredKernel& k, const 
                                    "--json", json.string()};
   for (const auto& o : options.simulate.overrides) args.insert(args.end(), {"--set", o});
   if (options.simulate.profile_instructions) args.push_back("--instructions");
+  args.insert(args.end(), {"--threads", std::to_string(options.simulate.threads)});
   if (!k.counters.empty()) args.insert(args.end(), {"--counters", k.counters.string()});
   const int status = bp::system(bp::exe = options.executable, bp::args = args, bp::std_in < bp::null,
                                 bp::std_out > bp::null, bp::std_err > boost::filesystem::path(log.string()));

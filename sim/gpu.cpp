@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -32,12 +33,12 @@ struct Gpu::Units {
   std::vector<std::unique_ptr<L2Slice>> slices;
   std::unique_ptr<Dram> dram;
   std::unique_ptr<CtaDispatcher> dispatcher;
-  explicit Units(const AddressMapParams& p) : map(p) {}
+  Units(const AddressMapParams& p, std::uint32_t sms) : map(p), pool(sms) {}
 };
 
 Gpu::Gpu(const GpuParams& p) : params_(p), created_(std::chrono::steady_clock::now()) {
   reset_simulation_context();
-  units_ = std::make_unique<Units>(p.l2.address_map());
+  units_ = std::make_unique<Units>(p.l2.address_map(), p.sms);
   Units& u = *units_;
   const std::uint32_t slices = p.l2.slices;
   for (std::uint32_t i = 0; i < p.sms; ++i) {
@@ -195,53 +196,86 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
     ctx.program = decode_program(costed, params_.sm);
   }
   ctx.open_warp = [&reader, kernel](std::uint64_t warp) { return reader.open_warp(kernel, warp); };
+  // SMs open their warps' streams from the threads that evaluate them: the
+  // reader's warp index is read here first, so that they only read it.
+  if (info.total_warps()) reader.open_warp(kernel, 0);
+  set_evaluation_threads(options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency()));
   ctx.flush_atomics_at_barrier = params_.l1.atomic_buffer;
-  SmHooks hooks;
-  if (options.check_atomics) {
-    hooks.on_atomic = [this](const trace::StaticInst& s, std::uint32_t active_mask, const SmHooks::Lanes& address,
-                             const SmHooks::Lanes& value) {
-      for (std::uint32_t m = active_mask; m; m &= m - 1) {
-        int lane = std::countr_zero(m);
-        Expected& e = expected_[address[lane]];
+  // The SMs' hooks run on whichever thread evaluates their SM: each keeps
+  // what it saw apart, and it is folded in SM order after each stretch of
+  // simulation, so that the expected sums do not depend on the threads.
+  struct SeenBySm {
+    struct AtomicLane {
+      const trace::StaticInst* inst;
+      std::uint64_t address, value;
+    };
+    struct WarpCycles {
+      std::uint32_t instruction;
+      model::WarpState state;
+      Cycle cycles;
+    };
+    std::vector<AtomicLane> atomics;
+    std::vector<WarpCycles> warp_cycles;
+    std::vector<KernelRun::CtaSpan> ctas;
+    std::unordered_map<std::uint64_t, std::size_t> cta_places;  // a CTA's place in ctas
+  };
+  std::vector<SeenBySm> seen(u.sms.size());
+  auto fold_seen = [&] {
+    for (SeenBySm& by_sm : seen) {
+      for (const SeenBySm::AtomicLane& lane : by_sm.atomics) {
+        const trace::StaticInst& s = *lane.inst;
+        Expected& e = expected_[lane.address];
         using trace::DataType;
         e.summable &= s.atomic_op == trace::AtomicOp::Add &&
                       (s.atomic_type == DataType::F32 || s.atomic_type == DataType::F64 || s.atomic_type == DataType::U32 ||
                        s.atomic_type == DataType::S32 || s.atomic_type == DataType::U64 || s.atomic_type == DataType::S64);
-        double v = as_number(value[lane], s.atomic_type);
+        double v = as_number(lane.value, s.atomic_type);
         e.sum += v;
-        e.bits_sum += value[lane];
+        e.bits_sum += lane.value;
         e.magnitude += std::fabs(v);
         ++e.updates;
       }
-    };
-  }
+      by_sm.atomics.clear();
+      for (const SeenBySm::WarpCycles& w : by_sm.warp_cycles)
+        run.instructions[w.instruction].warp_cycles[static_cast<int>(w.state)] += w.cycles;
+      by_sm.warp_cycles.clear();
+    }
+  };
   if (options.profile_instructions) {
     run.instructions.resize(info.program.size());
     for (std::size_t i = 0; i < info.program.size(); ++i) {
       run.instructions[i].pc = info.program[i].pc;
       run.instructions[i].sass = info.program[i].mnemonic;
     }
-    hooks.on_warp_cycles = [&run](std::uint32_t instruction, model::WarpState state, Cycle cycles) {
-      run.instructions[instruction].warp_cycles[static_cast<int>(state)] += cycles;
-    };
   }
   if (params_.l2.start == "footprint") warm_l2(reader, kernel);
   run.start = current_cycle();
-  // A CTA's place in run.ctas, by CTA index.
-  std::unordered_map<std::uint64_t, std::size_t> cta_spans;
   for (std::uint32_t i = 0; i < u.sms.size(); ++i) {
     u.sms[i]->begin_kernel(ctx);
-    SmHooks sm_hooks = hooks;
-    if (options.record_ctas)
-      sm_hooks.on_cta = [&run, &cta_spans, i](std::uint64_t cta, bool started, Cycle cycle) {
-        if (started) {
-          cta_spans[cta] = run.ctas.size();
-          run.ctas.push_back(KernelRun::CtaSpan{cta, i, cycle - run.start, 0});
-        } else {
-          run.ctas[cta_spans.at(cta)].end = cycle - run.start;
+    SeenBySm& by_sm = seen[i];
+    SmHooks hooks;
+    if (options.check_atomics)
+      hooks.on_atomic = [&by_sm](const trace::StaticInst& s, std::uint32_t active_mask, const SmHooks::Lanes& address,
+                                 const SmHooks::Lanes& value) {
+        for (std::uint32_t m = active_mask; m; m &= m - 1) {
+          const int lane = std::countr_zero(m);
+          by_sm.atomics.push_back({&s, address[lane], value[lane]});
         }
       };
-    u.sms[i]->set_hooks(std::move(sm_hooks));
+    if (options.profile_instructions)
+      hooks.on_warp_cycles = [&by_sm](std::uint32_t instruction, model::WarpState state, Cycle cycles) {
+        by_sm.warp_cycles.push_back({instruction, state, cycles});
+      };
+    if (options.record_ctas)
+      hooks.on_cta = [&by_sm, &run, i](std::uint64_t cta, bool started, Cycle cycle) {
+        if (started) {
+          by_sm.cta_places[cta] = by_sm.ctas.size();
+          by_sm.ctas.push_back(KernelRun::CtaSpan{cta, i, cycle - run.start, 0});
+        } else {
+          by_sm.ctas[by_sm.cta_places.at(cta)].end = cycle - run.start;
+        }
+      };
+    u.sms[i]->set_hooks(std::move(hooks));
   }
   auto before = stats_.snapshot();
   u.dispatcher->begin_kernel(info.grid.count(), run.ctas_per_sm, info.warps_per_cta(), info.cta_order);
@@ -255,6 +289,7 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
     // end), but returns at once when the next event lies beyond the slice: a
     // slice always reaches the next pending event.
     sc_core::sc_start(std::max(slice, sc_core::sc_time_to_pending_activity()), sc_core::SC_EXIT_ON_STARVATION);
+    fold_seen();
     for (auto& sm : u.sms)
       if (!sm->error().empty()) throw trace::TraceError(sm->error());
     auto t = clock::now();
@@ -285,6 +320,11 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
         run.instructions[i].waits_on.push_back(info.program[producer].pc);
   }
   for (auto& sm : u.sms) sm->set_hooks({});  // they hold references into this call
+  if (options.record_ctas) {
+    for (SeenBySm& by_sm : seen) run.ctas.insert(run.ctas.end(), by_sm.ctas.begin(), by_sm.ctas.end());
+    std::stable_sort(run.ctas.begin(), run.ctas.end(),
+                     [](const KernelRun::CtaSpan& a, const KernelRun::CtaSpan& b) { return a.start < b.start; });
+  }
   if (options.check_atomics) {
     run.check = check_atomics();
     run.checked = true;

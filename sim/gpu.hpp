@@ -68,6 +68,7 @@ struct RunOptions {
   bool profile_instructions = false;
   bool record_ctas = false;
   bool progress = true;
+  unsigned threads = 1;  // threads evaluating the units of a cycle; results do not depend on it
   std::string label;  // shown in progress lines
   std::string counters;  // a capture's counters.json: measured costs of the kernel's instructions (empty: none)
 };

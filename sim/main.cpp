@@ -43,6 +43,9 @@ int sc_main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   run->add_flag("--ctas", sim.record_ctas, "every CTA's SM, start and end cycle in the JSON (docs/output-schema.md)");
   run->add_flag("--quiet,-q", quiet, "no progress lines");
+  run->add_option("--threads", sim.threads,
+                  "threads evaluating the units of a cycle (0: one per core); the results do not depend on it")
+      ->check(CLI::Range(0u, 1024u));
 
   CompareOptions cmp;
   auto* compare = app.add_subcommand("compare", "simulate kernels captured on a GPU and compare with their measurements");
@@ -65,6 +68,9 @@ int sc_main(int argc, char** argv) {
                     "(for captures whose traces are not kept); no per-instruction view");
   bool compare_quiet = false;
   compare->add_flag("--quiet,-q", compare_quiet, "no progress lines");
+  compare->add_option("--threads", cmp.simulate.threads,
+                      "threads evaluating each simulation's cycles (0: one per core); the results do not depend on it")
+      ->check(CLI::Range(0u, 1024u));
 
   auto* gen = app.add_subcommand("gen", "generate traces without a GPU");
   gen->require_subcommand(1);

@@ -25,6 +25,7 @@ std::vector<KernelRun> simulate_trace(const GpuParams& params, const std::string
     ro.progress = options.progress;
     ro.profile_instructions = options.profile_instructions;
     ro.record_ctas = options.record_ctas;
+    ro.threads = options.threads;
     if (k == 0) ro.counters = options.counters;
     ro.label = fmt::format("[{}]", params.name);
     runs.push_back(gpu.run_kernel(reader, k, ro));

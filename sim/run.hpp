@@ -19,6 +19,7 @@ struct SimulateOptions {
   bool profile_instructions = false;  // warp-cycles by state per instruction in the results
   bool record_ctas = false;           // every CTA's SM and span in the results
   std::string counters;               // a capture's counters.json for the trace's first kernel (empty: none)
+  unsigned threads = 1;               // threads evaluating a cycle's units (RunOptions::threads)
 };
 
 // Runs every kernel of a trace on one GPU configuration.

@@ -50,7 +50,7 @@ MemPacket one_lane_reduction(LaneOpPool& pool, std::uint64_t line, std::uint16_t
   r.source = sm;
   r.atomic_op = trace::AtomicOp::Add;
   r.atomic_type = trace::DataType::U32;
-  r.ops = pool.acquire();
+  r.ops = pool.acquire(0);
   pool.ops(r.ops)[0] = LaneOp{line, 1, 1};
   r.op_count = 1;
   return r;
@@ -68,7 +68,7 @@ struct SliceBench {
   }
   StatRegistry stats;
   AddressMap map;
-  LaneOpPool pool;
+  LaneOpPool pool{1};
   L2Slice slice;
   Dram dram;
   Source<MemPacket> source{"source"};
@@ -92,7 +92,7 @@ struct L1Bench {
   }
   StatRegistry stats;
   AddressMap map;
-  LaneOpPool pool;
+  LaneOpPool pool{1};
   L1 l1;
   Source<LsuOp> warps{"warps"};
   Source<KernelEnd> end{"end"};
@@ -253,7 +253,7 @@ TEST_CASE("L2 slice: miss to DRAM, ROP throughput, same-address serialization th
     MemPacket r = packet(MemPacket::Kind::Reduction, line);
     r.atomic_op = trace::AtomicOp::Add;
     r.atomic_type = trace::DataType::F32;
-    r.ops = pool.acquire();
+    r.ops = pool.acquire(0);
     pool.ops(r.ops)[0] = LaneOp{line + 4u * i, f32(float(i + 1)), 1};
     r.op_count = 1;
     source.schedule(100, r);
@@ -262,7 +262,7 @@ TEST_CASE("L2 slice: miss to DRAM, ROP throughput, same-address serialization th
     MemPacket same = packet(MemPacket::Kind::Reduction, line);
     same.atomic_op = trace::AtomicOp::Add;
     same.atomic_type = trace::DataType::F32;
-    same.ops = pool.acquire();
+    same.ops = pool.acquire(0);
     pool.ops(same.ops)[0] = LaneOp{line, f32(0.5f), 1};
     same.op_count = 1;
     source.schedule(200, same);
@@ -272,7 +272,7 @@ TEST_CASE("L2 slice: miss to DRAM, ROP throughput, same-address serialization th
   other.atomic_op = trace::AtomicOp::Add;
   other.atomic_type = trace::DataType::F32;
   other.request = 7;
-  other.ops = pool.acquire();
+  other.ops = pool.acquire(0);
   pool.ops(other.ops)[0] = LaneOp{line + 32, f32(2.0f), 1};
   other.op_count = 1;
   source.schedule(200, other);
@@ -281,7 +281,7 @@ TEST_CASE("L2 slice: miss to DRAM, ROP throughput, same-address serialization th
     MemPacket r = packet(MemPacket::Kind::Reduction, line);
     r.atomic_op = trace::AtomicOp::Add;
     r.atomic_type = trace::DataType::F32;
-    r.ops = pool.acquire();
+    r.ops = pool.acquire(0);
     for (int w = 0; w < words; ++w) pool.ops(r.ops)[w] = LaneOp{line + 64 + 4u * w, f32(1.0f), 1};
     r.op_count = static_cast<std::uint16_t>(words);
     source.schedule(words == 1 ? 400 : 500, r);
@@ -294,7 +294,7 @@ TEST_CASE("L2 slice: miss to DRAM, ROP throughput, same-address serialization th
     atom.atomic_op = trace::AtomicOp::Add;
     atom.atomic_type = trace::DataType::U32;
     atom.request = 8 + k;
-    atom.ops = pool.acquire();
+    atom.ops = pool.acquire(0);
     pool.ops(atom.ops)[0] = LaneOp{line + 96 + 4u * k, 1, 1};
     atom.op_count = 1;
     source.schedule(600, atom);
@@ -345,7 +345,7 @@ TEST_CASE("L2 slice: each atomic request costs the unit its sectors and the requ
       MemPacket r = packet(MemPacket::Kind::Reduction, 0x1000);
       r.atomic_op = trace::AtomicOp::Add;
       r.atomic_type = trace::DataType::U32;
-      r.ops = pool.acquire();
+      r.ops = pool.acquire(0);
       pool.ops(r.ops)[0] = LaneOp{0x1000u + 4u * i, 1, 1};
       r.op_count = 1;
       return r;
@@ -808,7 +808,7 @@ TEST_CASE("L1: RED requests and sectors per instruction match the H100 on every 
     StatRegistry stats;
     L2Params l2;
     AddressMap map(l2.address_map());
-    LaneOpPool pool;
+    LaneOpPool pool{1};
     L1Params p;
     L1 l1("l1", p, 0, 1, map, pool, stats);
     Source<LsuOp> warps("warps");

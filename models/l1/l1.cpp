@@ -119,7 +119,7 @@ void L1::attach_values(const LsuOp& op, MemPacket& p) {
     const int lane = std::countr_zero(m);
     if (map_.line_of(op.address[lane]) != p.line) continue;
     if (!ops) {
-      p.ops = pool_.acquire();
+      p.ops = pool_.acquire(sm_);
       ops = pool_.ops(p.ops);
     }
     ops[p.op_count++] = LaneOp{op.address[lane], op.value[lane], 1};
@@ -212,7 +212,7 @@ void L1::send_evicted(const BufferedUpdate& update) {
   p.request = kFlushRequest;
   p.atomic_op = update.kind;
   p.atomic_type = update.type;
-  p.ops = pool_.acquire();
+  p.ops = pool_.acquire(sm_);
   pool_.ops(p.ops)[0] = update.op;
   p.op_count = 1;
   p.sector_mask = static_cast<std::uint8_t>(1u << ((update.op.address - p.line) / params_.sector_bytes));
@@ -289,7 +289,7 @@ void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
     p.line = line;
     p.atomic_op = op.atomic_op;
     p.atomic_type = op.atomic_type;
-    p.ops = pool_.acquire();
+    p.ops = pool_.acquire(sm_);
     LaneOp* ops = pool_.ops(p.ops);
     std::uint32_t op_count = 0;
     std::uint64_t sector_mask = 0;

@@ -925,7 +925,7 @@ void Sm::evaluate() {
     if (next != kNever) wake_at(std::max(next, now + 1));
   } catch (const trace::TraceError& e) {
     error_ = e.what();
-    sc_core::sc_stop();
+    request_stop();
   }
 }
 

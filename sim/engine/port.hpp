@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cstdint>
 #include <stdexcept>
@@ -57,36 +58,52 @@ class RingBuffer {
 };
 
 // For units with many inputs: the inputs holding messages, so that an
-// evaluation visits those instead of scanning every port.
+// evaluation visits those instead of scanning every port. Kept as bits, so
+// that the order inputs were marked in (which depends on the order their
+// senders' messages were applied) never matters.
 class ActiveInputs {
  public:
-  explicit ActiveInputs(std::size_t inputs = 0) : member_(inputs, 0) {}
+  explicit ActiveInputs(std::size_t inputs = 0)
+      : words_((inputs + 63) / 64, 0), inputs_(static_cast<std::uint32_t>(inputs)) {}
   void mark(std::uint32_t id) {
-    if (!member_[id]) {
-      member_[id] = 1;
-      ids_.push_back(id);
-    }
+    std::uint64_t& word = words_[id >> 6];
+    const std::uint64_t bit = std::uint64_t(1) << (id & 63);
+    active_ += (word & bit) == 0;
+    word |= bit;
   }
-  // Visits the active inputs, starting one further along at each call so that
-  // no input is always served first; `still_active(id)` says whether to keep each.
+  // Visits the active inputs in index order, starting one input further along
+  // at each call so that no input is always served first; `still_active(id)`
+  // says whether to keep each.
   template <class Visit>
   void visit(Visit still_active) {
-    // One place a call, so that each input in turn is first (a growing step
-    // would start only from the residues of its running sum).
-    if (ids_.size() > 1) std::rotate(ids_.begin(), ids_.begin() + 1, ids_.end());
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < ids_.size(); ++i) {
-      std::uint32_t id = ids_[i];
-      if (still_active(id)) ids_[kept++] = id;
-      else member_[id] = 0;
-    }
-    ids_.resize(kept);
+    if (active_ == 0) return;
+    start_ = start_ + 1 == inputs_ ? 0 : start_ + 1;
+    visit_range(start_, inputs_, still_active);
+    visit_range(0, start_, still_active);
   }
-  bool empty() const { return ids_.empty(); }
+  bool empty() const { return active_ == 0; }
 
  private:
-  std::vector<char> member_;
-  std::vector<std::uint32_t> ids_;
+  template <class Visit>
+  void visit_range(std::uint32_t from, std::uint32_t to, Visit& still_active) {
+    if (from >= to) return;
+    for (std::uint32_t w = from >> 6, last = (to - 1) >> 6; w <= last; ++w) {
+      std::uint64_t bits = words_[w];
+      if (w == from >> 6) bits &= ~std::uint64_t(0) << (from & 63);
+      if (const std::uint32_t end = to - (w << 6); w == last && end < 64) bits &= (std::uint64_t(1) << end) - 1;
+      for (; bits; bits &= bits - 1) {
+        const std::uint32_t id = (w << 6) + static_cast<std::uint32_t>(std::countr_zero(bits));
+        if (!still_active(id)) {
+          words_[w] &= ~(std::uint64_t(1) << (id & 63));
+          --active_;
+        }
+      }
+    }
+  }
+  std::vector<std::uint64_t> words_;
+  std::uint32_t inputs_ = 0;
+  std::uint32_t start_ = 0;
+  std::uint32_t active_ = 0;
 };
 
 // Flow control of one link, kept with the sender so that it never reads the
@@ -102,8 +119,10 @@ struct LinkCredits {
 template <class Msg>
 std::uint32_t flits_of(const Msg& msg) { return msg.flits(); }
 
+// A receiver frees buffer space as it takes messages; the sender learns of it
+// (the credit) at the end of the cycle, whichever of the two ran first in it.
 template <class Msg>
-class InPort final : public MessageBuffer {
+class InPort final : public MessageBuffer, public CycleEndEffect {
  public:
   struct Entry {
     Cycle ready = 0;
@@ -137,11 +156,15 @@ class InPort final : public MessageBuffer {
     occupied_flits_ -= flits;
     buffer_.pop_front();
     head_ready_ = buffer_.empty() ? kNever : buffer_.front().ready;
-    ++credits_->messages;
-    credits_->flits += flits;
+    freed_flits_ += flits;
+    if (++freed_messages_ == 1) defer_to_cycle_end(*this, 0);
+  }
+  void apply_at_cycle_end(std::uint64_t) override {
+    credits_->messages += std::exchange(freed_messages_, 0);
+    credits_->flits += std::exchange(freed_flits_, 0);
     if (sender_ && credits_->wake_sender) {
       credits_->wake_sender = false;
-      sender_->wake_at(now + 1);
+      sender_->wake_at(Unit::now() + 1);
     }
   }
 
@@ -197,14 +220,18 @@ class InPort final : public MessageBuffer {
   std::uint32_t activity_id_ = 0;
   LinkCredits unbound_credits_;
   LinkCredits* credits_ = &unbound_credits_;  // lives with the sender once bound
+  std::uint32_t freed_messages_ = 0;  // this cycle's, credited at its end
+  std::uint32_t freed_flits_ = 0;
   Cycle last_change_ = 0;
   Cycle full_since_ = kNever;
   std::uint64_t level_integral_ = 0;
   std::uint64_t full_cycles_ = 0;
 };
 
+// What a sender sends in a cycle reaches the receiver's buffer at the end of
+// that cycle (it can be taken no sooner than the link's latency anyway).
 template <class Msg>
-class OutPort {
+class OutPort final : public CycleEndEffect {
  public:
   explicit OutPort(Unit& owner) : owner_(owner) {}
 
@@ -229,8 +256,13 @@ class OutPort {
     }
     ++sent_messages_;
     sent_flits_ += flits;
-    peer_->deliver(std::move(msg), Unit::now() + latency_ + extra_delay);
+    staged_.push_back(Entry{Unit::now() + latency_ + extra_delay, std::move(msg)});
+    if (staged_.size() == 1) defer_to_cycle_end(*this, 0);
     return true;
+  }
+  void apply_at_cycle_end(std::uint64_t) override {
+    for (Entry& e : staged_) peer_->deliver(std::move(e.msg), e.ready);
+    staged_.clear();
   }
   // Whether the receiver's buffer (buffered plus in flight) has room, from
   // what was sent and what the receiver has credited back.
@@ -263,6 +295,8 @@ class OutPort {
   std::uint64_t sent_flits_ = 0;
   LinkCredits own_credits_;
   LinkCredits* credits_ = &own_credits_;
+  using Entry = typename InPort<Msg>::Entry;
+  std::vector<Entry> staged_;  // sent this cycle, in order
 };
 
 // A pipelined resource that accepts work at a fixed rate (e.g. one request per

@@ -3,15 +3,23 @@
 // tick idly: they ask to be woken at a future cycle (a timer of their own) and
 // are woken by their input ports when a message arrives. Wake-ups go through
 // one calendar per simulation (a SystemC process driven by one event), which
-// keeps scheduling O(1) however many units are busy in a cycle; units due in
-// the same cycle run in the order they asked, so runs are reproducible.
+// keeps scheduling O(1) however many units are busy in a cycle.
+//
+// Units due in one cycle see each other only as the cycle began: what an
+// evaluation does to another unit (a message sent, buffer space freed, a
+// shared slot given back) is staged and applied once every unit due has run.
+// The order units run in within a cycle therefore cannot change a result, and
+// the calendar may run them on several threads (set_evaluation_threads) with
+// results bit-identical to one thread's.
 #pragma once
 
 #include <systemc>
 
 #include <cstdint>
+#include <exception>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace atomsim {
@@ -32,6 +40,43 @@ extern Cycle evaluation_cycle;
 }  // namespace detail
 
 class WakeCalendar;
+class Unit;
+
+// Something an evaluation changes in another unit's state, applied at the end
+// of the cycle (after every unit due has run) on the calendar's thread.
+class CycleEndEffect {
+ public:
+  // `value` is what defer_to_cycle_end was given.
+  virtual void apply_at_cycle_end(std::uint64_t value) = 0;
+
+ protected:
+  ~CycleEndEffect() = default;
+};
+
+namespace detail {
+// What this thread's evaluations staged; null outside an evaluation, where
+// effects apply at once (set-up code and tests drive ports directly).
+struct StagedEffects {
+  std::vector<std::pair<CycleEndEffect*, std::uint64_t>> effects;
+  std::vector<Unit*> wakes;
+  std::vector<std::pair<std::uint32_t, std::exception_ptr>> failures;  // unit order, what it threw
+};
+extern thread_local StagedEffects* staged_effects;
+}  // namespace detail
+
+// Applies `effect` with `value` at the end of the current cycle when called
+// from an evaluation, at once otherwise.
+inline void defer_to_cycle_end(CycleEndEffect& effect, std::uint64_t value) {
+  if (detail::StagedEffects* staged = detail::staged_effects) staged->effects.emplace_back(&effect, value);
+  else effect.apply_at_cycle_end(value);
+}
+
+// Threads that evaluate the units due in a cycle (1: the calendar's own).
+// Results do not depend on it.
+void set_evaluation_threads(unsigned threads);
+// Stops the simulation at the end of the current cycle (SystemC's sc_stop may
+// be called only from the calendar's thread).
+void request_stop();
 
 // What a unit's input buffer says about the messages it holds, for the
 // deadlock report (the ports themselves are typed by message; see port.hpp).
@@ -67,6 +112,7 @@ class Unit : public sc_core::sc_module {
   friend class WakeCalendar;
   WakeCalendar& calendar_;
   Cycle pending_wake_ = kNever;
+  std::uint32_t order_;  // construction order: whose error is reported when several units fail in one cycle
   std::vector<const MessageBuffer*> inputs_;
 };
 
