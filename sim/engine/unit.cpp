@@ -172,6 +172,7 @@ class WakeCalendar : public sc_core::sc_module {
   // Rounds smaller than this run on the calendar's thread alone: handing a
   // few units to other threads costs more than it saves.
   static constexpr std::size_t kSmallestSharedRound = 6;
+  static constexpr std::size_t kWideUnitInputs = 16;
 
   void place(Unit& unit, Cycle cycle, Cycle now) {
     if (cycle - now < kWindow) {
@@ -248,12 +249,16 @@ class WakeCalendar : public sc_core::sc_module {
     std::size_t taken = 0;
     while (taken < bucket.size()) {  // a round may ask for more in this cycle
       round_.clear();
+      std::size_t wide = 0;
       for (; taken < bucket.size(); ++taken) {
         Unit* unit = bucket[taken];
         --in_buckets_;
         if (unit->pending_wake_ != now) continue;
         unit->pending_wake_ = kNever;
         round_.push_back(unit);
+        // Units with many inputs (crossbars) take longest: they go first, so
+        // that the others fill the threads while they run.
+        if (unit->inputs_.size() >= kWideUnitInputs) std::swap(round_[wide++], round_.back());
       }
       evaluate_round();
       apply_staged(now);
