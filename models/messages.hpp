@@ -118,7 +118,9 @@ class LaneOpPool final : public CycleEndEffect {
     const std::uint32_t slot = handle & kSlotMask;
     return shelves_[handle >> kSlotBits].chunks[slot / kChunkSlots][slot % kChunkSlots].data();
   }
-  void release(std::uint32_t handle) { defer_to_cycle_end(*this, handle); }
+  // The unit that acquires from `owner`'s shelf, whose thread takes back its slots.
+  void set_owner_unit(std::uint32_t owner, const Unit& unit) { shelves_[owner].unit = &unit; }
+  void release(std::uint32_t handle) { defer_to_cycle_end(*this, handle, shelves_[handle >> kSlotBits].unit); }
   void apply_at_cycle_end(std::uint64_t handle) override {
     shelves_[handle >> kSlotBits].free.push_back(static_cast<std::uint32_t>(handle) & kSlotMask);
   }
@@ -131,6 +133,7 @@ class LaneOpPool final : public CycleEndEffect {
     std::array<std::unique_ptr<Slot[]>, kChunks> chunks;  // fixed, so that readers never see it move
     std::uint32_t slots = 0;
     std::vector<std::uint32_t> free;
+    const Unit* unit = nullptr;
   };
   std::vector<Shelf> shelves_;
 };

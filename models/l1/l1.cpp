@@ -16,6 +16,7 @@ L1::L1(const sc_core::sc_module_name& name, const L1Params& p, std::uint16_t sm,
       to_sm_(*this), to_l2_(*this), from_l2_(*this, 1024), kernel_end_(*this, 4), pipeline_(p.sectors_per_cycle),
       inflight_(p.max_inflight_instructions), writes_complete_when_sent_(p.writes_held_until == "sent") {
   if (p.atomic_buffer) atomic_buffer_.emplace(p.atomic_buffer_entries);
+  pool.set_owner_unit(sm, *this);
   StatGroup& g = stats.group("l1", basename());
   for (std::uint32_t s = 0; s < subcores; ++s) {
     lg_queues_.push_back(std::make_unique<InPort<LsuOp>>(*this, p.lg_queue_depth));

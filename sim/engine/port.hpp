@@ -144,6 +144,7 @@ class InPort final : public MessageBuffer, public CycleEndEffect {
   Cycle oldest_arrival() const override { return buffer_.empty() ? kNever : buffer_.front().ready; }
   std::uint32_t occupied_flits() const override { return occupied_flits_; }
   std::uint32_t max_messages() const { return max_messages_; }
+  const Unit& owner() const { return owner_; }
   bool ready(Cycle now) const { return head_ready_ <= now; }
   Cycle next_ready() const { return head_ready_; }
   bool empty() const { return buffer_.empty(); }
@@ -157,7 +158,7 @@ class InPort final : public MessageBuffer, public CycleEndEffect {
     buffer_.pop_front();
     head_ready_ = buffer_.empty() ? kNever : buffer_.front().ready;
     freed_flits_ += flits;
-    if (++freed_messages_ == 1) defer_to_cycle_end(*this, 0);
+    if (++freed_messages_ == 1) defer_to_cycle_end(*this, 0, sender_ ? sender_ : &owner_);
   }
   void apply_at_cycle_end(std::uint64_t) override {
     credits_->messages += std::exchange(freed_messages_, 0);
@@ -257,7 +258,7 @@ class OutPort final : public CycleEndEffect {
     ++sent_messages_;
     sent_flits_ += flits;
     staged_.push_back(Entry{Unit::now() + latency_ + extra_delay, std::move(msg)});
-    if (staged_.size() == 1) defer_to_cycle_end(*this, 0);
+    if (staged_.size() == 1) defer_to_cycle_end(*this, 0, &peer_->owner());
     return true;
   }
   void apply_at_cycle_end(std::uint64_t) override {

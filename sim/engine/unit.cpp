@@ -19,97 +19,74 @@ namespace {
 
 std::atomic<bool> stop_requested{false};
 
-// Helper threads that evaluate a round's units beside the calendar's thread,
-// one pool per process (SystemC runs one simulation per process at a time).
-// A round hands out its units one at a time through one ticket that holds the
-// round's number, its unit count and the next unit's place: a helper can take
-// a unit only with a ticket of the round in progress, so one that comes late
-// never takes a unit of a later round.
+// Helper threads that work beside the calendar's thread, one pool per process
+// (SystemC runs one simulation per process at a time). Each step runs a job
+// once on every thread and returns when all have finished it.
 class EvaluationWorkers {
-  static constexpr unsigned kFieldBits = 20;
-
  public:
-  using Evaluate = void (*)(Unit*);
-  static constexpr std::size_t kMaxRound = (std::size_t(1) << kFieldBits) - 1;
+  using Job = void (*)(void* context, unsigned thread);
 
   explicit EvaluationWorkers(unsigned helpers) : staged_(helpers + 1) {
+    for (auto& s : staged_) s.effects_for.resize(helpers + 1);
     for (unsigned t = 0; t < helpers; ++t) threads_.emplace_back([this, t] { serve(t + 1); });
   }
   ~EvaluationWorkers() {
     stopping_ = true;
-    ticket_.fetch_add(kRound);
-    ticket_.notify_all();
+    generation_.fetch_add(1);
+    generation_.notify_all();
     for (std::thread& t : threads_) t.join();
   }
   unsigned threads() const { return static_cast<unsigned>(threads_.size() + 1); }
   std::vector<detail::StagedEffects>& staged() { return staged_; }
 
-  // Evaluates units[0..n) on every thread; returns once all have run.
-  void run(Unit* const* units, std::size_t n, Evaluate evaluate) {
-    units_ = units;
-    evaluate_ = evaluate;
-    remaining_.store(n, std::memory_order_relaxed);
-    const std::uint64_t round = (ticket_.load(std::memory_order_relaxed) & kRoundMask) + kRound;
-    ticket_.store(round | std::uint64_t(n) << kFieldBits);
-    if (sleepers_.load() > 0) ticket_.notify_all();
-    take_units(round, 0);
+  void run_on_all(Job job, void* context) {
+    job_ = job;
+    context_ = context;
+    remaining_.store(static_cast<unsigned>(threads_.size()), std::memory_order_relaxed);
+    generation_.fetch_add(1);
+    if (sleepers_.load() > 0) generation_.notify_all();
+    job(context, 0);
     while (remaining_.load(std::memory_order_acquire) != 0) pause();
   }
 
  private:
-  static constexpr std::uint64_t kFieldMask = (std::uint64_t(1) << kFieldBits) - 1;
-  static constexpr std::uint64_t kRound = std::uint64_t(1) << (2 * kFieldBits);
-  static constexpr std::uint64_t kRoundMask = ~(kRound - 1);
-
   static void pause() {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
   }
 
-  void take_units(std::uint64_t round, unsigned thread) {
-    detail::staged_effects = &staged_[thread];
-    std::uint64_t t = ticket_.load(std::memory_order_acquire);
-    for (;;) {
-      if ((t & kRoundMask) != round || (t & kFieldMask) >= (t >> kFieldBits & kFieldMask)) break;
-      if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel)) continue;
-      evaluate_(units_[t & kFieldMask]);
-      remaining_.fetch_sub(1, std::memory_order_release);
-      t = ticket_.load(std::memory_order_acquire);
-    }
-    detail::staged_effects = nullptr;
-  }
-
   void serve(unsigned thread) {
     std::uint64_t seen = 0;
     for (;;) {
-      std::uint64_t t = ticket_.load(std::memory_order_acquire);
-      // Rounds follow each other within microseconds while a kernel runs;
+      std::uint64_t g = generation_.load(std::memory_order_acquire);
+      // Steps follow each other within microseconds while a kernel runs;
       // between kernels a helper sleeps.
-      for (int spins = 0; (t & kRoundMask) == seen && spins < 20000; ++spins) {
+      for (int spins = 0; g == seen && spins < 20000; ++spins) {
         pause();
-        t = ticket_.load(std::memory_order_acquire);
+        g = generation_.load(std::memory_order_acquire);
       }
-      if ((t & kRoundMask) == seen) {
+      if (g == seen) {
         ++sleepers_;
-        ticket_.wait(t);
+        generation_.wait(g);
         --sleepers_;
         continue;
       }
       if (stopping_) return;
-      seen = t & kRoundMask;
-      take_units(seen, thread);
+      seen = g;
+      job_(context_, thread);
+      remaining_.fetch_sub(1, std::memory_order_release);
     }
   }
 
   std::vector<detail::StagedEffects> staged_;  // one per thread; the calendar's is [0]
   std::vector<std::thread> threads_;
-  std::atomic<std::uint64_t> ticket_{0};
-  std::atomic<std::size_t> remaining_{0};
+  std::atomic<std::uint64_t> generation_{0};
+  std::atomic<unsigned> remaining_{0};
   std::atomic<unsigned> sleepers_{0};
   std::atomic<bool> stopping_{false};
-  Unit* const* units_ = nullptr;
-  Evaluate evaluate_ = nullptr;
+  Job job_ = nullptr;
+  void* context_ = nullptr;
 };
 
 unsigned requested_threads = 1;
@@ -125,14 +102,14 @@ EvaluationWorkers& evaluation_workers() {
 
 }  // namespace
 
-void set_evaluation_threads(unsigned threads) { requested_threads = std::max(1u, threads); }
 void request_stop() { stop_requested = true; }
 
 // Units due per cycle: a ring of buckets for the next kWindow cycles, a map
 // beyond. Entries whose unit has since asked for an earlier cycle are skipped.
-// A cycle runs in rounds: every unit due is evaluated (on as many threads as
-// asked), then what their evaluations staged is applied; a unit that asked to
-// run again in the same cycle does so in the next round.
+// A cycle runs in rounds. In a round every unit due is evaluated, each on its
+// own thread (a unit keeps its thread, and so its state stays in that core's
+// caches), then each thread applies what the round's evaluations did to its
+// units; a unit that asked to run again in the same cycle does so in the next round.
 class WakeCalendar : public sc_core::sc_module {
  public:
   explicit WakeCalendar(const sc_core::sc_module_name& name) : sc_core::sc_module(name), buckets_(kWindow) {
@@ -143,17 +120,26 @@ class WakeCalendar : public sc_core::sc_module {
     sc_core::sc_spawn([this] { run(); }, sc_core::sc_gen_unique_name("run"), &options);
   }
 
+  // The current simulation context's calendar, if it has one yet.
+  static WakeCalendar* existing() { return context_ == sc_core::sc_get_curr_simcontext() ? current_ : nullptr; }
   static WakeCalendar& current() {
-    static sc_core::sc_simcontext* context = nullptr;
-    static WakeCalendar* calendar = nullptr;
-    if (context != sc_core::sc_get_curr_simcontext()) {
-      context = sc_core::sc_get_curr_simcontext();
-      calendar = new WakeCalendar("wake_calendar");  // lives as long as its (leaked) context
+    if (context_ != sc_core::sc_get_curr_simcontext()) {
+      context_ = sc_core::sc_get_curr_simcontext();
+      current_ = new WakeCalendar("wake_calendar");  // lives as long as its (leaked) context
     }
-    return *calendar;
+    return *current_;
   }
 
-  std::uint32_t next_unit_order() { return units_++; }
+  void add(Unit& unit) {
+    unit.order_ = static_cast<std::uint32_t>(units_.size());
+    unit.thread_ = unit.order_ % requested_threads;
+    units_.push_back(&unit);
+  }
+  void remove(const Unit& unit) { units_[unit.order_] = nullptr; }
+  void assign_threads(unsigned threads) {
+    for (Unit* unit : units_)
+      if (unit) unit->thread_ = unit->order_ % threads;
+  }
 
   void schedule(Unit& unit, Cycle cycle) {
     // Inside an evaluation the cycle is known without asking SystemC.
@@ -161,8 +147,8 @@ class WakeCalendar : public sc_core::sc_module {
     if (cycle < now) cycle = now;
     if (cycle >= unit.pending_wake_) return;
     unit.pending_wake_ = cycle;
-    // Only the unit itself asks from inside its evaluation; the calendar
-    // files the request once the round is over.
+    // Asked from inside a round (by the unit itself, or by what is applied to
+    // it on its thread): the calendar files the request once the round is over.
     if (detail::StagedEffects* staged = detail::staged_effects) staged->wakes.push_back(&unit);
     else place(unit, cycle, now);
   }
@@ -172,7 +158,6 @@ class WakeCalendar : public sc_core::sc_module {
   // Rounds smaller than this run on the calendar's thread alone: handing a
   // few units to other threads costs more than it saves.
   static constexpr std::size_t kSmallestSharedRound = 6;
-  static constexpr std::size_t kWideUnitInputs = 16;
 
   void place(Unit& unit, Cycle cycle, Cycle now) {
     if (cycle - now < kWindow) {
@@ -187,47 +172,54 @@ class WakeCalendar : public sc_core::sc_module {
                               : sc_core::sc_time::from_value((cycle - now) * kPicosecondsPerCycle));
   }
 
-  static void evaluate_one(Unit* unit) {
-    try {
-      unit->evaluate();
-    } catch (...) {
-      detail::staged_effects->failures.emplace_back(unit->order_, std::current_exception());
+  // Thread `thread`'s part of a round: its units' evaluations...
+  static void evaluate_part(void* context, unsigned thread) {
+    auto& calendar = *static_cast<WakeCalendar*>(context);
+    EvaluationWorkers& workers = *calendar.workers_;
+    detail::staged_effects = &workers.staged()[thread];
+    for (Unit* unit : calendar.parts_[thread]) {
+      try {
+        unit->evaluate();
+      } catch (...) {
+        detail::staged_effects->failures.emplace_back(unit->order_, std::current_exception());
+      }
     }
+    detail::staged_effects = nullptr;
+  }
+  // ...then what every thread's evaluations did to its units.
+  static void apply_part(void* context, unsigned thread) {
+    auto& calendar = *static_cast<WakeCalendar*>(context);
+    std::vector<detail::StagedEffects>& staged = calendar.workers_->staged();
+    detail::staged_effects = &staged[thread];
+    for (detail::StagedEffects& from : staged) {
+      for (auto& [effect, value] : from.effects_for[thread]) effect->apply_at_cycle_end(value);
+      from.effects_for[thread].clear();
+    }
+    detail::staged_effects = nullptr;
   }
 
-  void evaluate_round() {
-    EvaluationWorkers& workers = evaluation_workers();
-    if (workers.threads() > 1 && round_.size() >= kSmallestSharedRound && round_.size() <= EvaluationWorkers::kMaxRound) {
-      workers.run(round_.data(), round_.size(), &WakeCalendar::evaluate_one);
+  void run_round(Cycle now) {
+    const unsigned threads = workers_->threads();
+    if (threads > 1 && round_size_ >= kSmallestSharedRound) {
+      workers_->run_on_all(&WakeCalendar::evaluate_part, this);
+      workers_->run_on_all(&WakeCalendar::apply_part, this);
     } else {
-      detail::staged_effects = &workers.staged()[0];
-      for (Unit* unit : round_) evaluate_one(unit);
-      detail::staged_effects = nullptr;
+      for (unsigned t = 0; t < threads; ++t) evaluate_part(this, t);
+      for (unsigned t = 0; t < threads; ++t) apply_part(this, t);
     }
-  }
-
-  // Applies what the round's evaluations staged, thread by thread: messages
-  // into their receivers' buffers, credits to their senders, wake requests.
-  void apply_staged(Cycle now) {
-    for (detail::StagedEffects& staged : evaluation_workers().staged()) {
-      for (auto& [effect, value] : staged.effects) effect->apply_at_cycle_end(value);
-      staged.effects.clear();
+    for (auto& part : parts_) part.clear();
+    std::pair<std::uint32_t, std::exception_ptr> first_failure{UINT32_MAX, nullptr};
+    for (detail::StagedEffects& staged : workers_->staged()) {
       for (Unit* unit : staged.wakes)
         if (unit->pending_wake_ != kNever) place(*unit, unit->pending_wake_, now);
       staged.wakes.clear();
-    }
-  }
-
-  // What a round's evaluations threw: the first unit's, in construction
-  // order, whichever thread ran it.
-  void rethrow_first_failure() {
-    std::pair<std::uint32_t, std::exception_ptr> first{UINT32_MAX, nullptr};
-    for (detail::StagedEffects& staged : evaluation_workers().staged()) {
+      // What a round's evaluations threw: the first unit's, in construction
+      // order, whichever thread ran it.
       for (auto& failure : staged.failures)
-        if (failure.first < first.first) first = failure;
+        if (failure.first < first_failure.first) first_failure = failure;
       staged.failures.clear();
     }
-    if (first.second) std::rethrow_exception(first.second);
+    if (first_failure.second) std::rethrow_exception(first_failure.second);
   }
 
   void run() {
@@ -235,6 +227,11 @@ class WakeCalendar : public sc_core::sc_module {
     detail::evaluation_cycle = now;
     planned_ = kNever;
     running_ = now;
+    workers_ = &evaluation_workers();
+    if (parts_.size() != workers_->threads()) {
+      parts_.assign(workers_->threads(), {});
+      assign_threads(workers_->threads());
+    }
     // Far wakes that have come within the window join their buckets before
     // this cycle's bucket runs: the calendar may jump straight to a far wake,
     // which must run in that very cycle.
@@ -248,21 +245,16 @@ class WakeCalendar : public sc_core::sc_module {
     std::vector<Unit*>& bucket = buckets_[now % kWindow];
     std::size_t taken = 0;
     while (taken < bucket.size()) {  // a round may ask for more in this cycle
-      round_.clear();
-      std::size_t wide = 0;
+      round_size_ = 0;
       for (; taken < bucket.size(); ++taken) {
         Unit* unit = bucket[taken];
         --in_buckets_;
         if (unit->pending_wake_ != now) continue;
         unit->pending_wake_ = kNever;
-        round_.push_back(unit);
-        // Units with many inputs (crossbars) take longest: they go first, so
-        // that the others fill the threads while they run.
-        if (unit->inputs_.size() >= kWideUnitInputs) std::swap(round_[wide++], round_.back());
+        parts_[unit->thread_].push_back(unit);
+        ++round_size_;
       }
-      evaluate_round();
-      apply_staged(now);
-      rethrow_first_failure();
+      run_round(now);
       if (stop_requested.exchange(false)) {
         in_buckets_ -= bucket.size() - taken;
         bucket.clear();
@@ -285,18 +277,30 @@ class WakeCalendar : public sc_core::sc_module {
     tick_.notify(sc_core::sc_time::from_value((next - now) * kPicosecondsPerCycle));
   }
 
+  static inline sc_core::sc_simcontext* context_ = nullptr;
+  static inline WakeCalendar* current_ = nullptr;
   std::vector<std::vector<Unit*>> buckets_;
   std::map<Cycle, std::vector<Unit*>> far_;
-  std::vector<Unit*> round_;
+  std::vector<Unit*> units_;                // every unit, in construction order
+  std::vector<std::vector<Unit*>> parts_;   // this round's units, by thread
+  std::size_t round_size_ = 0;
+  EvaluationWorkers* workers_ = nullptr;
   std::size_t in_buckets_ = 0;
-  std::uint32_t units_ = 0;
   Cycle running_ = kNever;
   Cycle planned_ = kNever;
   sc_core::sc_event tick_;
 };
 
-Unit::Unit(const sc_core::sc_module_name& name)
-    : sc_core::sc_module(name), calendar_(WakeCalendar::current()), order_(calendar_.next_unit_order()) {}
+void set_evaluation_threads(unsigned threads) {
+  requested_threads = std::max(1u, threads);
+  if (WakeCalendar* calendar = WakeCalendar::existing()) calendar->assign_threads(requested_threads);
+}
+
+Unit::Unit(const sc_core::sc_module_name& name) : sc_core::sc_module(name), calendar_(WakeCalendar::current()) {
+  calendar_.add(*this);
+}
+
+Unit::~Unit() { calendar_.remove(*this); }
 
 void Unit::wake_at(Cycle cycle) { calendar_.schedule(*this, cycle); }
 

@@ -43,7 +43,8 @@ class WakeCalendar;
 class Unit;
 
 // Something an evaluation changes in another unit's state, applied at the end
-// of the cycle (after every unit due has run) on the calendar's thread.
+// of the cycle (after every unit due has run) by the thread that evaluates
+// the unit it changes, so that no two threads ever touch one unit's state.
 class CycleEndEffect {
  public:
   // `value` is what defer_to_cycle_end was given.
@@ -54,22 +55,16 @@ class CycleEndEffect {
 };
 
 namespace detail {
-// What this thread's evaluations staged; null outside an evaluation, where
-// effects apply at once (set-up code and tests drive ports directly).
+// What this thread's evaluations staged, by the thread that is to apply it;
+// null outside an evaluation, where effects apply at once (set-up code and
+// tests drive ports directly).
 struct StagedEffects {
-  std::vector<std::pair<CycleEndEffect*, std::uint64_t>> effects;
+  std::vector<std::vector<std::pair<CycleEndEffect*, std::uint64_t>>> effects_for;  // by applying thread
   std::vector<Unit*> wakes;
   std::vector<std::pair<std::uint32_t, std::exception_ptr>> failures;  // unit order, what it threw
 };
 extern thread_local StagedEffects* staged_effects;
 }  // namespace detail
-
-// Applies `effect` with `value` at the end of the current cycle when called
-// from an evaluation, at once otherwise.
-inline void defer_to_cycle_end(CycleEndEffect& effect, std::uint64_t value) {
-  if (detail::StagedEffects* staged = detail::staged_effects) staged->effects.emplace_back(&effect, value);
-  else effect.apply_at_cycle_end(value);
-}
 
 // Threads that evaluate the units due in a cycle (1: the calendar's own).
 // Results do not depend on it.
@@ -95,11 +90,15 @@ class MessageBuffer {
 class Unit : public sc_core::sc_module {
  public:
   explicit Unit(const sc_core::sc_module_name& name);
+  ~Unit() override;
 
   // Ensures evaluate() runs at `cycle` (or earlier). Cheap when already due sooner.
   void wake_at(Cycle cycle);
   // The current cycle, for use inside evaluate() (and the port operations it makes).
   static Cycle now() { return detail::evaluation_cycle; }
+
+  // The thread that evaluates this unit and applies what others do to it.
+  std::uint32_t thread() const { return thread_; }
 
   // Input buffers register themselves with the unit that owns them.
   void add_input(const MessageBuffer& buffer) { inputs_.push_back(&buffer); }
@@ -113,8 +112,19 @@ class Unit : public sc_core::sc_module {
   WakeCalendar& calendar_;
   Cycle pending_wake_ = kNever;
   std::uint32_t order_;  // construction order: whose error is reported when several units fail in one cycle
+  std::uint32_t thread_ = 0;
   std::vector<const MessageBuffer*> inputs_;
 };
+
+// Applies `effect` with `value` at the end of the current cycle, on the thread
+// of `changed` (the unit whose state it changes; null: the calendar's), when
+// called from an evaluation; at once otherwise.
+inline void defer_to_cycle_end(CycleEndEffect& effect, std::uint64_t value, const Unit* changed) {
+  if (detail::StagedEffects* staged = detail::staged_effects)
+    staged->effects_for[changed ? changed->thread() : 0].emplace_back(&effect, value);
+  else
+    effect.apply_at_cycle_end(value);
+}
 
 // When a simulation stops with work left: the units whose input buffers hold
 // the oldest waiting messages, oldest first (at most `units`), one line, e.g.
