@@ -104,20 +104,23 @@ EvaluationWorkers& evaluation_workers() {
 
 void request_stop() { stop_requested = true; }
 
-// Units due per cycle: a ring of buckets for the next kWindow cycles, a map
-// beyond. Entries whose unit has since asked for an earlier cycle are skipped.
-// A cycle runs in rounds. In a round every unit due is evaluated, each on its
-// own thread (a unit keeps its thread, and so its state stays in that core's
-// caches), then each thread applies what the round's evaluations did to its
-// units; a unit that asked to run again in the same cycle does so in the next round.
+// Units due per cycle. A cycle runs in rounds: in a round every unit due is
+// evaluated, each on its own thread (a unit keeps its thread, so its state
+// stays in that core's caches), then each thread applies what the round's
+// evaluations did to its units; a unit that asked to run again in the same
+// cycle does so in the next round. Each thread keeps the wake-ups of its own
+// units (a ring of buckets for the next kWindow cycles, a map beyond), so that
+// no thread touches another's units to schedule them; entries whose unit has
+// since asked for an earlier cycle are skipped.
 class WakeCalendar : public sc_core::sc_module {
  public:
-  explicit WakeCalendar(const sc_core::sc_module_name& name) : sc_core::sc_module(name), buckets_(kWindow) {
+  explicit WakeCalendar(const sc_core::sc_module_name& name) : sc_core::sc_module(name) {
     sc_core::sc_spawn_options options;
     options.spawn_method();
     options.dont_initialize();
     options.set_sensitivity(&tick_);
     sc_core::sc_spawn([this] { run(); }, sc_core::sc_gen_unique_name("run"), &options);
+    assign_threads(requested_threads);
   }
 
   // The current simulation context's calendar, if it has one yet.
@@ -132,13 +135,22 @@ class WakeCalendar : public sc_core::sc_module {
 
   void add(Unit& unit) {
     unit.order_ = static_cast<std::uint32_t>(units_.size());
-    unit.thread_ = unit.order_ % requested_threads;
+    unit.thread_ = unit.order_ % static_cast<std::uint32_t>(lanes_.size());
     units_.push_back(&unit);
   }
   void remove(const Unit& unit) { units_[unit.order_] = nullptr; }
+
+  // Between kernels (no round running): deals the units out to `threads`
+  // threads, moving their pending wake-ups along.
   void assign_threads(unsigned threads) {
-    for (Unit* unit : units_)
-      if (unit) unit->thread_ = unit->order_ % threads;
+    if (threads == lanes_.size()) return;
+    lanes_.clear();
+    lanes_.resize(threads);
+    for (Unit* unit : units_) {
+      if (!unit) continue;
+      unit->thread_ = unit->order_ % threads;
+      if (unit->pending_wake_ != kNever) lanes_[unit->thread_].place(*unit, unit->pending_wake_, current_cycle());
+    }
   }
 
   void schedule(Unit& unit, Cycle cycle) {
@@ -147,10 +159,13 @@ class WakeCalendar : public sc_core::sc_module {
     if (cycle < now) cycle = now;
     if (cycle >= unit.pending_wake_) return;
     unit.pending_wake_ = cycle;
-    // Asked from inside a round (by the unit itself, or by what is applied to
-    // it on its thread): the calendar files the request once the round is over.
-    if (detail::StagedEffects* staged = detail::staged_effects) staged->wakes.push_back(&unit);
-    else place(unit, cycle, now);
+    // Inside a round only the unit's own thread asks (for the unit itself, or
+    // applying what another did to it): it files the wake-up in its own lane,
+    // and the calendar learns of it at the round's end.
+    lanes_[unit.thread_].place(unit, cycle, now);
+    if (running_ != kNever || cycle >= planned_) return;
+    planned_ = cycle;
+    tick_.notify(sc_core::sc_time::from_value((cycle - now) * kPicosecondsPerCycle));
   }
 
  private:
@@ -159,34 +174,75 @@ class WakeCalendar : public sc_core::sc_module {
   // few units to other threads costs more than it saves.
   static constexpr std::size_t kSmallestSharedRound = 6;
 
-  void place(Unit& unit, Cycle cycle, Cycle now) {
-    if (cycle - now < kWindow) {
-      buckets_[cycle % kWindow].push_back(&unit);
-      ++in_buckets_;
-    } else {
-      far_[cycle].push_back(&unit);
+  // One thread's wake-ups.
+  struct alignas(64) Lane {
+    std::vector<std::vector<Unit*>> buckets = std::vector<std::vector<Unit*>>(kWindow);
+    std::map<Cycle, std::vector<Unit*>> far;
+    std::size_t in_buckets = 0;
+    std::size_t taken = 0;  // entries of the current cycle's bucket already evaluated
+    Cycle next = kNever;    // no unit is due before it (entries since skipped may make it early)
+
+    void place(Unit& unit, Cycle cycle, Cycle now) {
+      if (cycle - now < kWindow) {
+        buckets[cycle % kWindow].push_back(&unit);
+        ++in_buckets;
+      } else {
+        far[cycle].push_back(&unit);
+      }
+      next = std::min(next, cycle);
     }
-    if (cycle == running_ || cycle >= planned_) return;
-    planned_ = cycle;
-    tick_.notify(cycle == now ? sc_core::SC_ZERO_TIME
-                              : sc_core::sc_time::from_value((cycle - now) * kPicosecondsPerCycle));
-  }
+    // Far wakes that have come within the window join their buckets before
+    // the cycle runs: the calendar may jump straight to a far wake.
+    void bring_near(Cycle now) {
+      while (!far.empty() && far.begin()->first - now < kWindow) {
+        for (Unit* unit : far.begin()->second) {
+          buckets[far.begin()->first % kWindow].push_back(unit);
+          ++in_buckets;
+        }
+        far.erase(far.begin());
+      }
+    }
+    std::size_t due(Cycle now) const { return next == now ? buckets[now % kWindow].size() - taken : 0; }
+    // After a round of cycle `now`: where the lane's next unit due is.
+    void find_next(Cycle now) {
+      if (next != now) return;
+      std::vector<Unit*>& bucket = buckets[now % kWindow];
+      if (taken < bucket.size()) return;  // asked to run again this cycle
+      bucket.clear();
+      taken = 0;
+      next = kNever;
+      if (in_buckets > 0) {
+        for (Cycle c = now + 1; c < now + kWindow; ++c)
+          if (!buckets[c % kWindow].empty()) { next = c; break; }
+      } else if (!far.empty()) {
+        next = far.begin()->first;
+      }
+    }
+  };
 
   // Thread `thread`'s part of a round: its units' evaluations...
   static void evaluate_part(void* context, unsigned thread) {
     auto& calendar = *static_cast<WakeCalendar*>(context);
-    EvaluationWorkers& workers = *calendar.workers_;
-    detail::staged_effects = &workers.staged()[thread];
-    for (Unit* unit : calendar.parts_[thread]) {
+    const Cycle now = calendar.running_;
+    Lane& lane = calendar.lanes_[thread];
+    detail::StagedEffects& staged = calendar.workers_->staged()[thread];
+    detail::staged_effects = &staged;
+    std::vector<Unit*>& bucket = lane.buckets[now % kWindow];
+    for (const std::size_t end = bucket.size(); lane.taken < end; ++lane.taken) {
+      Unit* unit = bucket[lane.taken];
+      --lane.in_buckets;
+      if (unit->pending_wake_ != now) continue;
+      unit->pending_wake_ = kNever;
       try {
         unit->evaluate();
       } catch (...) {
-        detail::staged_effects->failures.emplace_back(unit->order_, std::current_exception());
+        staged.failures.emplace_back(unit->order_, std::current_exception());
       }
     }
     detail::staged_effects = nullptr;
   }
-  // ...then what every thread's evaluations did to its units.
+  // ...then what every thread's evaluations did to its units, and when it
+  // next has a unit due.
   static void apply_part(void* context, unsigned thread) {
     auto& calendar = *static_cast<WakeCalendar*>(context);
     std::vector<detail::StagedEffects>& staged = calendar.workers_->staged();
@@ -196,30 +252,7 @@ class WakeCalendar : public sc_core::sc_module {
       from.effects_for[thread].clear();
     }
     detail::staged_effects = nullptr;
-  }
-
-  void run_round(Cycle now) {
-    const unsigned threads = workers_->threads();
-    if (threads > 1 && round_size_ >= kSmallestSharedRound) {
-      workers_->run_on_all(&WakeCalendar::evaluate_part, this);
-      workers_->run_on_all(&WakeCalendar::apply_part, this);
-    } else {
-      for (unsigned t = 0; t < threads; ++t) evaluate_part(this, t);
-      for (unsigned t = 0; t < threads; ++t) apply_part(this, t);
-    }
-    for (auto& part : parts_) part.clear();
-    std::pair<std::uint32_t, std::exception_ptr> first_failure{UINT32_MAX, nullptr};
-    for (detail::StagedEffects& staged : workers_->staged()) {
-      for (Unit* unit : staged.wakes)
-        if (unit->pending_wake_ != kNever) place(*unit, unit->pending_wake_, now);
-      staged.wakes.clear();
-      // What a round's evaluations threw: the first unit's, in construction
-      // order, whichever thread ran it.
-      for (auto& failure : staged.failures)
-        if (failure.first < first_failure.first) first_failure = failure;
-      staged.failures.clear();
-    }
-    if (first_failure.second) std::rethrow_exception(first_failure.second);
+    calendar.lanes_[thread].find_next(calendar.running_);
   }
 
   void run() {
@@ -228,64 +261,59 @@ class WakeCalendar : public sc_core::sc_module {
     planned_ = kNever;
     running_ = now;
     workers_ = &evaluation_workers();
-    if (parts_.size() != workers_->threads()) {
-      parts_.assign(workers_->threads(), {});
-      assign_threads(workers_->threads());
+    const unsigned threads = workers_->threads();
+    std::size_t due = 0;
+    Cycle next = kNever;
+    for (Lane& lane : lanes_) {
+      lane.bring_near(now);
+      if (lane.due(now) == 0) lane.find_next(now);  // woken for entries since skipped
+      due += lane.due(now);
+      next = std::min(next, lane.next);
     }
-    // Far wakes that have come within the window join their buckets before
-    // this cycle's bucket runs: the calendar may jump straight to a far wake,
-    // which must run in that very cycle.
-    while (!far_.empty() && far_.begin()->first - now < kWindow) {
-      for (Unit* unit : far_.begin()->second) {
-        buckets_[far_.begin()->first % kWindow].push_back(unit);
-        ++in_buckets_;
+    while (due > 0) {  // a round may ask for more in this cycle
+      if (threads > 1 && due >= kSmallestSharedRound) {
+        workers_->run_on_all(&WakeCalendar::evaluate_part, this);
+        workers_->run_on_all(&WakeCalendar::apply_part, this);
+      } else {
+        for (unsigned t = 0; t < threads; ++t) evaluate_part(this, t);
+        for (unsigned t = 0; t < threads; ++t) apply_part(this, t);
       }
-      far_.erase(far_.begin());
-    }
-    std::vector<Unit*>& bucket = buckets_[now % kWindow];
-    std::size_t taken = 0;
-    while (taken < bucket.size()) {  // a round may ask for more in this cycle
-      round_size_ = 0;
-      for (; taken < bucket.size(); ++taken) {
-        Unit* unit = bucket[taken];
-        --in_buckets_;
-        if (unit->pending_wake_ != now) continue;
-        unit->pending_wake_ = kNever;
-        parts_[unit->thread_].push_back(unit);
-        ++round_size_;
-      }
-      run_round(now);
+      rethrow_first_failure();
       if (stop_requested.exchange(false)) {
-        in_buckets_ -= bucket.size() - taken;
-        bucket.clear();
         running_ = kNever;
         sc_core::sc_stop();
         return;
       }
+      due = 0;
+      next = kNever;
+      for (Lane& lane : lanes_) {
+        next = std::min(next, lane.next);
+        due += lane.due(now);
+      }
     }
-    bucket.clear();
     running_ = kNever;
-    Cycle next = kNever;
-    if (in_buckets_ > 0) {
-      for (Cycle c = now + 1; c < now + kWindow; ++c)
-        if (!buckets_[c % kWindow].empty()) { next = c; break; }
-    } else if (!far_.empty()) {
-      next = far_.begin()->first;
-    }
     if (next == kNever) return;
     planned_ = next;
     tick_.notify(sc_core::sc_time::from_value((next - now) * kPicosecondsPerCycle));
   }
 
+  // What a round's evaluations threw: the first unit's, in construction
+  // order, whichever thread ran it.
+  void rethrow_first_failure() {
+    std::pair<std::uint32_t, std::exception_ptr> first{UINT32_MAX, nullptr};
+    for (detail::StagedEffects& staged : workers_->staged()) {
+      for (auto& failure : staged.failures)
+        if (failure.first < first.first) first = failure;
+      staged.failures.clear();
+    }
+    if (first.second) std::rethrow_exception(first.second);
+  }
+
   static inline sc_core::sc_simcontext* context_ = nullptr;
   static inline WakeCalendar* current_ = nullptr;
-  std::vector<std::vector<Unit*>> buckets_;
-  std::map<Cycle, std::vector<Unit*>> far_;
-  std::vector<Unit*> units_;                // every unit, in construction order
-  std::vector<std::vector<Unit*>> parts_;   // this round's units, by thread
-  std::size_t round_size_ = 0;
+  std::vector<Unit*> units_;  // every unit, in construction order
+  std::vector<Lane> lanes_;   // by thread
   EvaluationWorkers* workers_ = nullptr;
-  std::size_t in_buckets_ = 0;
   Cycle running_ = kNever;
   Cycle planned_ = kNever;
   sc_core::sc_event tick_;
