@@ -163,7 +163,9 @@ class WakeCalendar : public sc_core::sc_module {
     // applying what another did to it): it files the wake-up in its own lane,
     // and the calendar learns of it at the round's end.
     lanes_[unit.thread_].place(unit, cycle, now);
-    if (running_ != kNever || cycle >= planned_) return;
+    if (running_ != kNever) return;
+    woken_from_outside_ = true;
+    if (cycle >= planned_) return;
     planned_ = cycle;
     tick_.notify(sc_core::sc_time::from_value((cycle - now) * kPicosecondsPerCycle));
   }
@@ -202,7 +204,12 @@ class WakeCalendar : public sc_core::sc_module {
         far.erase(far.begin());
       }
     }
-    std::size_t due(Cycle now) const { return next == now ? buckets[now % kWindow].size() - taken : 0; }
+    // Units due at `next` (those asked for again in the current cycle, when it is `now`).
+    std::size_t due_at_next(Cycle now) const {
+      if (next == kNever) return 0;
+      if (next - now < kWindow) return buckets[next % kWindow].size() - (next == now ? taken : 0);
+      return far.begin()->second.size();
+    }
     // After a round of cycle `now`: where the lane's next unit due is.
     void find_next(Cycle now) {
       if (next != now) return;
@@ -220,11 +227,46 @@ class WakeCalendar : public sc_core::sc_module {
     }
   };
 
+  // What the lanes report after a round, gathered where the calendar's thread
+  // reads it in one cache line instead of one per lane: the first cycle any
+  // lane has a unit due in, with how many units it has due then (an estimate:
+  // entries since skipped count too), and whether an evaluation threw.
+  struct alignas(64) Outlook {
+    static constexpr unsigned kDueBits = 16;
+    static constexpr std::uint64_t kDueMask = (std::uint64_t(1) << kDueBits) - 1;
+    static constexpr std::uint64_t kNothing = ~std::uint64_t(0);
+    std::atomic<std::uint64_t> next_and_due{kNothing};
+    std::atomic<bool> failed{false};
+
+    void report(Cycle next, std::size_t due) {
+      if (next == kNever) return;
+      const std::uint64_t mine = next << kDueBits | std::min<std::uint64_t>(due, kDueMask);
+      std::uint64_t seen = next_and_due.load(std::memory_order_relaxed);
+      for (;;) {
+        const Cycle seen_next = seen == kNothing ? kNever : seen >> kDueBits;
+        if (next > seen_next) return;
+        const std::uint64_t combined =
+            next < seen_next ? mine : seen + std::min<std::uint64_t>(due, kDueMask - (seen & kDueMask));
+        if (next_and_due.compare_exchange_weak(seen, combined, std::memory_order_relaxed)) return;
+      }
+    }
+    Cycle next() const {
+      const std::uint64_t v = next_and_due.load(std::memory_order_relaxed);
+      return v == kNothing ? kNever : v >> kDueBits;
+    }
+    std::size_t due() const {
+      const std::uint64_t v = next_and_due.load(std::memory_order_relaxed);
+      return v == kNothing ? 0 : v & kDueMask;
+    }
+  };
+
   // Thread `thread`'s part of a round: its units' evaluations...
   static void evaluate_part(void* context, unsigned thread) {
     auto& calendar = *static_cast<WakeCalendar*>(context);
     const Cycle now = calendar.running_;
     Lane& lane = calendar.lanes_[thread];
+    lane.bring_near(now);
+    if (lane.next != now) return;
     detail::StagedEffects& staged = calendar.workers_->staged()[thread];
     detail::staged_effects = &staged;
     std::vector<Unit*>& bucket = lane.buckets[now % kWindow];
@@ -237,22 +279,27 @@ class WakeCalendar : public sc_core::sc_module {
         unit->evaluate();
       } catch (...) {
         staged.failures.emplace_back(unit->order_, std::current_exception());
+        calendar.outlook_.failed.store(true, std::memory_order_relaxed);
       }
     }
     detail::staged_effects = nullptr;
   }
   // ...then what every thread's evaluations did to its units, and when it
-  // next has a unit due.
+  // next has units due.
   static void apply_part(void* context, unsigned thread) {
     auto& calendar = *static_cast<WakeCalendar*>(context);
     std::vector<detail::StagedEffects>& staged = calendar.workers_->staged();
     detail::staged_effects = &staged[thread];
     for (detail::StagedEffects& from : staged) {
-      for (auto& [effect, value] : from.effects_for[thread]) effect->apply_at_cycle_end(value);
-      from.effects_for[thread].clear();
+      auto& effects = from.effects_for[thread].list;
+      if (effects.empty()) continue;  // read, not written: the line stays shared
+      for (auto& [effect, value] : effects) effect->apply_at_cycle_end(value);
+      effects.clear();
     }
     detail::staged_effects = nullptr;
-    calendar.lanes_[thread].find_next(calendar.running_);
+    Lane& lane = calendar.lanes_[thread];
+    lane.find_next(calendar.running_);
+    calendar.outlook_.report(lane.next, lane.due_at_next(calendar.running_));
   }
 
   void run() {
@@ -262,15 +309,20 @@ class WakeCalendar : public sc_core::sc_module {
     running_ = now;
     workers_ = &evaluation_workers();
     const unsigned threads = workers_->threads();
-    std::size_t due = 0;
-    Cycle next = kNever;
-    for (Lane& lane : lanes_) {
-      lane.bring_near(now);
-      if (lane.due(now) == 0) lane.find_next(now);  // woken for entries since skipped
-      due += lane.due(now);
-      next = std::min(next, lane.next);
+    // How many units are due: as the last round reported, or, when units were
+    // woken from outside a round since, as the lanes say.
+    std::size_t due = expected_due_;
+    if (woken_from_outside_) {
+      due = 0;
+      for (Lane& lane : lanes_) {
+        lane.bring_near(now);
+        if (lane.next == now) due += lane.due_at_next(now);
+      }
+      woken_from_outside_ = false;
     }
-    while (due > 0) {  // a round may ask for more in this cycle
+    Cycle next = now;
+    while (next == now) {  // a round may ask for more in this cycle
+      outlook_.next_and_due.store(Outlook::kNothing, std::memory_order_relaxed);
       if (threads > 1 && due >= kSmallestSharedRound) {
         workers_->run_on_all(&WakeCalendar::evaluate_part, this);
         workers_->run_on_all(&WakeCalendar::apply_part, this);
@@ -278,20 +330,17 @@ class WakeCalendar : public sc_core::sc_module {
         for (unsigned t = 0; t < threads; ++t) evaluate_part(this, t);
         for (unsigned t = 0; t < threads; ++t) apply_part(this, t);
       }
-      rethrow_first_failure();
+      if (outlook_.failed.load(std::memory_order_relaxed)) rethrow_first_failure();
       if (stop_requested.exchange(false)) {
         running_ = kNever;
         sc_core::sc_stop();
         return;
       }
-      due = 0;
-      next = kNever;
-      for (Lane& lane : lanes_) {
-        next = std::min(next, lane.next);
-        due += lane.due(now);
-      }
+      next = outlook_.next();
+      due = outlook_.due();
     }
     running_ = kNever;
+    expected_due_ = due;
     if (next == kNever) return;
     planned_ = next;
     tick_.notify(sc_core::sc_time::from_value((next - now) * kPicosecondsPerCycle));
@@ -300,6 +349,7 @@ class WakeCalendar : public sc_core::sc_module {
   // What a round's evaluations threw: the first unit's, in construction
   // order, whichever thread ran it.
   void rethrow_first_failure() {
+    outlook_.failed = false;
     std::pair<std::uint32_t, std::exception_ptr> first{UINT32_MAX, nullptr};
     for (detail::StagedEffects& staged : workers_->staged()) {
       for (auto& failure : staged.failures)
@@ -314,6 +364,9 @@ class WakeCalendar : public sc_core::sc_module {
   std::vector<Unit*> units_;  // every unit, in construction order
   std::vector<Lane> lanes_;   // by thread
   EvaluationWorkers* workers_ = nullptr;
+  Outlook outlook_;
+  std::size_t expected_due_ = 0;
+  bool woken_from_outside_ = true;
   Cycle running_ = kNever;
   Cycle planned_ = kNever;
   sc_core::sc_event tick_;
