@@ -21,32 +21,42 @@ std::atomic<bool> stop_requested{false};
 
 // Helper threads that work beside the calendar's thread, one pool per process
 // (SystemC runs one simulation per process at a time). Each step runs a job
-// once on every thread and returns when all have finished it.
+// once on every thread and returns when all have finished it. A thread marks
+// its finish, with two numbers the job left for the caller, in a cache line of
+// its own: the caller gathers the lines in parallel instead of every thread
+// taking turns on one shared counter.
 class EvaluationWorkers {
  public:
   using Job = void (*)(void* context, unsigned thread);
+  struct alignas(64) Finish {
+    std::atomic<std::uint64_t> step{0};  // the last step this thread finished
+    std::uint64_t report[2] = {0, 0};    // what its part of that step left for the caller
+  };
 
-  explicit EvaluationWorkers(unsigned helpers) : staged_(helpers + 1) {
+  explicit EvaluationWorkers(unsigned helpers) : staged_(helpers + 1), finishes_(helpers + 1) {
     for (auto& s : staged_) s.effects_for.resize(helpers + 1);
     for (unsigned t = 0; t < helpers; ++t) threads_.emplace_back([this, t] { serve(t + 1); });
   }
   ~EvaluationWorkers() {
     stopping_ = true;
-    generation_.fetch_add(1);
-    generation_.notify_all();
+    step_.fetch_add(1);
+    step_.notify_all();
     for (std::thread& t : threads_) t.join();
   }
   unsigned threads() const { return static_cast<unsigned>(threads_.size() + 1); }
   std::vector<detail::StagedEffects>& staged() { return staged_; }
+  // Thread `thread`'s report of the step it is in (written by its job), or of
+  // the step just run (read by the caller once run_on_all returns).
+  std::uint64_t* report(unsigned thread) { return finishes_[thread].report; }
 
   void run_on_all(Job job, void* context) {
     job_ = job;
     context_ = context;
-    remaining_.store(static_cast<unsigned>(threads_.size()), std::memory_order_relaxed);
-    generation_.fetch_add(1);
-    if (sleepers_.load() > 0) generation_.notify_all();
+    const std::uint64_t step = step_.fetch_add(1) + 1;
+    if (sleepers_.load() > 0) step_.notify_all();
     job(context, 0);
-    while (remaining_.load(std::memory_order_acquire) != 0) pause();
+    for (std::size_t t = 1; t < finishes_.size(); ++t)
+      while (finishes_[t].step.load(std::memory_order_acquire) != step) pause();
   }
 
  private:
@@ -59,30 +69,30 @@ class EvaluationWorkers {
   void serve(unsigned thread) {
     std::uint64_t seen = 0;
     for (;;) {
-      std::uint64_t g = generation_.load(std::memory_order_acquire);
+      std::uint64_t step = step_.load(std::memory_order_acquire);
       // Steps follow each other within microseconds while a kernel runs;
       // between kernels a helper sleeps.
-      for (int spins = 0; g == seen && spins < 20000; ++spins) {
+      for (int spins = 0; step == seen && spins < 20000; ++spins) {
         pause();
-        g = generation_.load(std::memory_order_acquire);
+        step = step_.load(std::memory_order_acquire);
       }
-      if (g == seen) {
+      if (step == seen) {
         ++sleepers_;
-        generation_.wait(g);
+        step_.wait(step);
         --sleepers_;
         continue;
       }
       if (stopping_) return;
-      seen = g;
+      seen = step;
       job_(context_, thread);
-      remaining_.fetch_sub(1, std::memory_order_release);
+      finishes_[thread].step.store(step, std::memory_order_release);
     }
   }
 
   std::vector<detail::StagedEffects> staged_;  // one per thread; the calendar's is [0]
+  std::vector<Finish> finishes_;               // one per thread; [0] is the caller's, not waited on
   std::vector<std::thread> threads_;
-  std::atomic<std::uint64_t> generation_{0};
-  std::atomic<unsigned> remaining_{0};
+  std::atomic<std::uint64_t> step_{0};
   std::atomic<unsigned> sleepers_{0};
   std::atomic<bool> stopping_{false};
   Job job_ = nullptr;
@@ -175,6 +185,7 @@ class WakeCalendar : public sc_core::sc_module {
   // Rounds smaller than this run on the calendar's thread alone: handing a
   // few units to other threads costs more than it saves.
   static constexpr std::size_t kSmallestSharedRound = 6;
+  static constexpr std::uint64_t kFailed = std::uint64_t(1) << 63;  // in a lane's report: an evaluation threw
 
   // One thread's wake-ups.
   struct alignas(64) Lane {
@@ -227,39 +238,6 @@ class WakeCalendar : public sc_core::sc_module {
     }
   };
 
-  // What the lanes report after a round, gathered where the calendar's thread
-  // reads it in one cache line instead of one per lane: the first cycle any
-  // lane has a unit due in, with how many units it has due then (an estimate:
-  // entries since skipped count too), and whether an evaluation threw.
-  struct alignas(64) Outlook {
-    static constexpr unsigned kDueBits = 16;
-    static constexpr std::uint64_t kDueMask = (std::uint64_t(1) << kDueBits) - 1;
-    static constexpr std::uint64_t kNothing = ~std::uint64_t(0);
-    std::atomic<std::uint64_t> next_and_due{kNothing};
-    std::atomic<bool> failed{false};
-
-    void report(Cycle next, std::size_t due) {
-      if (next == kNever) return;
-      const std::uint64_t mine = next << kDueBits | std::min<std::uint64_t>(due, kDueMask);
-      std::uint64_t seen = next_and_due.load(std::memory_order_relaxed);
-      for (;;) {
-        const Cycle seen_next = seen == kNothing ? kNever : seen >> kDueBits;
-        if (next > seen_next) return;
-        const std::uint64_t combined =
-            next < seen_next ? mine : seen + std::min<std::uint64_t>(due, kDueMask - (seen & kDueMask));
-        if (next_and_due.compare_exchange_weak(seen, combined, std::memory_order_relaxed)) return;
-      }
-    }
-    Cycle next() const {
-      const std::uint64_t v = next_and_due.load(std::memory_order_relaxed);
-      return v == kNothing ? kNever : v >> kDueBits;
-    }
-    std::size_t due() const {
-      const std::uint64_t v = next_and_due.load(std::memory_order_relaxed);
-      return v == kNothing ? 0 : v & kDueMask;
-    }
-  };
-
   // Thread `thread`'s part of a round: its units' evaluations...
   static void evaluate_part(void* context, unsigned thread) {
     auto& calendar = *static_cast<WakeCalendar*>(context);
@@ -279,7 +257,6 @@ class WakeCalendar : public sc_core::sc_module {
         unit->evaluate();
       } catch (...) {
         staged.failures.emplace_back(unit->order_, std::current_exception());
-        calendar.outlook_.failed.store(true, std::memory_order_relaxed);
       }
     }
     detail::staged_effects = nullptr;
@@ -299,7 +276,9 @@ class WakeCalendar : public sc_core::sc_module {
     detail::staged_effects = nullptr;
     Lane& lane = calendar.lanes_[thread];
     lane.find_next(calendar.running_);
-    calendar.outlook_.report(lane.next, lane.due_at_next(calendar.running_));
+    std::uint64_t* report = calendar.workers_->report(thread);
+    report[0] = lane.next;
+    report[1] = lane.due_at_next(calendar.running_) | (staged[thread].failures.empty() ? 0 : kFailed);
   }
 
   void run() {
@@ -322,7 +301,6 @@ class WakeCalendar : public sc_core::sc_module {
     }
     Cycle next = now;
     while (next == now) {  // a round may ask for more in this cycle
-      outlook_.next_and_due.store(Outlook::kNothing, std::memory_order_relaxed);
       if (threads > 1 && due >= kSmallestSharedRound) {
         workers_->run_on_all(&WakeCalendar::evaluate_part, this);
         workers_->run_on_all(&WakeCalendar::apply_part, this);
@@ -330,14 +308,28 @@ class WakeCalendar : public sc_core::sc_module {
         for (unsigned t = 0; t < threads; ++t) evaluate_part(this, t);
         for (unsigned t = 0; t < threads; ++t) apply_part(this, t);
       }
-      if (outlook_.failed.load(std::memory_order_relaxed)) rethrow_first_failure();
+      // The first cycle any lane has a unit due in, and how many units it
+      // has due then (entries since skipped count too: an estimate).
+      next = kNever;
+      due = 0;
+      bool failed = false;
+      for (unsigned t = 0; t < threads; ++t) {
+        const std::uint64_t* report = workers_->report(t);
+        failed |= (report[1] & kFailed) != 0;
+        const std::size_t lane_due = report[1] & ~kFailed;
+        if (report[0] < next) {
+          next = report[0];
+          due = lane_due;
+        } else if (report[0] == next) {
+          due += lane_due;
+        }
+      }
+      if (failed) rethrow_first_failure();
       if (stop_requested.exchange(false)) {
         running_ = kNever;
         sc_core::sc_stop();
         return;
       }
-      next = outlook_.next();
-      due = outlook_.due();
     }
     running_ = kNever;
     expected_due_ = due;
@@ -349,7 +341,6 @@ class WakeCalendar : public sc_core::sc_module {
   // What a round's evaluations threw: the first unit's, in construction
   // order, whichever thread ran it.
   void rethrow_first_failure() {
-    outlook_.failed = false;
     std::pair<std::uint32_t, std::exception_ptr> first{UINT32_MAX, nullptr};
     for (detail::StagedEffects& staged : workers_->staged()) {
       for (auto& failure : staged.failures)
@@ -364,7 +355,6 @@ class WakeCalendar : public sc_core::sc_module {
   std::vector<Unit*> units_;  // every unit, in construction order
   std::vector<Lane> lanes_;   // by thread
   EvaluationWorkers* workers_ = nullptr;
-  Outlook outlook_;
   std::size_t expected_due_ = 0;
   bool woken_from_outside_ = true;
   Cycle running_ = kNever;
