@@ -1,5 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <memory>
+#include <stdexcept>
+#include <string>
+
 #include "harness.hpp"
 #include "models/atomic_update.hpp"
 #include "models/cache/tag_array.hpp"
@@ -27,6 +31,52 @@ TEST_CASE("a bounded link applies latency and back-pressure through credits", "[
   for (auto& [t, m] : sink.received) arrivals.push_back(t);
   REQUIRE(arrivals == std::vector<Cycle>{5, 15, 25, 35});
   for (int i = 0; i < 4; ++i) REQUIRE(sink.received[i].second.id == i);
+}
+
+TEST_CASE("space a receiver frees in a cycle is the sender's from the next cycle, whichever ran first",
+          "[engine][port]") {
+  reset_simulation_context();
+  Source<Token> source("source");
+  Sink<Token> sink("sink", /*capacity=*/1);
+  source.out.bind(sink.in, 1);
+  // The source tries every cycle; the sink takes each message as it arrives.
+  for (int i = 0; i < 4; ++i) source.schedule(i, Token{i});
+  source.start();
+  sc_core::sc_start();
+  // The sink frees its one slot in the cycle a message arrives; the source,
+  // evaluated in that same cycle, sees the slot only in the next.
+  REQUIRE(source.sent_at == std::vector<Cycle>{0, 2, 4, 6});
+  REQUIRE(sink.received.size() == 4);
+}
+
+namespace {
+// Fails in its first evaluation when `fail` is set.
+class Failing : public Unit {
+ public:
+  Failing(const sc_core::sc_module_name& name, bool fail) : Unit(name), fail_(fail) { wake_at(0); }
+
+ protected:
+  void evaluate() override {
+    if (fail_) throw std::runtime_error(std::string(basename()) + " failed");
+  }
+
+ private:
+  bool fail_;
+};
+}  // namespace
+
+TEST_CASE("what an evaluation throws on a helper thread reaches the simulation's caller, the first unit's first",
+          "[engine][threads]") {
+  for (unsigned threads : {1u, 4u}) {
+    reset_simulation_context();
+    set_evaluation_threads(threads);
+    std::vector<std::unique_ptr<Failing>> units;
+    for (int i = 0; i < 16; ++i)
+      units.push_back(std::make_unique<Failing>(("unit_" + std::to_string(i)).c_str(), i == 7 || i == 12));
+    INFO(threads << " threads");
+    REQUIRE_THROWS_WITH(sc_core::sc_start(), Catch::Contains("unit_7 failed"));
+  }
+  set_evaluation_threads(1);
 }
 
 TEST_CASE("a link counts capacity in flits", "[engine][port]") {

@@ -42,6 +42,30 @@ TEST_CASE("the same trace and config give byte-identical JSON", "[sim][determini
   std::remove(path.c_str());
 }
 
+TEST_CASE("the results do not depend on the threads evaluating a cycle's units", "[sim][determinism][threads]") {
+  // Instruction profile, CTA spans and the functional check's sums are all
+  // gathered from SMs that run on different threads.
+  std::string path = small_microbench("threads.trace", workloads::MicrobenchVariant::SwB);
+  auto params = h100_with(kSmall);
+  SimulateOptions options;
+  options.progress = false;
+  options.profile_instructions = true;
+  options.record_ctas = true;
+  options.threads = 1;
+  auto one = simulate_trace(params, path, options);
+  const std::string a = run_json(one, params, kSmall, path).dump();
+  for (unsigned threads : {2u, 3u, 5u}) {
+    options.threads = threads;
+    auto many = simulate_trace(params, path, options);
+    INFO(threads << " threads");
+    REQUIRE(run_json(many, params, kSmall, path).dump() == a);
+    REQUIRE(many[0].check.max_relative_error == one[0].check.max_relative_error);
+  }
+  REQUIRE(one[0].check.passed());
+  REQUIRE(one[0].ctas.size() == 16);
+  std::remove(path.c_str());
+}
+
 TEST_CASE("every variant conserves atomic updates and accounts every warp-cycle", "[sim]") {
   for (auto v : {workloads::MicrobenchVariant::Baseline, workloads::MicrobenchVariant::SwB, workloads::MicrobenchVariant::SwS}) {
     std::string path = small_microbench("conserve.trace", v);
