@@ -56,14 +56,21 @@ class EvaluationWorkers {
     if (sleepers_.load() > 0) step_.notify_all();
     job(context, 0);
     for (std::size_t t = 1; t < finishes_.size(); ++t)
-      while (finishes_[t].step.load(std::memory_order_acquire) != step) pause();
+      for (unsigned spins = 0; finishes_[t].step.load(std::memory_order_acquire) != step; ++spins) wait_a_little(spins);
   }
 
  private:
-  static void pause() {
+  // Spins briefly, then gives the core away: with more threads than cores
+  // (several simulations at once, a busy machine) the thread waited for may
+  // be the one that needs it.
+  static void wait_a_little(unsigned spins) {
+    if (spins < 1024) {
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
+      __builtin_ia32_pause();
 #endif
+    } else {
+      std::this_thread::yield();
+    }
   }
 
   void serve(unsigned thread) {
@@ -72,8 +79,8 @@ class EvaluationWorkers {
       std::uint64_t step = step_.load(std::memory_order_acquire);
       // Steps follow each other within microseconds while a kernel runs;
       // between kernels a helper sleeps.
-      for (int spins = 0; step == seen && spins < 20000; ++spins) {
-        pause();
+      for (unsigned spins = 0; step == seen && spins < 20000; ++spins) {
+        wait_a_little(spins);
         step = step_.load(std::memory_order_acquire);
       }
       if (step == seen) {
