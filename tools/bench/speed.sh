@@ -5,7 +5,10 @@
 # must not grow with trace length: the 4096 primitives bound the atomic memory
 # image, so only the trace grows), then for a memory-bound one: the baseline
 # with every lane on a primitive of its own, each RED 32 single-lane requests
-# through the crossbars and slices. Usage: tools/bench/speed.sh [atomsim-binary]
+# through the crossbars and slices. Then, on a machine of several cores, the
+# first and last of those again with one thread per core (`--threads`),
+# checking that the reports are the ones one thread wrote
+# (tools/bench/threads.sh). Usage: tools/bench/speed.sh [atomsim-binary]
 set -euo pipefail
 bin=${1:-build/atomsim}
 dir=$(mktemp -d)
@@ -23,3 +26,8 @@ trace=$dir/microbench-distinct.trace
   --active-fraction 1.0 --lanes-per-primitive 1 --params 9 --primitives 4096 >/dev/null
 echo "trace: memory-bound, 528 CTAs x 8 warps, 2 iterations, baseline, one lane per primitive, $(du -h "$trace" | cut -f1)"
 "$bin" run --quiet --no-check --config h100 --trace "$trace" | grep -E "^simulated"
+cores=$(nproc)
+if [ "$cores" -gt 1 ]; then
+  echo "the 4-iteration and the memory-bound traces, 1 and $cores threads:"
+  "$(dirname "$0")/threads.sh" "$bin" "1 $cores" "$dir/microbench-4.trace" "$trace" | tail -n +2
+fi
