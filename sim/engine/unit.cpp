@@ -163,6 +163,7 @@ class WakeCalendar : public sc_core::sc_module {
     if (threads == lanes_.size()) return;
     lanes_.clear();
     lanes_.resize(threads);
+    woken_from_outside_ = true;
     for (Unit* unit : units_) {
       if (!unit) continue;
       unit->thread_ = unit->order_ % threads;
