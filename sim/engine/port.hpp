@@ -157,24 +157,21 @@ class InPort final : public MessageBuffer, public CycleEndEffect {
     occupied_flits_ -= flits;
     buffer_.pop_front();
     head_ready_ = buffer_.empty() ? kNever : buffer_.front().ready;
-    const unsigned parity = staging_parity();
-    freed_flits_[parity] += flits;
-    if (++freed_messages_[parity] == 1) {
-      note_wake(now + 1, false);  // the sender's, if it waits for the space
-      defer_to_cycle_end(*this, parity, sender_ ? sender_ : &owner_);
-    }
+    freed_flits_ += flits;
+    if (++freed_messages_ == 1) defer_to_cycle_end(*this, 0, sender_ ? sender_ : &owner_);
   }
-  void apply_at_cycle_end(std::uint64_t parity, Cycle cycle) override {
-    credits_->messages += std::exchange(freed_messages_[parity], 0);
-    credits_->flits += std::exchange(freed_flits_[parity], 0);
+  void apply_at_cycle_end(std::uint64_t) override {
+    credits_->messages += std::exchange(freed_messages_, 0);
+    credits_->flits += std::exchange(freed_flits_, 0);
     if (sender_ && credits_->wake_sender) {
       credits_->wake_sender = false;
-      sender_->wake_at(cycle + 1);
+      sender_->wake_at(Unit::now() + 1);
     }
   }
 
-  // Link side, used by OutPort: a message sent at `now`.
-  void deliver(Msg msg, Cycle ready, Cycle now) {
+  // Link side, used by OutPort.
+  void deliver(Msg msg, Cycle ready) {
+    Cycle now = Unit::now();
     track_level(now);
     occupied_flits_ += flits_of(msg);
     buffer_.push_back(Entry{ready, std::move(msg)});
@@ -224,8 +221,8 @@ class InPort final : public MessageBuffer, public CycleEndEffect {
   std::uint32_t activity_id_ = 0;
   LinkCredits unbound_credits_;
   LinkCredits* credits_ = &unbound_credits_;  // lives with the sender once bound
-  std::uint32_t freed_messages_[2] = {0, 0};  // by staging parity: a round's, credited at its end
-  std::uint32_t freed_flits_[2] = {0, 0};
+  std::uint32_t freed_messages_ = 0;  // this cycle's, credited at its end
+  std::uint32_t freed_flits_ = 0;
   Cycle last_change_ = 0;
   Cycle full_since_ = kNever;
   std::uint64_t level_integral_ = 0;
@@ -260,16 +257,13 @@ class OutPort final : public CycleEndEffect {
     }
     ++sent_messages_;
     sent_flits_ += flits;
-    const Cycle ready = Unit::now() + latency_ + extra_delay;
-    note_wake(ready, true);
-    const unsigned parity = staging_parity();
-    staged_[parity].push_back(Entry{ready, std::move(msg)});
-    if (staged_[parity].size() == 1) defer_to_cycle_end(*this, parity, &peer_->owner());
+    staged_.push_back(Entry{Unit::now() + latency_ + extra_delay, std::move(msg)});
+    if (staged_.size() == 1) defer_to_cycle_end(*this, 0, &peer_->owner());
     return true;
   }
-  void apply_at_cycle_end(std::uint64_t parity, Cycle cycle) override {
-    for (Entry& e : staged_[parity]) peer_->deliver(std::move(e.msg), e.ready, cycle);
-    staged_[parity].clear();
+  void apply_at_cycle_end(std::uint64_t) override {
+    for (Entry& e : staged_) peer_->deliver(std::move(e.msg), e.ready);
+    staged_.clear();
   }
   // Whether the receiver's buffer (buffered plus in flight) has room, from
   // what was sent and what the receiver has credited back.
@@ -303,7 +297,7 @@ class OutPort final : public CycleEndEffect {
   LinkCredits own_credits_;
   LinkCredits* credits_ = &own_credits_;
   using Entry = typename InPort<Msg>::Entry;
-  std::vector<Entry> staged_[2];  // by staging parity: sent in a round, in order
+  std::vector<Entry> staged_;  // sent this cycle, in order
 };
 
 // A pipelined resource that accepts work at a fixed rate (e.g. one request per

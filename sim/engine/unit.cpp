@@ -22,7 +22,7 @@ std::atomic<bool> stop_requested{false};
 // Helper threads that work beside the calendar's thread, one pool per process
 // (SystemC runs one simulation per process at a time). Each step runs a job
 // once on every thread and returns when all have finished it. A thread marks
-// its finish, with three numbers the job left for the caller, in a cache line of
+// its finish, with two numbers the job left for the caller, in a cache line of
 // its own: the caller gathers the lines in parallel instead of every thread
 // taking turns on one shared counter.
 class EvaluationWorkers {
@@ -30,14 +30,11 @@ class EvaluationWorkers {
   using Job = void (*)(void* context, unsigned thread);
   struct alignas(64) Finish {
     std::atomic<std::uint64_t> step{0};  // the last step this thread finished
-    std::uint64_t report[3] = {0, 0, 0};  // what its part of that step left for the caller
+    std::uint64_t report[2] = {0, 0};    // what its part of that step left for the caller
   };
 
   explicit EvaluationWorkers(unsigned helpers) : staged_(helpers + 1), finishes_(helpers + 1) {
-    for (auto& s : staged_) {
-      s.effects_for[0].resize(helpers + 1);
-      s.effects_for[1].resize(helpers + 1);
-    }
+    for (auto& s : staged_) s.effects_for.resize(helpers + 1);
     for (unsigned t = 0; t < helpers; ++t) threads_.emplace_back([this, t] { serve(t + 1); });
   }
   ~EvaluationWorkers() {
@@ -249,99 +246,47 @@ class WakeCalendar : public sc_core::sc_module {
     }
   };
 
-  // Applies what the last round staged for thread `thread`'s units.
-  void apply_staged_for(unsigned thread) {
-    const unsigned parity = (rounds_ - 1) & 1;
-    for (detail::StagedEffects& from : workers_->staged()) {
-      auto& effects = from.effects_for[parity][thread].list;
-      if (effects.empty()) continue;  // read, not written: the line stays shared
-      for (auto& [effect, value] : effects) effect->apply_at_cycle_end(value, staged_cycle_);
-      effects.clear();
-    }
-  }
-  void report(unsigned thread, Cycle surely, Cycle maybe) {
-    const Lane& lane = lanes_[thread];
-    std::uint64_t* report = workers_->report(thread);
-    report[0] = std::min(lane.next, surely);
-    report[1] = (report[0] == lane.next ? lane.due_at_next(running_) : 0) |
-                (workers_->staged()[thread].failures.empty() ? 0 : kFailed);
-    report[2] = maybe;
-  }
-
-  // Thread `thread`'s part of a round: what the last round did to its units,
-  // then its units due now, then when it next needs the calendar. Applying
-  // needs no wait for the other threads: a unit reads only its own state and
-  // its ports, everything done to it is applied by its own thread, and this
-  // round stages into the other set.
-  static void step_part(void* context, unsigned thread) {
+  // Thread `thread`'s part of a round: its units' evaluations...
+  static void evaluate_part(void* context, unsigned thread) {
     auto& calendar = *static_cast<WakeCalendar*>(context);
     const Cycle now = calendar.running_;
-    detail::StagedEffects& staged = calendar.workers_->staged()[thread];
-    detail::staged_effects = &staged;
-    if (calendar.pending_) calendar.apply_staged_for(thread);
-    staged.parity = calendar.rounds_ & 1;
-    staged.surely_wakes = staged.may_wake = kNever;
     Lane& lane = calendar.lanes_[thread];
     lane.bring_near(now);
-    if (lane.next == now) {
-      std::vector<Unit*>& bucket = lane.buckets[now % kWindow];
-      for (const std::size_t end = bucket.size(); lane.taken < end; ++lane.taken) {
-        Unit* unit = bucket[lane.taken];
-        --lane.in_buckets;
-        if (unit->pending_wake_ != now) continue;
-        unit->pending_wake_ = kNever;
-        try {
-          unit->evaluate();
-        } catch (...) {
-          staged.failures.emplace_back(unit->order_, std::current_exception());
-        }
+    if (lane.next != now) return;
+    detail::StagedEffects& staged = calendar.workers_->staged()[thread];
+    detail::staged_effects = &staged;
+    std::vector<Unit*>& bucket = lane.buckets[now % kWindow];
+    for (const std::size_t end = bucket.size(); lane.taken < end; ++lane.taken) {
+      Unit* unit = bucket[lane.taken];
+      --lane.in_buckets;
+      if (unit->pending_wake_ != now) continue;
+      unit->pending_wake_ = kNever;
+      try {
+        unit->evaluate();
+      } catch (...) {
+        staged.failures.emplace_back(unit->order_, std::current_exception());
       }
-      lane.find_next(now);
     }
     detail::staged_effects = nullptr;
-    calendar.report(thread, staged.surely_wakes, staged.may_wake);
   }
-  // Only applying, when the next cycle hangs on whether a freed slot wakes a
-  // unit waiting for it.
+  // ...then what every thread's evaluations did to its units, and when it
+  // next has units due.
   static void apply_part(void* context, unsigned thread) {
     auto& calendar = *static_cast<WakeCalendar*>(context);
-    calendar.apply_staged_for(thread);
-    calendar.report(thread, kNever, kNever);
-  }
-
-  // Runs `part` on every thread, on all of them when enough units are due.
-  void run_parts(EvaluationWorkers::Job part, std::size_t due) {
-    const unsigned threads = workers_->threads();
-    if (threads > 1 && due >= kSmallestSharedRound) {
-      workers_->run_on_all(part, this);
-    } else {
-      for (unsigned t = 0; t < threads; ++t) part(this, t);
+    std::vector<detail::StagedEffects>& staged = calendar.workers_->staged();
+    detail::staged_effects = &staged[thread];
+    for (detail::StagedEffects& from : staged) {
+      auto& effects = from.effects_for[thread].list;
+      if (effects.empty()) continue;  // read, not written: the line stays shared
+      for (auto& [effect, value] : effects) effect->apply_at_cycle_end(value);
+      effects.clear();
     }
-  }
-  // From the lanes' reports: the first cycle a unit is surely due in, how many
-  // units are due then (entries since skipped count too: an estimate), and
-  // the first a unit may be woken in.
-  struct Outlook {
-    Cycle next = kNever;
-    std::size_t due = 0;
-    Cycle maybe = kNever;
-    bool failed = false;
-  };
-  Outlook gather() const {
-    Outlook o;
-    for (unsigned t = 0; t < workers_->threads(); ++t) {
-      const std::uint64_t* report = workers_->report(t);
-      o.failed |= (report[1] & kFailed) != 0;
-      const std::size_t lane_due = report[1] & ~kFailed;
-      if (report[0] < o.next) {
-        o.next = report[0];
-        o.due = lane_due;
-      } else if (report[0] == o.next) {
-        o.due += lane_due;
-      }
-      o.maybe = std::min<Cycle>(o.maybe, report[2]);
-    }
-    return o;
+    detail::staged_effects = nullptr;
+    Lane& lane = calendar.lanes_[thread];
+    lane.find_next(calendar.running_);
+    std::uint64_t* report = calendar.workers_->report(thread);
+    report[0] = lane.next;
+    report[1] = lane.due_at_next(calendar.running_) | (staged[thread].failures.empty() ? 0 : kFailed);
   }
 
   void run() {
@@ -350,6 +295,7 @@ class WakeCalendar : public sc_core::sc_module {
     planned_ = kNever;
     running_ = now;
     workers_ = &evaluation_workers();
+    const unsigned threads = workers_->threads();
     // How many units are due: as the last round reported, or, when units were
     // woken from outside a round since, as the lanes say.
     std::size_t due = expected_due_;
@@ -361,25 +307,32 @@ class WakeCalendar : public sc_core::sc_module {
       }
       woken_from_outside_ = false;
     }
-    Outlook outlook;
-    outlook.next = now;
-    while (outlook.next == now) {  // a round may ask for more in this cycle
-      run_parts(&WakeCalendar::step_part, due);
-      ++rounds_;
-      pending_ = true;
-      staged_cycle_ = now;
-      outlook = gather();
-      if (outlook.maybe < outlook.next) {
-        // Whether the cycle a freed slot may wake a sender in is the next
-        // one depends on the sender: what was staged is applied now.
-        run_parts(&WakeCalendar::apply_part, outlook.due);
-        pending_ = false;
-        const bool failed = outlook.failed;
-        outlook = gather();
-        outlook.failed = failed;
+    Cycle next = now;
+    while (next == now) {  // a round may ask for more in this cycle
+      if (threads > 1 && due >= kSmallestSharedRound) {
+        workers_->run_on_all(&WakeCalendar::evaluate_part, this);
+        workers_->run_on_all(&WakeCalendar::apply_part, this);
+      } else {
+        for (unsigned t = 0; t < threads; ++t) evaluate_part(this, t);
+        for (unsigned t = 0; t < threads; ++t) apply_part(this, t);
       }
-      due = outlook.due;
-      if (outlook.failed) rethrow_first_failure();
+      // The first cycle any lane has a unit due in, and how many units it
+      // has due then (entries since skipped count too: an estimate).
+      next = kNever;
+      due = 0;
+      bool failed = false;
+      for (unsigned t = 0; t < threads; ++t) {
+        const std::uint64_t* report = workers_->report(t);
+        failed |= (report[1] & kFailed) != 0;
+        const std::size_t lane_due = report[1] & ~kFailed;
+        if (report[0] < next) {
+          next = report[0];
+          due = lane_due;
+        } else if (report[0] == next) {
+          due += lane_due;
+        }
+      }
+      if (failed) rethrow_first_failure();
       if (stop_requested.exchange(false)) {
         running_ = kNever;
         sc_core::sc_stop();
@@ -388,16 +341,9 @@ class WakeCalendar : public sc_core::sc_module {
     }
     running_ = kNever;
     expected_due_ = due;
-    if (outlook.next == kNever) {
-      // Nothing is due and nothing staged wakes a unit: what is staged (slots
-      // given back) is applied now, so that the run ends with every effect in place.
-      if (pending_)
-        for (unsigned t = 0; t < workers_->threads(); ++t) apply_staged_for(t);
-      pending_ = false;
-      return;
-    }
-    planned_ = outlook.next;
-    tick_.notify(sc_core::sc_time::from_value((outlook.next - now) * kPicosecondsPerCycle));
+    if (next == kNever) return;
+    planned_ = next;
+    tick_.notify(sc_core::sc_time::from_value((next - now) * kPicosecondsPerCycle));
   }
 
   // What a round's evaluations threw: the first unit's, in construction
@@ -419,9 +365,6 @@ class WakeCalendar : public sc_core::sc_module {
   EvaluationWorkers* workers_ = nullptr;
   std::size_t expected_due_ = 0;
   bool woken_from_outside_ = true;
-  std::uint64_t rounds_ = 0;  // rounds run so far; their parity picks the set they stage into
-  bool pending_ = false;      // the last round's staged effects are not applied yet
-  Cycle staged_cycle_ = 0;    // the cycle of that round
   Cycle running_ = kNever;
   Cycle planned_ = kNever;
   sc_core::sc_event tick_;

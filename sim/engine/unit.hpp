@@ -42,14 +42,13 @@ extern Cycle evaluation_cycle;
 class WakeCalendar;
 class Unit;
 
-// Something an evaluation changes in another unit's state, applied after
-// every unit due in the cycle has run, by the thread that evaluates the unit it
-// changes (so that no two threads ever touch one unit's state), before that
-// thread evaluates anything again.
+// Something an evaluation changes in another unit's state, applied at the end
+// of the cycle (after every unit due has run) by the thread that evaluates
+// the unit it changes, so that no two threads ever touch one unit's state.
 class CycleEndEffect {
  public:
-  // `value` is what defer_to_cycle_end was given; `cycle` the cycle it was staged in.
-  virtual void apply_at_cycle_end(std::uint64_t value, Cycle cycle) = 0;
+  // `value` is what defer_to_cycle_end was given.
+  virtual void apply_at_cycle_end(std::uint64_t value) = 0;
 
  protected:
   ~CycleEndEffect() = default;
@@ -58,34 +57,16 @@ class CycleEndEffect {
 namespace detail {
 // What this thread's evaluations staged, by the thread that is to apply it;
 // null outside an evaluation, where effects apply at once (set-up code and
-// tests drive ports directly). A round stages into one of two sets (its
-// parity) while the set of the round before is being applied.
+// tests drive ports directly).
 struct StagedEffects {
   struct alignas(64) Effects {  // a line each: different threads read them
     std::vector<std::pair<CycleEndEffect*, std::uint64_t>> list;
   };
-  std::vector<Effects> effects_for[2];  // by parity, then by applying thread
-  unsigned parity = 0;
-  Cycle surely_wakes = 0;  // the earliest cycle a staged effect wakes a unit in
-  Cycle may_wake = 0;      // the earliest cycle a staged effect wakes a unit in if that unit waits for it
+  std::vector<Effects> effects_for;  // by applying thread
   std::vector<std::pair<std::uint32_t, std::exception_ptr>> failures;  // unit order, what it threw
 };
 extern thread_local StagedEffects* staged_effects;
 }  // namespace detail
-
-// The parity of the round being evaluated (0 outside one): stageable state
-// keeps a set per parity, since a round's effects are applied while the next
-// round stages its own.
-inline unsigned staging_parity() { return detail::staged_effects ? detail::staged_effects->parity : 0; }
-// A staged effect will wake a unit at `cycle` (`surely`), or may (a sender,
-// if it waits for space): the calendar must not pass that cycle before
-// applying it.
-inline void note_wake(Cycle cycle, bool surely) {
-  if (detail::StagedEffects* staged = detail::staged_effects) {
-    Cycle& earliest = surely ? staged->surely_wakes : staged->may_wake;
-    if (cycle < earliest) earliest = cycle;
-  }
-}
 
 // Threads that evaluate the units due in a cycle (1: the calendar's own).
 // Results do not depend on it.
@@ -142,9 +123,9 @@ class Unit : public sc_core::sc_module {
 // called from an evaluation; at once otherwise.
 inline void defer_to_cycle_end(CycleEndEffect& effect, std::uint64_t value, const Unit* changed) {
   if (detail::StagedEffects* staged = detail::staged_effects)
-    staged->effects_for[staged->parity][changed ? changed->thread() : 0].list.emplace_back(&effect, value);
+    staged->effects_for[changed ? changed->thread() : 0].list.emplace_back(&effect, value);
   else
-    effect.apply_at_cycle_end(value, detail::evaluation_cycle);
+    effect.apply_at_cycle_end(value);
 }
 
 // When a simulation stops with work left: the units whose input buffers hold
