@@ -274,14 +274,12 @@ class WakeCalendar : public sc_core::sc_module {
   static void apply_part(void* context, unsigned thread) {
     auto& calendar = *static_cast<WakeCalendar*>(context);
     std::vector<detail::StagedEffects>& staged = calendar.workers_->staged();
-    detail::staged_effects = &staged[thread];
     for (detail::StagedEffects& from : staged) {
       auto& effects = from.effects_for[thread].list;
       if (effects.empty()) continue;  // read, not written: the line stays shared
       for (auto& [effect, value] : effects) effect->apply_at_cycle_end(value);
       effects.clear();
     }
-    detail::staged_effects = nullptr;
     Lane& lane = calendar.lanes_[thread];
     lane.find_next(calendar.running_);
     std::uint64_t* report = calendar.workers_->report(thread);
