@@ -8,8 +8,9 @@ Crossbar::Crossbar(const sc_core::sc_module_name& name, const CrossbarParams& p,
                    std::uint32_t outputs, StatRegistry& stats)
     : Unit(name), params_(p), input_links_(inputs, RateServer(p.input_flits_per_cycle)),
       output_links_(outputs, RateServer(p.output_flits_per_cycle)), active_(inputs), busy_outputs_(outputs),
-      output_queues_(outputs), output_queue_flits_(outputs, 0), head_waits_(inputs), waiters_(outputs, 0),
-      last_granted_(outputs, inputs - 1) {
+      output_queues_(outputs), output_queue_flits_(outputs, 0), head_waits_(inputs), input_words_((inputs + 63) / 64),
+      waiting_(input_words_, 0), waiting_for_(std::size_t(outputs) * input_words_, 0),
+      waited_outputs_((outputs + 63) / 64, 0), last_granted_(outputs, inputs - 1) {
   StatGroup& g = stats.group(std::string(basename()), "");
   for (std::uint32_t i = 0; i < inputs; ++i) {
     inputs_.push_back(std::make_unique<InPort<MemPacket>>(*this, p.input_buffer_flits));
@@ -25,10 +26,7 @@ Crossbar::Crossbar(const sc_core::sc_module_name& name, const CrossbarParams& p,
 void Crossbar::evaluate() {
   const Cycle now = Unit::now();
   Cycle next = kNever;
-  // Inputs to output queues. An output some input waits for is granted, as
-  // its queue has room, to the ready input next after the one it last took
-  // (round robin), so inputs crowding one output take turns whatever order
-  // they are visited in; the others' heads go straight in.
+  const std::uint32_t n = static_cast<std::uint32_t>(inputs_.size());
   auto enter = [&](std::uint32_t i, std::uint32_t o, std::uint32_t flits) {
     InPort<MemPacket>& in = *inputs_[i];
     input_links_[i].occupy(now, flits);
@@ -37,48 +35,54 @@ void Crossbar::evaluate() {
     busy_outputs_.mark(o);
     in.pop();
   };
-  contenders_.clear();
+  auto flip = [](std::uint64_t* words, std::uint32_t id) { words[id >> 6] ^= std::uint64_t(1) << (id & 63); };
+  auto has_waiters = [&](std::uint32_t o) {
+    const std::uint64_t* w = &waiting_for_[std::size_t(o) * input_words_];
+    return std::any_of(w, w + input_words_, [](std::uint64_t bits) { return bits != 0; });
+  };
+  // Inputs to output queues. A head goes straight into its queue while the
+  // queue has room and no other head waits for it; otherwise it waits (the
+  // queue's draining wakes this unit), and waiting inputs are not visited.
   active_.visit([&](std::uint32_t i) {
     InPort<MemPacket>& in = *inputs_[i];
-    // A waiting head stays as it is while its queue is full; checked here
-    // without touching the input's buffer.
-    if (const HeadWait& w = head_waits_[i]; w.flits && output_queue_flits_[w.output] + w.flits > params_.output_queue_flits)
-      return true;
     while (!in.empty()) {
       if (!in.ready(now)) { next = std::min(next, in.next_ready()); break; }
       if (!input_links_[i].free(now)) { next = std::min(next, input_links_[i].free_at()); break; }
       const std::uint32_t o = in.front().destination;
       const std::uint32_t flits = in.front().flits();
-      const bool room = output_queue_flits_[o] + flits <= params_.output_queue_flits;
-      if (waiters_[o] == 0 && room) {
+      if (output_queue_flits_[o] + flits <= params_.output_queue_flits && !has_waiters(o)) {
         enter(i, o, flits);
         continue;
       }
-      if (!head_waits_[i].flits) {  // woken when the queue drains
-        head_waits_[i] = HeadWait{o, flits};
-        ++waiters_[o];
-      }
-      if (room) contenders_.push_back({o, i});
+      if (!has_waiters(o)) flip(waited_outputs_.data(), o);
+      head_waits_[i] = HeadWait{o, flits};
+      flip(waiting_.data(), i);
+      flip(&waiting_for_[std::size_t(o) * input_words_], i);
       break;
     }
     return !in.empty();
+  }, waiting_.data());
+  // An output with room takes the waiting heads in turn, from the input after
+  // the one it last took (round robin), so that inputs crowding one output
+  // take turns whatever order they are visited in.
+  for_each_set_bit(waited_outputs_.data(), 0, static_cast<std::uint32_t>(outputs_.size()), [&](std::uint32_t o) {
+    std::uint64_t* waiters = &waiting_for_[std::size_t(o) * input_words_];
+    auto grant = [&](std::uint32_t i) {
+      const std::uint32_t flits = head_waits_[i].flits;
+      if (output_queue_flits_[o] + flits > params_.output_queue_flits) return;
+      enter(i, o, flits);
+      head_waits_[i].flits = 0;
+      flip(waiting_.data(), i);
+      flip(waiters, i);
+      last_granted_[o] = i;
+      // Its next head, if ready, is taken on the next evaluation.
+      if (!inputs_[i]->empty()) next = std::min(next, now + 1);
+    };
+    const std::uint32_t after = last_granted_[o] + 1 == n ? 0 : last_granted_[o] + 1;
+    for_each_set_bit(waiters, after, n, grant);
+    for_each_set_bit(waiters, 0, after, grant);
+    if (!has_waiters(o)) flip(waited_outputs_.data(), o);
   });
-  // Per output, grants in turn while its queue has room.
-  std::sort(contenders_.begin(), contenders_.end(), [&](const Contender& a, const Contender& b) {
-    if (a.output != b.output) return a.output < b.output;
-    const std::uint32_t n = static_cast<std::uint32_t>(inputs_.size()), after = last_granted_[a.output] + 1;
-    return (a.input + n - after) % n < (b.input + n - after) % n;
-  });
-  for (const Contender& c : contenders_) {
-    const HeadWait w = head_waits_[c.input];
-    if (output_queue_flits_[c.output] + w.flits > params_.output_queue_flits) continue;
-    enter(c.input, c.output, w.flits);
-    head_waits_[c.input].flits = 0;
-    --waiters_[c.output];
-    last_granted_[c.output] = c.input;
-    // Its next head, if ready, is taken on the next evaluation.
-    if (!inputs_[c.input]->empty()) next = std::min(next, now + 1);
-  }
   // Output queues to destinations.
   bool drained = false;
   busy_outputs_.visit([&](std::uint32_t o) {

@@ -56,12 +56,14 @@ class Crossbar : public Unit {
     std::uint32_t flits = 0;  // 0: the input's head is not waiting for a full queue
   };
   std::vector<HeadWait> head_waits_;
-  std::vector<std::uint32_t> waiters_;       // per output, the inputs whose head waits for it
+  // The inputs whose head waits (a bit each), and per output those waiting for
+  // it and whether any do, so that a crowded output costs an evaluation its
+  // grants rather than a look at every input queued behind it.
+  std::uint32_t input_words_ = 0;
+  std::vector<std::uint64_t> waiting_;
+  std::vector<std::uint64_t> waiting_for_;  // input_words_ words per output
+  std::vector<std::uint64_t> waited_outputs_;
   std::vector<std::uint32_t> last_granted_;  // per output, the input it last took a waiting head from
-  struct Contender {
-    std::uint32_t output, input;
-  };
-  std::vector<Contender> contenders_;  // this evaluation's ready waiting heads of outputs with room
   std::uint64_t packets_ = 0;
   std::uint64_t flits_ = 0;
   std::uint64_t output_busy_scaled_ = 0;

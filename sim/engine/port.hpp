@@ -57,6 +57,22 @@ class RingBuffer {
   std::size_t size_ = 0;
 };
 
+// Calls `visit(id)` for each bit set in `words` from `from` up to (not
+// including) `to`, in index order, passing over bits set in `passed_over`.
+// Each word is read once before its bits are visited, so `visit` may clear them.
+template <class Visit>
+void for_each_set_bit(const std::uint64_t* words, std::uint32_t from, std::uint32_t to, Visit&& visit,
+                      const std::uint64_t* passed_over = nullptr) {
+  if (from >= to) return;
+  for (std::uint32_t w = from >> 6, last = (to - 1) >> 6; w <= last; ++w) {
+    std::uint64_t bits = words[w];
+    if (passed_over) bits &= ~passed_over[w];
+    if (w == from >> 6) bits &= ~std::uint64_t(0) << (from & 63);
+    if (const std::uint32_t end = to - (w << 6); w == last && end < 64) bits &= (std::uint64_t(1) << end) - 1;
+    for (; bits; bits &= bits - 1) visit((w << 6) + static_cast<std::uint32_t>(std::countr_zero(bits)));
+  }
+}
+
 // For units with many inputs: the inputs holding messages, so that an
 // evaluation visits those instead of scanning every port. Kept as bits, so
 // that the order inputs were marked in (which depends on the order their
@@ -73,32 +89,26 @@ class ActiveInputs {
   }
   // Visits the active inputs in index order, starting one input further along
   // at each call so that no input is always served first; `still_active(id)`
-  // says whether to keep each.
+  // says whether to keep each. Inputs set in `passed_over` (a bit per input,
+  // as this set keeps them) stay active without being visited.
   template <class Visit>
-  void visit(Visit still_active) {
+  void visit(Visit still_active, const std::uint64_t* passed_over = nullptr) {
     if (active_ == 0) return;
     start_ = start_ + 1 == inputs_ ? 0 : start_ + 1;
-    visit_range(start_, inputs_, still_active);
-    visit_range(0, start_, still_active);
+    visit_range(start_, inputs_, still_active, passed_over);
+    visit_range(0, start_, still_active, passed_over);
   }
   bool empty() const { return active_ == 0; }
 
  private:
   template <class Visit>
-  void visit_range(std::uint32_t from, std::uint32_t to, Visit& still_active) {
-    if (from >= to) return;
-    for (std::uint32_t w = from >> 6, last = (to - 1) >> 6; w <= last; ++w) {
-      std::uint64_t bits = words_[w];
-      if (w == from >> 6) bits &= ~std::uint64_t(0) << (from & 63);
-      if (const std::uint32_t end = to - (w << 6); w == last && end < 64) bits &= (std::uint64_t(1) << end) - 1;
-      for (; bits; bits &= bits - 1) {
-        const std::uint32_t id = (w << 6) + static_cast<std::uint32_t>(std::countr_zero(bits));
-        if (!still_active(id)) {
-          words_[w] &= ~(std::uint64_t(1) << (id & 63));
-          --active_;
-        }
+  void visit_range(std::uint32_t from, std::uint32_t to, Visit& still_active, const std::uint64_t* passed_over) {
+    for_each_set_bit(words_.data(), from, to, [&](std::uint32_t id) {
+      if (!still_active(id)) {
+        words_[id >> 6] &= ~(std::uint64_t(1) << (id & 63));
+        --active_;
       }
-    }
+    }, passed_over);
   }
   std::vector<std::uint64_t> words_;
   std::uint32_t inputs_ = 0;
