@@ -68,8 +68,9 @@ void Crossbar::evaluate() {
   for_each_set_bit(waited_outputs_.data(), 0, static_cast<std::uint32_t>(outputs_.size()), [&](std::uint32_t o) {
     std::uint64_t* waiters = &waiting_for_[std::size_t(o) * input_words_];
     auto grant = [&](std::uint32_t i) {
+      if (output_queue_flits_[o] >= params_.output_queue_flits) return false;  // not even a flit fits
       const std::uint32_t flits = head_waits_[i].flits;
-      if (output_queue_flits_[o] + flits > params_.output_queue_flits) return;
+      if (output_queue_flits_[o] + flits > params_.output_queue_flits) return true;
       enter(i, o, flits);
       head_waits_[i].flits = 0;
       flip(waiting_.data(), i);
@@ -77,11 +78,12 @@ void Crossbar::evaluate() {
       last_granted_[o] = i;
       // Its next head, if ready, is taken on the next evaluation.
       if (!inputs_[i]->empty()) next = std::min(next, now + 1);
+      return true;
     };
     const std::uint32_t after = last_granted_[o] + 1 == n ? 0 : last_granted_[o] + 1;
-    for_each_set_bit(waiters, after, n, grant);
-    for_each_set_bit(waiters, 0, after, grant);
+    if (for_each_set_bit(waiters, after, n, grant)) for_each_set_bit(waiters, 0, after, grant);
     if (!has_waiters(o)) flip(waited_outputs_.data(), o);
+    return true;
   });
   // Output queues to destinations.
   bool drained = false;

@@ -58,19 +58,22 @@ class RingBuffer {
 };
 
 // Calls `visit(id)` for each bit set in `words` from `from` up to (not
-// including) `to`, in index order, passing over bits set in `passed_over`.
-// Each word is read once before its bits are visited, so `visit` may clear them.
+// including) `to`, in index order, passing over bits set in `passed_over`,
+// until `visit` returns false (then returns false itself). Each word is read
+// once before its bits are visited, so `visit` may clear them.
 template <class Visit>
-void for_each_set_bit(const std::uint64_t* words, std::uint32_t from, std::uint32_t to, Visit&& visit,
+bool for_each_set_bit(const std::uint64_t* words, std::uint32_t from, std::uint32_t to, Visit&& visit,
                       const std::uint64_t* passed_over = nullptr) {
-  if (from >= to) return;
+  if (from >= to) return true;
   for (std::uint32_t w = from >> 6, last = (to - 1) >> 6; w <= last; ++w) {
     std::uint64_t bits = words[w];
     if (passed_over) bits &= ~passed_over[w];
     if (w == from >> 6) bits &= ~std::uint64_t(0) << (from & 63);
     if (const std::uint32_t end = to - (w << 6); w == last && end < 64) bits &= (std::uint64_t(1) << end) - 1;
-    for (; bits; bits &= bits - 1) visit((w << 6) + static_cast<std::uint32_t>(std::countr_zero(bits)));
+    for (; bits; bits &= bits - 1)
+      if (!visit((w << 6) + static_cast<std::uint32_t>(std::countr_zero(bits)))) return false;
   }
+  return true;
 }
 
 // For units with many inputs: the inputs holding messages, so that an
@@ -108,6 +111,7 @@ class ActiveInputs {
         words_[id >> 6] &= ~(std::uint64_t(1) << (id & 63));
         --active_;
       }
+      return true;
     }, passed_over);
   }
   std::vector<std::uint64_t> words_;

@@ -37,7 +37,9 @@
 #   WORKLOADS_BIN, if set, is a folder with the runners already built for sm_90
 #   (build/workloads); otherwise they are built here with nvcc. TRACE_BUFFER_MIB
 #   sizes the trace pass's device buffer (default 16384, doubled and the pass run
-#   again while it fills up: the regime's SW-S needs more).
+#   again while it fills up: the regime's SW-S needs more). SIM_THREADS: threads
+#   each kernel's simulation runs on while the next kernel is captured (default
+#   1; `atomsim run --threads`, the results do not depend on it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 usage="usage: capture_h100_workloads.sh CAPTURE_DIR DEST [FILTER] [PHASES]"
@@ -46,6 +48,7 @@ dest=${2:?$usage}
 filter=${3:-'^(sort|sparse|mpm|splat3d|splat3d-volume)/'}
 phases=,${4:-measure,trace,compare},
 capture=$tools/atomsim-capture atomsim=$tools/atomsim
+sim_threads=${SIM_THREADS:-1}
 [ -x "$capture" ] || { echo "capture_h100_workloads: $capture not found" >&2; exit 1; }
 if [[ $phases =~ ,(trace|compare), ]]; then
   [ -x "$atomsim" ] || { echo "capture_h100_workloads: $atomsim not found (needed to check and compare traces)" >&2; exit 1; }
@@ -195,8 +198,10 @@ for entry in "${kernels[@]}"; do
     [[ $verdict == faithful* ]] || failures=$((failures + 1))
     if [[ $phases == *,compare,* ]] && [ -f "$out/timing.json" ]; then
       # From DEST, so that the comparison names the kernel as the dataset does, not by this machine's path.
-      (cd "$dest" && "$atomsim" compare -q "$name" --instructions 8 --config "$root/configs/h100.toml" --json "$out/compare.json") \
-        > "$out/compare.txt" 2>&1 &
+      (cd "$dest" && begun=$(date +%s) &&
+       "$atomsim" compare -q "$name" --instructions 8 --threads "$sim_threads" --config "$root/configs/h100.toml" \
+         --json "$out/compare.json" &&
+       echo "$name compare $(( $(date +%s) - begun )) s on $sim_threads threads" >> "$times") > "$out/compare.txt" 2>&1 &
     fi
   fi
   if [ -f "$out/timing.json" ] && [ -f "$out/trace/trace.atr" ]; then
