@@ -34,6 +34,9 @@ GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& ov
   gpu.choice("name", p.name, {"h100", "a100", "rtx4090", "rtx3060", "custom"}, "which GPU this describes");
   gpu.integer("sms", p.sms, 1, 1024, "streaming multiprocessors");
   gpu.real("sm_clock_mhz", p.sm_clock_mhz, 1, 10000, "SM clock: one simulated cycle");
+  gpu.integer("placement_offset", p.placement_offset, 0, std::int64_t(1) << 40,
+              "bytes added to every global address a trace names, as if the allocator had placed the kernel's buffers "
+              "that much further on: where lines fall among slices and channels depends on it");
   p.sm.declare(ParamBinder(source, "sm"));
   p.mio.declare(ParamBinder(source, "mio"));
   p.l1.declare(ParamBinder(source, "l1"));
@@ -53,6 +56,9 @@ GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& ov
   if (!std::has_single_bit(p.l2.interleave_bytes) || p.l2.interleave_bytes < p.l2.line_bytes)
     throw ConfigError(fmt::format("{}: key 'l2.interleave_bytes' = {} must be a power of two of at least 'l2.line_bytes' = {}",
                                   p.origin, p.l2.interleave_bytes, p.l2.line_bytes));
+  if (p.placement_offset % p.l2.line_bytes != 0)
+    throw ConfigError(fmt::format("{}: key 'gpu.placement_offset' = {} must be a multiple of 'l2.line_bytes' = {}", p.origin,
+                                  p.placement_offset, p.l2.line_bytes));
   if (p.l1.line_bytes != p.l2.line_bytes)
     throw ConfigError(fmt::format("{}: key 'l1.line_bytes' must equal 'l2.line_bytes'", p.origin));
   // A buffer that can never hold the largest packet sent to it stalls its

@@ -42,7 +42,7 @@ Gpu::Gpu(const GpuParams& p) : params_(p), created_(std::chrono::steady_clock::n
   Units& u = *units_;
   const std::uint32_t slices = p.l2.slices;
   for (std::uint32_t i = 0; i < p.sms; ++i) {
-    u.sms.push_back(std::make_unique<Sm>(fmt::format("sm{}", i).c_str(), p.sm, stats_));
+    u.sms.push_back(std::make_unique<Sm>(fmt::format("sm{}", i).c_str(), p.sm, p.placement_offset, stats_));
     u.mios.push_back(std::make_unique<Mio>(fmt::format("mio{}", i).c_str(), p.mio, p.sm.subcores, stats_));
     u.l1s.push_back(std::make_unique<L1>(fmt::format("l1_{}", i).c_str(), p.l1, static_cast<std::uint16_t>(i),
                                          p.sm.subcores, u.map, u.pool, stats_));
@@ -163,7 +163,7 @@ void Gpu::warm_l2(trace::TraceReader& reader, std::size_t kernel) {
     while (stream.next(inst)) {
       if (!trace::is_global_memory(info.program[inst.index].op)) continue;
       for (std::uint32_t m = inst.active_mask; m; m &= m - 1) {
-        const std::uint64_t address = inst.address[std::countr_zero(m)];
+        const std::uint64_t address = inst.address[std::countr_zero(m)] + params_.placement_offset;
         u.slices[u.map.slice_of(address)]->preload(u.map.line_of(address));
       }
     }

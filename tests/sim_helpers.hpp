@@ -282,11 +282,15 @@ inline std::string counters_with_costs(const std::string& name, const std::vecto
   return path;
 }
 
-inline double total(const KernelRun& run, const std::string& kind, const std::string& name) {
+inline StatSummary stat(const KernelRun& run, const std::string& kind, const std::string& name) {
   auto k = run.stats.find(kind);
-  if (k == run.stats.end()) return 0;
+  if (k == run.stats.end()) return {};
   auto s = k->second.find(name);
-  return s == k->second.end() ? 0 : s->second.total;
+  return s == k->second.end() ? StatSummary{} : s->second;
+}
+
+inline double total(const KernelRun& run, const std::string& kind, const std::string& name) {
+  return stat(run, kind, name).total;
 }
 
 // Every resident warp is in exactly one state each cycle: the states add up to

@@ -59,6 +59,11 @@ TEST_CASE("CLI: configuration errors name the key and the file", "[cli][errors]"
   REQUIRE(r.err.find("'gpu.sms'") != std::string::npos);
   REQUIRE(r.err.find("out of range") != std::string::npos);
 
+  r = cli("run -q --trace " + trace + " --set gpu.placement_offset=100");  // lines would straddle
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err_lines() == 1);
+  REQUIRE(r.err.find("'gpu.placement_offset' = 100 must be a multiple of 'l2.line_bytes' = 128") != std::string::npos);
+
   r = cli("run -q --trace " + trace + " --set l2.rop_unitz=2");
   REQUIRE(r.code == 1);
   REQUIRE(r.err.find("unknown key 'l2.rop_unitz'") != std::string::npos);

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "models/interconnect/address_map.hpp"
 #include "sim/report.hpp"
 #include "sim/run.hpp"
 #include "sim_helpers.hpp"
@@ -304,6 +307,48 @@ TEST_CASE("a CTA's place goes to the next CTA the done latency after its last wa
     });
     REQUIRE(follows_one);
   }
+  std::remove(path.c_str());
+}
+
+// Buffers the allocator placed elsewhere (gpu.placement_offset): the lines
+// fall on other slices, while the kernel does the same work with the same
+// results, and an L2 warmed with its footprint still serves every load.
+TEST_CASE("a placement offset moves lines among the slices, not what the kernel does", "[sim][l2]") {
+  std::string path = testing::write_kernel(
+      "placed", {"REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR6][R10.64], R13", "LDG.E R4, desc[UR4][R2.64]", "EXIT"}, 64, 4,
+      [](std::uint64_t warp) {
+        trace::WarpInst red = testing::record(0), load = testing::record(1);
+        for (int lane = 0; lane < 32; ++lane) {
+          red.address[lane] = 0x200000 + (1 << 20) * (warp % 8) + 4 * lane;  // eight lines crowded by every warp
+          red.value[lane] = 0x3f800000;                                  // 1.0f
+          load.address[lane] = 0x10000000 + warp * 128 + lane * 4;
+        }
+        return std::vector<trace::WarpInst>{red, load, testing::record(2)};
+      });
+  // The most lines of the eight that share a slice, where the model is to put them.
+  const model::AddressMap map(testing::h100_with({}).l2.address_map());
+  auto crowding = [&](std::uint64_t offset) {
+    std::map<std::uint32_t, int> lines_on;
+    int most = 0;
+    for (std::uint64_t line = 0; line < 8; ++line) most = std::max(most, ++lines_on[map.slice_of(0x200000 + (1 << 20) * line + offset)]);
+    return most;
+  };
+  const std::uint64_t offsets[] = {0, 2 << 20, 64 << 20, (1ull << 30) + (2 << 20) + 512};
+  std::set<int> crowdings;
+  for (const std::uint64_t offset : offsets) {
+    const std::string set = "gpu.placement_offset=" + std::to_string(offset);
+    KernelRun run = testing::run_one(testing::h100_with({set}), path);
+    INFO("offset " << offset);
+    REQUIRE(run.check.passed());
+    REQUIRE(run.check.lane_updates_applied == 256 * 32);
+    REQUIRE(run.check.addresses == 8 * 32);
+    REQUIRE(testing::total(run, "dram", "reads") == 8 + 256);  // the eight crowded lines and one line per warp
+    crowdings.insert(crowding(offset));
+    REQUIRE(testing::stat(run, "l2_slice", "atomic_ops").max == 32 * 32 * crowding(offset));
+    KernelRun warm = testing::run_one(testing::h100_with({set, "l2.start=footprint"}), path);
+    REQUIRE(testing::total(warm, "dram", "reads") == 0);
+  }
+  REQUIRE(crowdings.size() > 1);  // the placements differ in how the lines crowd
   std::remove(path.c_str());
 }
 

@@ -533,6 +533,8 @@ class Sm::Subcore {
     op.active_mask = w.active_mask();
     if (kind == LsuOp::Kind::Memory) {
       op.value_lanes = w.stream.operands(op.address, op.value);
+      if (const std::uint64_t offset = sm_.placement_offset_)
+        for (std::uint32_t m = op.active_mask; m; m &= m - 1) op.address[std::countr_zero(m)] += offset;
       if (trace::is_atomic(s.op) && sm_.hooks_.on_atomic) sm_.hooks_.on_atomic(s, op.active_mask, op.address, op.value);
     }
     if (tm.route == Route::LsuReduced) {
@@ -767,8 +769,8 @@ std::shared_ptr<const SmProgram> decode_program(const trace::KernelInfo& kernel,
 
 namespace atomsim::model {
 
-Sm::Sm(const sc_core::sc_module_name& name, const SmParams& p, StatRegistry& stats)
-    : Unit(name), params_(p), warps_(p.max_warps),
+Sm::Sm(const sc_core::sc_module_name& name, const SmParams& p, std::uint64_t placement_offset, StatRegistry& stats)
+    : Unit(name), params_(p), placement_offset_(placement_offset), warps_(p.max_warps),
       subcore_due_(p.subcores, kNever), credits_(p.subcores),
       ctas_(p.max_ctas), lsu_completions_(*this, 4096), mio_completions_(*this, 4096), cta_launch_(*this, 256),
       cta_done_(*this) {

@@ -106,7 +106,8 @@ struct SmHooks {
 
 class Sm : public Unit {
  public:
-  Sm(const sc_core::sc_module_name& name, const SmParams& p, StatRegistry& stats);
+  // `placement_offset` is added to every global address the trace names (gpu.placement_offset).
+  Sm(const sc_core::sc_module_name& name, const SmParams& p, std::uint64_t placement_offset, StatRegistry& stats);
   ~Sm() override;
 
   void begin_kernel(const KernelContext& kernel);
@@ -146,6 +147,7 @@ class Sm : public Unit {
 
   friend class Subcore;
   const SmParams params_;
+  const std::uint64_t placement_offset_;
   KernelContext kernel_;
   SmHooks hooks_;
   std::vector<Warp> warps_;
