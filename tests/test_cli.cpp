@@ -273,10 +273,15 @@ TEST_CASE("CLI: compare --saved sets captures' saved simulations beside their me
   // The full-size dataset keeps no traces; each folder keeps the comparison made where it was traced.
   const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/workloads";
   const std::string json = testing::temp_trace("compare-saved.json");
-  // Without --saved, only the kernels kept need traces: --only picks them from a manifest of both.
-  CliResult untraced = cli("compare -q --manifest " + dir + "/manifest.json --only '^mpm/3d-baseline'");
+  // Without --saved, a capture needs its trace (a copy without it, whatever this checkout keeps).
+  const std::string untraced_dir = testing::temp_trace("untraced-capture");
+  std::filesystem::remove_all(untraced_dir);
+  std::filesystem::copy(dir + "/mpm/3d-baseline/p2g", untraced_dir, std::filesystem::copy_options::recursive);
+  std::filesystem::remove(untraced_dir + "/trace/trace.atr");
+  CliResult untraced = cli("compare -q " + untraced_dir);
+  std::filesystem::remove_all(untraced_dir);
   REQUIRE(untraced.code != 0);
-  REQUIRE(untraced.err == "atomsim: error: " + dir + "/mpm/3d-baseline/p2g/trace/trace.atr: no trace (capture --pass count,trace into DIR/trace)\n");
+  REQUIRE(untraced.err == "atomsim: error: " + untraced_dir + "/trace/trace.atr: no trace (capture --pass count,trace into DIR/trace)\n");
   CliResult r = cli("compare -q --saved --manifest " + dir + "/splat3d-manifest.json --json " + json);
   REQUIRE(r.code == 0);
   REQUIRE(r.out.find("not simulated now") != std::string::npos);
