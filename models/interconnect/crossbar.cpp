@@ -8,7 +8,7 @@ Crossbar::Crossbar(const sc_core::sc_module_name& name, const CrossbarParams& p,
                    std::uint32_t outputs, StatRegistry& stats)
     : Unit(name), params_(p), input_links_(inputs, RateServer(p.input_flits_per_cycle)),
       output_links_(outputs, RateServer(p.output_flits_per_cycle)), active_(inputs), busy_outputs_(outputs),
-      output_queues_(outputs), output_queue_flits_(outputs, 0), head_waits_(inputs), input_words_((inputs + 63) / 64),
+      output_queues_(outputs), output_queue_flits_(outputs, 0), waiting_flits_(inputs, 0), input_words_((inputs + 63) / 64),
       waiting_(input_words_, 0), waiting_for_(std::size_t(outputs) * input_words_, 0),
       waited_outputs_((outputs + 63) / 64, 0), last_granted_(outputs, inputs - 1) {
   StatGroup& g = stats.group(std::string(basename()), "");
@@ -36,10 +36,7 @@ void Crossbar::evaluate() {
     in.pop();
   };
   auto flip = [](std::uint64_t* words, std::uint32_t id) { words[id >> 6] ^= std::uint64_t(1) << (id & 63); };
-  auto has_waiters = [&](std::uint32_t o) {
-    const std::uint64_t* w = &waiting_for_[std::size_t(o) * input_words_];
-    return std::any_of(w, w + input_words_, [](std::uint64_t bits) { return bits != 0; });
-  };
+  auto waited = [&](std::uint32_t o) { return (waited_outputs_[o >> 6] >> (o & 63)) & 1; };
   // Inputs to output queues. A head goes straight into its queue while the
   // queue has room and no other head waits for it; otherwise it waits (the
   // queue's draining wakes this unit), and waiting inputs are not visited.
@@ -50,12 +47,12 @@ void Crossbar::evaluate() {
       if (!input_links_[i].free(now)) { next = std::min(next, input_links_[i].free_at()); break; }
       const std::uint32_t o = in.front().destination;
       const std::uint32_t flits = in.front().flits();
-      if (output_queue_flits_[o] + flits <= params_.output_queue_flits && !has_waiters(o)) {
+      if (output_queue_flits_[o] + flits <= params_.output_queue_flits && !waited(o)) {
         enter(i, o, flits);
         continue;
       }
-      if (!has_waiters(o)) flip(waited_outputs_.data(), o);
-      head_waits_[i] = HeadWait{o, flits};
+      if (!waited(o)) flip(waited_outputs_.data(), o);
+      waiting_flits_[i] = flits;
       flip(waiting_.data(), i);
       flip(&waiting_for_[std::size_t(o) * input_words_], i);
       break;
@@ -69,10 +66,9 @@ void Crossbar::evaluate() {
     std::uint64_t* waiters = &waiting_for_[std::size_t(o) * input_words_];
     auto grant = [&](std::uint32_t i) {
       if (output_queue_flits_[o] >= params_.output_queue_flits) return false;  // not even a flit fits
-      const std::uint32_t flits = head_waits_[i].flits;
+      const std::uint32_t flits = waiting_flits_[i];
       if (output_queue_flits_[o] + flits > params_.output_queue_flits) return true;
       enter(i, o, flits);
-      head_waits_[i].flits = 0;
       flip(waiting_.data(), i);
       flip(waiters, i);
       last_granted_[o] = i;
@@ -82,7 +78,8 @@ void Crossbar::evaluate() {
     };
     const std::uint32_t after = last_granted_[o] + 1 == n ? 0 : last_granted_[o] + 1;
     if (for_each_set_bit(waiters, after, n, grant)) for_each_set_bit(waiters, 0, after, grant);
-    if (!has_waiters(o)) flip(waited_outputs_.data(), o);
+    if (std::all_of(waiters, waiters + input_words_, [](std::uint64_t bits) { return bits == 0; }))
+      flip(waited_outputs_.data(), o);
     return true;
   });
   // Output queues to destinations.

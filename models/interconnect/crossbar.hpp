@@ -51,11 +51,7 @@ class Crossbar : public Unit {
   ActiveInputs busy_outputs_;  // outputs whose queue holds packets
   std::vector<std::deque<MemPacket>> output_queues_;
   std::vector<std::uint32_t> output_queue_flits_;
-  struct HeadWait {
-    std::uint32_t output = 0;
-    std::uint32_t flits = 0;  // 0: the input's head is not waiting for a full queue
-  };
-  std::vector<HeadWait> head_waits_;
+  std::vector<std::uint32_t> waiting_flits_;  // per input, the size of its head while it waits
   // The inputs whose head waits (a bit each), and per output those waiting for
   // it and whether any do, so that a crowded output costs an evaluation its
   // grants rather than a look at every input queued behind it.
