@@ -44,6 +44,48 @@ __device__ __forceinline__ Call begin(void* userdata) {
   return call;
 }
 
+// The lock of the 8-byte word holding `address` (a 4-byte word shares its
+// neighbour's, so that 4- and 8-byte atomics on overlapping words exclude each other).
+__device__ __forceinline__ std::uint32_t lock_of(const Control* c, std::uint64_t address) {
+  return static_cast<std::uint32_t>(((address >> 3) * 0x9E3779B97F4A7C15ull) >> (64 - c->lock_bits));
+}
+
+// Takes the locks of the words the running lanes update, in ascending order
+// (so that two warps never each hold a lock the other waits for), and notes
+// them in the warp's pending entry. All running lanes call it.
+__device__ void acquire_locks(const Call& call, Pending& pending, std::uint64_t address) {
+  Control* c = call.control;
+  const std::uint32_t mine = lock_of(c, address);
+  // The leader gathers the lanes' locks, sorted and without repeats (tools
+  // patches may not use warp reductions).
+  std::uint32_t sorted[32];
+  std::uint32_t count = 0;
+  for (std::uint32_t m = call.active; m; m &= m - 1) {
+    const std::uint32_t lock = __shfl_sync(call.active, mine, __ffs(m) - 1);
+    if (call.lane != call.leader) continue;
+    std::uint32_t at = count;
+    while (at > 0 && sorted[at - 1] > lock) --at;
+    if (at > 0 && sorted[at - 1] == lock) continue;
+    for (std::uint32_t k = count; k > at; --k) sorted[k] = sorted[k - 1];
+    sorted[at] = lock;
+    ++count;
+  }
+  if (call.lane == call.leader) {
+    for (std::uint32_t k = 0; k < count; ++k) {
+      while (atomicCAS(&c->locks[sorted[k]], 0u, 1u) != 0u) __nanosleep(32);
+      pending.locks[k] = sorted[k];
+    }
+    pending.lock_count = count;
+  }
+  __syncwarp(call.active);
+}
+
+__device__ void release_locks(Control* c, Pending& pending) {
+  __threadfence();
+  for (std::uint32_t k = 0; k < pending.lock_count; ++k) atomicExch(&c->locks[pending.locks[k]], 0u);
+  pending.lock_count = 0;
+}
+
 // Reads the after-values of the warp's last atomic and lets the next atomic in.
 // Its own lanes read their words (same thread, so ordered after the atomic);
 // the leader reads those of lanes not running now.
@@ -63,8 +105,7 @@ __device__ void settle(const Call& call) {
       data.after[other] = read_word(data.address[other], data.bytes);
     }
     pending.slot = 0;
-    __threadfence();
-    atomicExch(&c->lock, 0u);
+    release_locks(c, pending);
   }
   __syncwarp(call.active);
 }
@@ -111,11 +152,8 @@ extern "C" __device__ __noinline__ SanitizerPatchResult atomsim_global_access(vo
   settle(call);
   // Atomics report no data pointer; they are serialised so that their effect can be read.
   bool atomic = data == nullptr && (flags & SANITIZER_MEMORY_DEVICE_FLAG_WRITE);
-  if (atomic) {
-    if (call.lane == call.leader)
-      while (atomicCAS(&c->lock, 0u, 1u) != 0u) __nanosleep(32);
-    __syncwarp(call.active);
-  }
+  Pending& pending = c->pending[call.warp];
+  if (atomic) acquire_locks(call, pending, reinterpret_cast<std::uint64_t>(ptr));
   std::uint32_t slot = append(call, pc, kMemory, 0, true);
   if (slot) {
     LaneData& d = c->lanes[slot - 1];
@@ -140,10 +178,10 @@ extern "C" __device__ __noinline__ SanitizerPatchResult atomsim_global_access(vo
   __syncwarp(call.active);
   if (atomic && call.lane == call.leader) {
     if (slot) {
-      c->pending[call.warp].slot = slot;
-      c->pending[call.warp].mask = call.active;
+      pending.slot = slot;
+      pending.mask = call.active;
     } else {
-      atomicExch(&c->lock, 0u);  // out of room: nothing to settle
+      release_locks(c, pending);  // out of room: nothing to settle
     }
   }
   return SANITIZER_PATCH_SUCCESS;

@@ -21,7 +21,7 @@ struct Event {
 
 // Per-lane operands of a global memory instruction. For atomics, the word each
 // lane updates is read just before and just after the instruction, with every
-// other atomic in the kernel held off meanwhile, so after - before is what the
+// other atomic on that word held off meanwhile, so after - before is what the
 // instruction added. For a store of up to 8 bytes, `before` is the value it
 // writes; for a load of 4 or 8 bytes, the word as read just before the load
 // (what a load polling a flag sees, but for a store landing in between).
@@ -34,10 +34,13 @@ struct LaneData {
   std::uint64_t reserved;
 };
 
-// An atomic whose after-values are still to be read, per warp.
+// An atomic whose after-values are still to be read, per warp, and the word
+// locks its warp holds until then (ascending).
 struct Pending {
   std::uint32_t slot;      // LaneData index + 1; 0 = none
   std::uint32_t mask;
+  std::uint32_t lock_count;
+  std::uint32_t locks[32];
 };
 
 struct Control {
@@ -48,8 +51,12 @@ struct Control {
   std::uint64_t lane_capacity;
   unsigned long long event_count;
   unsigned long long lane_count;
+  // One lock per group of words (a hash of the 8-byte word's address), held
+  // from an atomic until its warp's next instrumented instruction: an atomic
+  // waits only for those that update its words, not for every other one.
+  std::uint32_t* locks;
+  std::uint32_t lock_bits; // the table has 2^lock_bits locks
   std::uint32_t warps_per_cta;
-  std::uint32_t lock;      // held from an atomic until its warp's next instrumented instruction
   std::uint32_t overflow;
   std::uint32_t reserved;
 };

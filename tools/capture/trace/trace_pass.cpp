@@ -45,6 +45,7 @@ struct SanitizerApi {
 #define ATOMSIM_SANITIZER_FUNCTIONS(X)                                                                          \
   X(sanitizerSubscribe) X(sanitizerEnableDomain) X(sanitizerAddPatchesFromFile) X(sanitizerPatchInstructions) \
   X(sanitizerPatchModule) X(sanitizerSetCallbackData) X(sanitizerAlloc) X(sanitizerMemcpyHostToDeviceAsync)   \
+  X(sanitizerMemset)                                                                                          \
   X(sanitizerMemcpyDeviceToHost) X(sanitizerStreamSynchronize) X(sanitizerGetFunctionPcAndSize)               \
   X(sanitizerGetResultString)
 #define ATOMSIM_DECLARE(name) decltype(&::name) name = nullptr;
@@ -84,6 +85,7 @@ struct Buffers {
   dev::Event* events = nullptr;
   dev::LaneData* lanes = nullptr;
   dev::Pending* pending = nullptr;
+  std::uint32_t* locks = nullptr;
   std::uint64_t event_capacity = 0, lane_capacity = 0, pending_capacity = 0;
 };
 
@@ -181,6 +183,9 @@ void on_module_loaded(TracePass& p, const Sanitizer_ResourceModuleData* m) {
   progress(p, "module patched");
 }
 
+// A million word locks (4 MiB): atomics on different words rarely share one.
+constexpr std::uint32_t kLockBits = 20;
+
 // Splits the record budget between events (32 B) and lane data (800 B) and
 // prepares the control block for one launch.
 Buffers& prepare_buffers(TracePass& p, const Sanitizer_LaunchData* ld, std::uint64_t warps) {
@@ -193,18 +198,22 @@ Buffers& prepare_buffers(TracePass& p, const Sanitizer_LaunchData* ld, std::uint
     ATOMSIM_SAN(sanitizerAlloc(ld->context, &b.control, sizeof(dev::Control)));
     ATOMSIM_SAN(sanitizerAlloc(ld->context, reinterpret_cast<void**>(&b.events), b.event_capacity * sizeof(dev::Event)));
     ATOMSIM_SAN(sanitizerAlloc(ld->context, reinterpret_cast<void**>(&b.lanes), b.lane_capacity * sizeof(dev::LaneData)));
+    ATOMSIM_SAN(sanitizerAlloc(ld->context, reinterpret_cast<void**>(&b.locks), sizeof(std::uint32_t) << kLockBits));
   }
+  ATOMSIM_SAN(sanitizerMemset(b.locks, 0, sizeof(std::uint32_t) << kLockBits, ld->hStream));
   if (b.pending_capacity < warps) {
     ATOMSIM_SAN(sanitizerAlloc(ld->context, reinterpret_cast<void**>(&b.pending), warps * sizeof(dev::Pending)));
     b.pending_capacity = warps;
   }
-  b.pending_host.assign(warps, dev::Pending{0, 0});
+  b.pending_host.assign(warps, dev::Pending{});
   ATOMSIM_SAN(sanitizerMemcpyHostToDeviceAsync(b.pending, b.pending_host.data(), warps * sizeof(dev::Pending), ld->hStream));
   dev::Control& c = b.control_host;
   c = dev::Control{};
   c.events = b.events;
   c.lanes = b.lanes;
   c.pending = b.pending;
+  c.locks = b.locks;
+  c.lock_bits = kLockBits;
   c.event_capacity = b.event_capacity;
   c.lane_capacity = b.lane_capacity;
   c.warps_per_cta = static_cast<std::uint32_t>(p.current.kernel.warps_per_cta());
