@@ -4,11 +4,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <map>
 #include <memory>
 #include <thread>
 #include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
 
 namespace atomsim {
 
@@ -108,6 +113,16 @@ class EvaluationWorkers {
 
 unsigned requested_threads = 1;
 
+// A cheap host clock for weighing evaluations (its unit does not matter: only
+// comparisons between units).
+inline std::uint64_t host_ticks() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc();
+#else
+  return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+#endif
+}
+
 EvaluationWorkers& evaluation_workers() {
   static std::unique_ptr<EvaluationWorkers> workers;
   if (!workers || workers->threads() != requested_threads) {
@@ -129,6 +144,14 @@ void request_stop() { stop_requested = true; }
 // units (a ring of buckets for the next kWindow cycles, a map beyond), so that
 // no thread touches another's units to schedule them; entries whose unit has
 // since asked for an earlier cycle are skipped.
+//
+// A cycle takes as long as its busiest thread, and units differ by tens of
+// times in what an evaluation costs (a crossbar with a hundred inputs against
+// an idle SM's). With several threads the calendar therefore times the
+// evaluations of a stretch of cycles now and then and deals the units
+// out again, the costliest first, each to the thread with the least so far.
+// Results do not depend on which thread runs a unit, so neither the host's
+// timing nor this dealing can change them.
 class WakeCalendar : public sc_core::sc_module {
  public:
   explicit WakeCalendar(const sc_core::sc_module_name& name) : sc_core::sc_module(name) {
@@ -158,17 +181,13 @@ class WakeCalendar : public sc_core::sc_module {
   void remove(const Unit& unit) { units_[unit.order_] = nullptr; }
 
   // Between kernels (no round running): deals the units out to `threads`
-  // threads, moving their pending wake-ups along.
+  // threads in construction order, moving their pending wake-ups along.
   void assign_threads(unsigned threads) {
     if (threads == lanes_.size()) return;
-    lanes_.clear();
-    lanes_.resize(threads);
-    woken_from_outside_ = true;
-    for (Unit* unit : units_) {
-      if (!unit) continue;
-      unit->thread_ = unit->order_ % threads;
-      if (unit->pending_wake_ != kNever) lanes_[unit->thread_].place(*unit, unit->pending_wake_, current_cycle());
-    }
+    for (Unit* unit : units_)
+      if (unit) unit->thread_ = unit->order_ % threads;
+    rebuild_lanes(threads);
+    cycles_to_next_weighing_ = kCyclesBeforeFirstWeighing;
   }
 
   void schedule(Unit& unit, Cycle cycle) {
@@ -194,6 +213,11 @@ class WakeCalendar : public sc_core::sc_module {
   // few units to other threads costs more than it saves.
   static constexpr std::size_t kSmallestSharedRound = 6;
   static constexpr std::uint64_t kFailed = std::uint64_t(1) << 63;  // in a lane's report: an evaluation threw
+  // Cycles run between weighings, and how many cycles a weighing times: about
+  // 1.5% of cycles pay for the clock reads.
+  static constexpr std::uint64_t kCyclesBeforeFirstWeighing = 256;
+  static constexpr std::uint64_t kCyclesBetweenWeighings = 16384;
+  static constexpr std::uint64_t kCyclesWeighed = 256;
 
   // One thread's wake-ups.
   struct alignas(64) Lane {
@@ -256,16 +280,19 @@ class WakeCalendar : public sc_core::sc_module {
     detail::StagedEffects& staged = calendar.workers_->staged()[thread];
     detail::staged_effects = &staged;
     std::vector<Unit*>& bucket = lane.buckets[now % kWindow];
+    const bool weighing = calendar.weighing_;
     for (const std::size_t end = bucket.size(); lane.taken < end; ++lane.taken) {
       Unit* unit = bucket[lane.taken];
       --lane.in_buckets;
       if (unit->pending_wake_ != now) continue;
       unit->pending_wake_ = kNever;
+      const std::uint64_t begun = weighing ? host_ticks() : 0;
       try {
         unit->evaluate();
       } catch (...) {
         staged.failures.emplace_back(unit->order_, std::current_exception());
       }
+      if (weighing) unit->cost_ += host_ticks() - begun;
     }
     detail::staged_effects = nullptr;
   }
@@ -294,6 +321,7 @@ class WakeCalendar : public sc_core::sc_module {
     running_ = now;
     workers_ = &evaluation_workers();
     const unsigned threads = workers_->threads();
+    if (threads > 1) weigh_now_and_then();
     // How many units are due: as the last round reported, or, when units were
     // woken from outside a round since, as the lanes say.
     std::size_t due = expected_due_;
@@ -344,6 +372,51 @@ class WakeCalendar : public sc_core::sc_module {
     tick_.notify(sc_core::sc_time::from_value((next - now) * kPicosecondsPerCycle));
   }
 
+  // Called before each cycle's rounds: starts or ends a stretch of timed
+  // cycles, and after one deals the units out again by what they cost.
+  void weigh_now_and_then() {
+    if (cycles_to_next_weighing_ > 0) {
+      --cycles_to_next_weighing_;
+      return;
+    }
+    if (!weighing_) {
+      weighing_ = true;
+      cycles_to_next_weighing_ = kCyclesWeighed;
+      return;
+    }
+    weighing_ = false;
+    cycles_to_next_weighing_ = kCyclesBetweenWeighings;
+    deal_by_cost(static_cast<unsigned>(lanes_.size()));
+  }
+
+  // Longest processing time first: each unit, costliest first, to the thread
+  // with the least cost so far. Units not evaluated while weighed keep their
+  // thread.
+  void deal_by_cost(unsigned threads) {
+    std::vector<Unit*> by_cost;
+    for (Unit* unit : units_)
+      if (unit) by_cost.push_back(unit);
+    std::stable_sort(by_cost.begin(), by_cost.end(), [](const Unit* a, const Unit* b) { return a->cost_ > b->cost_; });
+    std::vector<std::uint64_t> load(threads, 0);
+    for (Unit* unit : by_cost) {
+      if (unit->cost_ == 0) break;
+      const auto least = std::min_element(load.begin(), load.end());
+      unit->thread_ = static_cast<std::uint32_t>(least - load.begin());
+      *least += unit->cost_;
+      unit->cost_ = 0;
+    }
+    rebuild_lanes(threads);
+  }
+
+  // Each thread's lane filed anew from the units' threads and pending wake-ups.
+  void rebuild_lanes(unsigned threads) {
+    lanes_.clear();
+    lanes_.resize(threads);
+    woken_from_outside_ = true;
+    for (Unit* unit : units_)
+      if (unit && unit->pending_wake_ != kNever) lanes_[unit->thread_].place(*unit, unit->pending_wake_, current_cycle());
+  }
+
   // What a round's evaluations threw: the first unit's, in construction
   // order, whichever thread ran it.
   void rethrow_first_failure() {
@@ -362,6 +435,8 @@ class WakeCalendar : public sc_core::sc_module {
   std::vector<Lane> lanes_;   // by thread
   EvaluationWorkers* workers_ = nullptr;
   std::size_t expected_due_ = 0;
+  std::uint64_t cycles_to_next_weighing_ = kCyclesBeforeFirstWeighing;
+  bool weighing_ = false;  // evaluations are being timed
   bool woken_from_outside_ = true;
   Cycle running_ = kNever;
   Cycle planned_ = kNever;

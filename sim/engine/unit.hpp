@@ -115,6 +115,7 @@ class Unit : public sc_core::sc_module {
   Cycle pending_wake_ = kNever;
   std::uint32_t order_;  // construction order: whose error is reported when several units fail in one cycle
   std::uint32_t thread_ = 0;
+  std::uint64_t cost_ = 0;  // host time its evaluations took while the calendar measured them
   std::vector<const MessageBuffer*> inputs_;
 };
 
