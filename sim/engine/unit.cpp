@@ -301,10 +301,21 @@ class WakeCalendar : public sc_core::sc_module {
   static void apply_part(void* context, unsigned thread) {
     auto& calendar = *static_cast<WakeCalendar*>(context);
     std::vector<detail::StagedEffects>& staged = calendar.workers_->staged();
+    const bool weighing = calendar.weighing_;
     for (detail::StagedEffects& from : staged) {
       auto& effects = from.effects_for[thread].list;
       if (effects.empty()) continue;  // read, not written: the line stays shared
-      for (auto& [effect, value] : effects) effect->apply_at_cycle_end(value);
+      if (weighing) {
+        // What others do to a unit costs its thread too (a crossbar takes in
+        // the packets of a hundred senders): it is charged to the unit.
+        for (auto& e : effects) {
+          const std::uint64_t begun = host_ticks();
+          e.effect->apply_at_cycle_end(e.value);
+          if (e.changed) e.changed->cost_ += host_ticks() - begun;
+        }
+      } else {
+        for (auto& e : effects) e.effect->apply_at_cycle_end(e.value);
+      }
       effects.clear();
     }
     Lane& lane = calendar.lanes_[thread];
@@ -322,6 +333,13 @@ class WakeCalendar : public sc_core::sc_module {
     workers_ = &evaluation_workers();
     const unsigned threads = workers_->threads();
     if (threads > 1) weigh_now_and_then();
+    // While weighing, what the calendar's own thread spends here outside the
+    // rounds (gathering the threads' reports) counts against that thread.
+    struct Charge {
+      WakeCalendar& calendar;
+      std::uint64_t begun;
+      ~Charge() { if (begun) calendar.calendar_cost_ += host_ticks() - begun; }
+    } charge{*this, weighing_ ? host_ticks() : 0};
     // How many units are due: as the last round reported, or, when units were
     // woken from outside a round since, as the lanes say.
     std::size_t due = expected_due_;
@@ -335,6 +353,7 @@ class WakeCalendar : public sc_core::sc_module {
     }
     Cycle next = now;
     while (next == now) {  // a round may ask for more in this cycle
+      const std::uint64_t round_begun = weighing_ ? host_ticks() : 0;
       if (threads > 1 && due >= kSmallestSharedRound) {
         workers_->run_on_all(&WakeCalendar::evaluate_part, this);
         workers_->run_on_all(&WakeCalendar::apply_part, this);
@@ -342,6 +361,7 @@ class WakeCalendar : public sc_core::sc_module {
         for (unsigned t = 0; t < threads; ++t) evaluate_part(this, t);
         for (unsigned t = 0; t < threads; ++t) apply_part(this, t);
       }
+      if (weighing_) calendar_cost_ -= host_ticks() - round_begun;
       // The first cycle any lane has a unit due in, and how many units it
       // has due then (entries since skipped count too: an estimate).
       next = kNever;
@@ -398,6 +418,7 @@ class WakeCalendar : public sc_core::sc_module {
       if (unit) by_cost.push_back(unit);
     std::stable_sort(by_cost.begin(), by_cost.end(), [](const Unit* a, const Unit* b) { return a->cost_ > b->cost_; });
     std::vector<std::uint64_t> load(threads, 0);
+    load[0] = std::exchange(calendar_cost_, 0);
     for (Unit* unit : by_cost) {
       if (unit->cost_ == 0) break;
       const auto least = std::min_element(load.begin(), load.end());
@@ -437,6 +458,7 @@ class WakeCalendar : public sc_core::sc_module {
   std::size_t expected_due_ = 0;
   std::uint64_t cycles_to_next_weighing_ = kCyclesBeforeFirstWeighing;
   bool weighing_ = false;  // evaluations are being timed
+  std::uint64_t calendar_cost_ = 0;  // the calendar's own time outside rounds while weighing
   bool woken_from_outside_ = true;
   Cycle running_ = kNever;
   Cycle planned_ = kNever;

@@ -59,8 +59,13 @@ namespace detail {
 // null outside an evaluation, where effects apply at once (set-up code and
 // tests drive ports directly).
 struct StagedEffects {
+  struct Staged {
+    CycleEndEffect* effect;
+    std::uint64_t value;
+    Unit* changed;  // whose state it changes (null: the calendar's), charged with applying it
+  };
   struct alignas(64) Effects {  // a line each: different threads read them
-    std::vector<std::pair<CycleEndEffect*, std::uint64_t>> list;
+    std::vector<Staged> list;
   };
   std::vector<Effects> effects_for;  // by applying thread
   std::vector<std::pair<std::uint32_t, std::exception_ptr>> failures;  // unit order, what it threw
@@ -124,7 +129,7 @@ class Unit : public sc_core::sc_module {
 // called from an evaluation; at once otherwise.
 inline void defer_to_cycle_end(CycleEndEffect& effect, std::uint64_t value, const Unit* changed) {
   if (detail::StagedEffects* staged = detail::staged_effects)
-    staged->effects_for[changed ? changed->thread() : 0].list.emplace_back(&effect, value);
+    staged->effects_for[changed ? changed->thread() : 0].list.push_back({&effect, value, const_cast<Unit*>(changed)});
   else
     effect.apply_at_cycle_end(value);
 }
