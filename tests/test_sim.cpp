@@ -59,8 +59,11 @@ TEST_CASE("the results do not depend on the threads evaluating a cycle's units",
   const std::string a = run_json(one, params, kSmall, path).dump();
   for (unsigned threads : {2u, 3u}) {
     options.threads = threads;
+    const std::uint64_t dealt_before = units_dealt_by_cost();
     auto many = simulate_trace(params, path, options);
     INFO(threads << " threads");
+    // The calendar dealt the units out by their cost at least once during the run.
+    REQUIRE(units_dealt_by_cost() > dealt_before);
     REQUIRE(run_json(many, params, kSmall, path).dump() == a);
     REQUIRE(many[0].check.max_relative_error == one[0].check.max_relative_error);
   }

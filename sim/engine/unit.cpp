@@ -112,6 +112,7 @@ class EvaluationWorkers {
 };
 
 unsigned requested_threads = 1;
+std::atomic<std::uint64_t> dealings{0};
 
 // A cheap host clock for weighing evaluations (its unit does not matter: only
 // comparisons between units).
@@ -135,6 +136,8 @@ EvaluationWorkers& evaluation_workers() {
 }  // namespace
 
 void request_stop() { stop_requested = true; }
+
+std::uint64_t units_dealt_by_cost() { return dealings.load(); }
 
 // Units due per cycle. A cycle runs in rounds: in a round every unit due is
 // evaluated, each on its own thread (a unit keeps its thread, so its state
@@ -427,6 +430,7 @@ class WakeCalendar : public sc_core::sc_module {
       unit->cost_ = 0;
     }
     rebuild_lanes(threads);
+    ++dealings;
   }
 
   // Each thread's lane filed anew from the units' threads and pending wake-ups.

@@ -76,6 +76,9 @@ extern thread_local StagedEffects* staged_effects;
 // Threads that evaluate the units due in a cycle (1: the calendar's own).
 // Results do not depend on it.
 void set_evaluation_threads(unsigned threads);
+// How many times, in this process, the calendar has dealt the units out again
+// by what their evaluations cost (only with several threads).
+std::uint64_t units_dealt_by_cost();
 // Stops the simulation at the end of the current cycle (SystemC's sc_stop may
 // be called only from the calendar's thread).
 void request_stop();
