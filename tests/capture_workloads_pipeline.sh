@@ -4,7 +4,9 @@
 # kernels of the dataset (a baseline and its variant). Checks that each is
 # checked faithful and compared as soon as traced, that the run's table comes
 # from those saved comparisons with the variant's speedup, and that the
-# dataset's manifest keeps the kernels of earlier runs.
+# dataset's manifest keeps the kernels of earlier runs; then the same with
+# GPUS=2 (each kernel on a GPU of its own), and with one kernel's capture
+# failing (counted, and left out of the run's table).
 # Usage: capture_workloads_pipeline.sh SOURCE_DIR ATOMSIM
 set -euo pipefail
 root=$1 atomsim=$2
@@ -12,31 +14,39 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 src=$root/traces/h100/regressions/pytorch/scatter-add-random
 mkdir -p "$work/cap" "$work/bin"
+# The stand-in notes which GPU each pass was given, and fails where FAIL_KERNEL names its folder.
 cat > "$work/cap/atomsim-capture" <<STANDIN
 #!/usr/bin/env bash
 while [ \$# -gt 0 ]; do case \$1 in --pass) pass=\$2; shift 2;; --out) out=\$2; shift 2;; --) break;; *) shift;; esac; done
 mkdir -p "\$out"
+echo "\$pass \${CUDA_VISIBLE_DEVICES:-none}" >> "\$out/gpus.txt"
+if [ -n "\${FAIL_KERNEL:-}" ] && [[ \$out == *\$FAIL_KERNEL* ]]; then echo "atomsim-capture: stand-in failure" >&2; exit 1; fi
 zstd -dcq "$src/trace/count.json.zst" > "\$out/count.json"
 [[ \$pass == *trace* ]] && cp "$src/trace/trace.atr" "$src/trace/trace.json" "\$out/"
 echo "atomsim-capture: \${pass%%,*} pass -> \$out (1.0 s)" >&2
 STANDIN
 chmod +x "$work/cap/atomsim-capture"
 ln -s "$atomsim" "$work/cap/atomsim"
-dest=$work/dest
-for k in baseline warp; do
-  mkdir -p "$dest/sparse/$k/restrict"
-  cp "$src/timing.json" "$src/stall.json" "$dest/sparse/$k/restrict/"
-done
-echo '{"kernels": [{"id": "earlier/kernel", "capture": "earlier/kernel"}]}' > "$dest/manifest.json"
-WORKLOADS_BIN=$work/bin "$root/tools/capture/capture_h100_workloads.sh" "$work/cap" "$dest" '^sparse/.*/restrict' trace,compare > "$work/log" 2>&1 ||
-  { cat "$work/log"; echo "FAIL: the capture script failed"; exit 1; }
+
+run_pipeline() {  # DEST; the environment (GPUS, FAIL_KERNEL) passes on; exit status of the script
+  local dest=$1
+  for k in baseline warp; do
+    mkdir -p "$dest/sparse/$k/restrict"
+    cp "$src/timing.json" "$src/stall.json" "$dest/sparse/$k/restrict/"
+  done
+  echo '{"kernels": [{"id": "earlier/kernel", "capture": "earlier/kernel"}]}' > "$dest/manifest.json"
+  WORKLOADS_BIN=$work/bin "$root/tools/capture/capture_h100_workloads.sh" "$work/cap" "$dest" '^sparse/.*/restrict' trace,compare \
+    > "$work/log" 2>&1
+}
 fail() { cat "$work/log"; echo "FAIL: $1"; exit 1; }
-for k in baseline warp; do
-  grep -q "sparse/$k/restrict: faithful" "$work/log" || fail "sparse/$k/restrict not checked faithful"
-  [ -f "$dest/sparse/$k/restrict/compare.json" ] || fail "sparse/$k/restrict not compared on its own"
-done
-grep -q "not simulated now" "$dest/compare.txt" || fail "the run's table was simulated again"
-python3 - "$dest" <<'PY' || fail "table or manifest wrong"
+check_table() {  # DEST: both kernels traced, checked, compared on their own and tabled from those comparisons
+  local dest=$1
+  for k in baseline warp; do
+    grep -q "sparse/$k/restrict: faithful" "$work/log" || fail "sparse/$k/restrict not checked faithful"
+    [ -f "$dest/sparse/$k/restrict/compare.json" ] || fail "sparse/$k/restrict not compared on its own"
+  done
+  grep -q "not simulated now" "$dest/compare.txt" || fail "the run's table was simulated again"
+  python3 - "$dest" <<'PY' || fail "table or manifest wrong"
 import json, sys
 dest = sys.argv[1]
 rows = {k["id"]: k for k in json.load(open(f"{dest}/compare.json"))["kernels"]}
@@ -46,5 +56,25 @@ assert abs(rows["sparse/warp/restrict"]["measured"]["speedup"] - 1.0) < 1e-9  # 
 ids = [k["id"] for k in json.load(open(f"{dest}/manifest.json"))["kernels"]]
 assert ids == ["earlier/kernel", "sparse/baseline/restrict", "sparse/warp/restrict"], ids
 PY
-[ ! -e "$dest/manifest-run.json" ] || fail "the run's manifest was left behind"
-echo "capture pipeline: traced, checked, compared and tabled without re-simulating"
+  [ ! -e "$dest/manifest-run.json" ] || fail "the run's manifest was left behind"
+}
+
+run_pipeline "$work/one" || fail "the capture script failed"
+check_table "$work/one"
+grep -q " none$" "$work/one/sparse/warp/restrict/trace/gpus.txt" || fail "one GPU: a capture was pinned to a GPU"
+
+GPUS=2 run_pipeline "$work/two" || fail "the capture script failed with GPUS=2"
+check_table "$work/two"
+gpus=$(for k in baseline warp; do sort -u "$work/two/sparse/$k/restrict/trace/gpus.txt" | awk '{print $2}'; done | sort | tr '\n' ' ')
+[ "$gpus" = "0 1 " ] || fail "GPUS=2: the two kernels' passes ran on GPUs '$gpus', not one each on 0 and 1"
+
+if FAIL_KERNEL=warp/restrict/trace GPUS=2 run_pipeline "$work/failing"; then fail "a failed capture left the script's status 0"; fi
+grep -q "done, 1 failed" "$work/log" || fail "the failed capture was not counted once"
+python3 - "$work/failing" <<'PY' || fail "the failed kernel is in the run's table or lost from the manifest"
+import json, sys
+dest = sys.argv[1]
+assert [k["id"] for k in json.load(open(f"{dest}/compare.json"))["kernels"]] == ["sparse/baseline/restrict"]
+ids = [k["id"] for k in json.load(open(f"{dest}/manifest.json"))["kernels"]]
+assert ids == ["earlier/kernel", "sparse/baseline/restrict"], ids
+PY
+echo "capture pipeline: traced, checked, compared and tabled without re-simulating, on one GPU and a kernel per GPU"

@@ -39,7 +39,10 @@
 #   sizes the trace pass's device buffer (default 16384, doubled and the pass run
 #   again while it fills up: the regime's SW-S needs more). SIM_THREADS: threads
 #   each kernel's simulation runs on while the next kernel is captured (default
-#   1; `atomsim run --threads`, the results do not depend on it).
+#   1; `atomsim run --threads`, the results do not depend on it). GPUS: kernels
+#   captured at once, each on a GPU of its own (CUDA_VISIBLE_DEVICES 0 to
+#   GPUS-1; default 1), each compared on its GPU's turn; give each SIM_THREADS
+#   of the cores divided among them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 usage="usage: capture_h100_workloads.sh CAPTURE_DIR DEST [FILTER] [PHASES]"
@@ -49,6 +52,8 @@ filter=${3:-'^(sort|sparse|mpm|splat3d|splat3d-volume)/'}
 phases=,${4:-measure,trace,compare},
 capture=$tools/atomsim-capture atomsim=$tools/atomsim
 sim_threads=${SIM_THREADS:-1}
+gpus=${GPUS:-1}
+[[ $gpus =~ ^[1-9][0-9]*$ ]] || { echo "capture_h100_workloads: GPUS must be a positive number, not '$gpus'" >&2; exit 1; }
 [ -x "$capture" ] || { echo "capture_h100_workloads: $capture not found" >&2; exit 1; }
 if [[ $phases =~ ,(trace|compare), ]]; then
   [ -x "$atomsim" ] || { echo "capture_h100_workloads: $atomsim not found (needed to check and compare traces)" >&2; exit 1; }
@@ -163,29 +168,30 @@ run_capture() {  # name, folder, passes, runner, arguments...: one capture of $k
   rm -f "$out/capture.log" "$out"/cubin-*.cubin "$out"/cubin-*.sass
 }
 
-manifest=()
-for entry in "${kernels[@]}"; do
-  IFS='|' read -r name runner kernel args baseline <<<"$entry"
-  [[ $name =~ $filter ]] || continue
+# One kernel's phases. With one GPU the comparison runs in the background
+# while the next kernel is captured; a kernel given a GPU of its own compares
+# in turn (other kernels hold the other GPUs meanwhile).
+capture_kernel() {  # index name runner kernel args (from the kernels table); marks the kernel done in $tally
+  local index=$1 name=$2 runner=$3 kernel=$4 args=$5 out n t verdict again
   [ "$runner" = splat3d ] && args="$args --mesh $mesh"
   out=$dest/$name
   mkdir -p "$out"
-  echo "capture_h100_workloads: $name"
+  echo "capture_h100_workloads: $name${CUDA_VISIBLE_DEVICES:+ (GPU $CUDA_VISIBLE_DEVICES)}"
   if [[ $phases == *,measure,* ]]; then
     if ! "$bin/$runner" $args > "$out/native.json"; then
-      echo "capture_h100_workloads: $name: the runner failed" >&2; failures=$((failures + 1)); continue
+      echo "capture_h100_workloads: $name: the runner failed" >&2; failures=$((failures + 1)); return 0
     fi
-    run_capture "$name" "$out" timing,stall "$runner" $args $(launches $runner measure) || continue
+    run_capture "$name" "$out" timing,stall "$runner" $args $(launches $runner measure) || return 0
   fi
   if [[ $phases == *,counters,* ]]; then
-    run_capture "$name" "$out/trace" counters "$runner" $args $(launches $runner trace) || continue
+    run_capture "$name" "$out/trace" counters "$runner" $args $(launches $runner trace) || return 0
   fi
   if [[ $phases == *,trace,* ]]; then
-    run_capture "$name" "$out/trace" count,trace,counters "$runner" $args $(launches $runner trace) || continue
+    run_capture "$name" "$out/trace" count,trace,counters "$runner" $args $(launches $runner trace) || return 0
     again=()
     if [[ $name =~ $timing_dependent ]]; then
       for n in 1 2; do
-        run_capture "$name" "$out/trace/again" count "$runner" $args $(launches $runner trace) || continue 2
+        run_capture "$name" "$out/trace/again" count "$runner" $args $(launches $runner trace) || return 0
         mv "$out/trace/again/count.json" "$out/trace/count-again-$n.json"
         rm -rf "$out/trace/again"
         again+=(--count-again "$out/trace/count-again-$n.json")
@@ -202,14 +208,54 @@ for entry in "${kernels[@]}"; do
        "$atomsim" compare -q "$name" --instructions 8 --threads "$sim_threads" --config "$root/configs/h100.toml" \
          --json "$out/compare.json" &&
        echo "$name compare $(( $(date +%s) - begun )) s on $sim_threads threads" >> "$times") > "$out/compare.txt" 2>&1 &
+      [ "$gpus" -eq 1 ] || wait
     fi
   fi
-  if [ -f "$out/timing.json" ] && [ -f "$out/trace/trace.atr" ]; then
+  touch "$tally/done-$index"
+}
+
+selected=()
+for entry in "${kernels[@]}"; do
+  IFS='|' read -r name _ <<<"$entry"
+  [[ $name =~ $filter ]] && selected+=("$entry")
+done
+tally=$(mktemp -d)
+if [ "$gpus" -eq 1 ]; then
+  for i in "${!selected[@]}"; do
+    IFS='|' read -r name runner kernel args baseline <<<"${selected[$i]}"
+    capture_kernel "$i" "$name" "$runner" "$kernel" "$args"
+  done
+else
+  # A kernel per GPU at a time (CUDA_VISIBLE_DEVICES), each job's failures
+  # counted in a file of its own.
+  declare -A on_gpu=()
+  for i in "${!selected[@]}"; do
+    IFS='|' read -r name runner kernel args baseline <<<"${selected[$i]}"
+    until [ ${#on_gpu[@]} -lt "$gpus" ]; do
+      wait -n || true
+      for g in "${!on_gpu[@]}"; do kill -0 "${on_gpu[$g]}" 2>/dev/null || unset "on_gpu[$g]"; done
+    done
+    for ((g = 0; g < gpus; g++)); do [ -z "${on_gpu[$g]:-}" ] && break; done
+    (export CUDA_VISIBLE_DEVICES=$g; failures=0; capture_kernel "$i" "$name" "$runner" "$kernel" "$args"
+     echo "$failures" > "$tally/failures-$i") &
+    on_gpu[$g]=$!
+  done
+  wait
+  for i in "${!selected[@]}"; do  # a job that died without its count failed
+    if [ -f "$tally/failures-$i" ]; then failures=$((failures + $(cat "$tally/failures-$i"))); else failures=$((failures + 1)); fi
+  done
+fi
+wait
+# The kernels this run took through every phase asked of it.
+manifest=()
+for i in "${!selected[@]}"; do
+  IFS='|' read -r name runner kernel args baseline <<<"${selected[$i]}"
+  if [ -f "$tally/done-$i" ] && [ -f "$dest/$name/timing.json" ] && [ -f "$dest/$name/trace/trace.atr" ]; then
     manifest+=("{\"id\": \"$name\", \"capture\": \"$name\"${baseline:+, \"baseline\": \"$baseline\"}}")
   fi
 done
+rm -rf "$tally"
 
-wait
 if [[ $phases == *,compare,* ]] && [ ${#manifest[@]} -gt 0 ]; then
   # This run's kernels are compared together (a variant whose baseline was filtered
   # out without a speedup); DEST/manifest.json keeps the kernels of earlier runs too,
