@@ -62,7 +62,7 @@ struct StagedEffects {
   struct Staged {
     CycleEndEffect* effect;
     std::uint64_t value;
-    Unit* changed;  // whose state it changes (null: the calendar's), charged with applying it
+    const Unit* changed;  // whose state it changes (null: the calendar's), charged with applying it
   };
   struct alignas(64) Effects {  // a line each: different threads read them
     std::vector<Staged> list;
@@ -123,7 +123,9 @@ class Unit : public sc_core::sc_module {
   Cycle pending_wake_ = kNever;
   std::uint32_t order_;  // construction order: whose error is reported when several units fail in one cycle
   std::uint32_t thread_ = 0;
-  std::uint64_t cost_ = 0;  // host time its evaluations took while the calendar measured them
+  // Host time its evaluations and the effects applied to it took while the
+  // calendar weighed them: bookkeeping of the schedule, not the unit's state.
+  mutable std::uint64_t cost_ = 0;
   std::vector<const MessageBuffer*> inputs_;
 };
 
@@ -132,7 +134,7 @@ class Unit : public sc_core::sc_module {
 // called from an evaluation; at once otherwise.
 inline void defer_to_cycle_end(CycleEndEffect& effect, std::uint64_t value, const Unit* changed) {
   if (detail::StagedEffects* staged = detail::staged_effects)
-    staged->effects_for[changed ? changed->thread() : 0].list.push_back({&effect, value, const_cast<Unit*>(changed)});
+    staged->effects_for[changed ? changed->thread() : 0].list.push_back({&effect, value, changed});
   else
     effect.apply_at_cycle_end(value);
 }
