@@ -1,9 +1,11 @@
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
 
 #include "models/interconnect/address_map.hpp"
+#include "tools/compare/measured.hpp"
 #include "sim_helpers.hpp"
 
 using namespace atomsim;
@@ -563,6 +565,28 @@ double loop_trip_cycles(const GpuParams& params, const std::string& function, st
   return trip;
 }
 
+// Each warp state's share of the warp-cycles of `warps` warps (every
+// `stride`-th warp of a CTA) running `trips` trips of the innermost loop of a
+// latency probe's kernel, as PC samples would give it.
+std::map<std::string, double> loop_state_shares(const GpuParams& params, const std::string& function, std::uint32_t warps,
+                                                std::uint32_t lanes = 0xFFFFFFFF, std::uint32_t stride = 1, int trips = 40) {
+  const auto body = innermost_loop("latency.sass", function);
+  auto path = write_program(function, body, 1, warps * stride, [&](std::uint64_t warp) {
+    std::vector<trace::WarpInst> s;
+    for (int i = 0; i < trips && warp % stride == 0; ++i)
+      for (std::uint32_t k = 0; k < body.size(); ++k) s.push_back(record(k, lanes));
+    return s;
+  });
+  KernelRun run = run_one(params, path);
+  std::remove(path.c_str());
+  std::map<std::string, double> shares;
+  double all = 0;
+  for (const auto& [name, stat] : run.stats.at("smsp"))
+    if (name.starts_with("stall.")) shares[name.substr(6)] += stat.total, all += stat.total;
+  for (auto& [name, share] : shares) share /= all;
+  return shares;
+}
+
 // Bytes each SM moves per SM cycle when `warps_per_sm` warps (CTAs of
 // `warps_per_cta`) on each of `active_sms` SMs of `params` run the loop of the loaded probe's
 // stream_loads<loads> (traces/h100/latency/loaded.sass): load k of trip t of a
@@ -915,4 +939,155 @@ TEST_CASE("SM: a divergent branch's WARPSYNC and the lanes' join cost one warp t
   const double simulated = trip_cycles(h100_with(kOneSm));
   INFO("simulated " << simulated << " cycles a trip against " << measured["syncwarp_half"] << " on the H100");
   CHECK(std::abs(simulated - measured["syncwarp_half"].get<double>()) <= 3.0);
+}
+
+namespace {
+// The loop of `function` in the latency probe's listing whose body holds an
+// instruction of `mnemonic`: its first and last pcs and its instructions' indices.
+struct ProbeLoop {
+  std::uint64_t first = 0, last = 0;
+  std::vector<std::uint32_t> body;
+};
+ProbeLoop loop_holding(const std::string& listing, const std::string& function, const std::vector<trace::StaticInst>& program,
+                       const std::string& mnemonic) {
+  for (const auto& [from, to] : branches_of(listing, function)) {
+    if (to >= from) continue;
+    ProbeLoop loop{to, from, {}};
+    bool holds = false;
+    for (std::uint32_t i = 0; i < program.size(); ++i)
+      if (program[i].pc >= to && program[i].pc <= from) {
+        loop.body.push_back(i);
+        holds |= trace::opcode_base(program[i].mnemonic) == mnemonic;
+      }
+    if (holds) return loop;
+  }
+  throw std::invalid_argument("no loop of " + mnemonic + " in " + function);
+}
+
+// match_under_shuffles<loaded> (traces/h100/latency/latency.sass) on one SM:
+// warp 0 steps a one-value MATCH.ANY chain `trips` times around its loop
+// while `loaded` warps of its sub-core (4, 8, 12) run the loop of 8 SHFL.IDX
+// chains for longer. The run's per-instruction profile, and the two loops.
+struct MatchUnderShuffles {
+  KernelRun run;
+  ProbeLoop match, shuffles;
+};
+MatchUnderShuffles match_under_shuffles(const GpuParams& params, int loaded, int trips) {
+  const std::string function = "_Z20match_under_shufflesILi" + std::to_string(loaded) + "EEvPjPxj";
+  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.sass");
+  const auto program = trace::parse_sass_function(listing, function);
+  MatchUnderShuffles out;
+  out.match = loop_holding(listing, function, program, "MATCH");
+  // (Without loaded warps the compiler leaves the shuffles out.)
+  if (loaded) out.shuffles = loop_holding(listing, function, program, "SHFL");
+  auto path = write_program(function, program, 1, 16, [&](std::uint64_t warp) {
+    std::vector<trace::WarpInst> s;
+    if (warp == 0)
+      for (int t = 0; t < trips; ++t)
+        for (std::uint32_t i : out.match.body) s.push_back(record(i));
+    if (warp % 4 == 0 && warp > 0 && warp / 4 <= std::uint64_t(loaded))
+      for (int t = 0; t < 40 * trips; ++t)
+        for (std::uint32_t i : out.shuffles.body) s.push_back(record(i));
+    return s;
+  });
+  out.run = run_one(params, path, true, true);
+  std::remove(path.c_str());
+  return out;
+}
+
+// Each state's share of the warp-cycles the run's profile puts at pcs first..last.
+std::map<std::string, double> profile_shares(const KernelRun& run, std::uint64_t first, std::uint64_t last) {
+  std::map<std::string, double> shares;
+  double all = 0;
+  for (const auto& inst : run.instructions)
+    if (inst.pc >= first && inst.pc <= last)
+      for (int k = 0; k < model::kWarpStateCount; ++k) {
+        shares[model::warp_state_name(model::WarpState(k))] += static_cast<double>(inst.warp_cycles[k]);
+        all += static_cast<double>(inst.warp_cycles[k]);
+      }
+  for (auto& [name, share] : shares) share /= all;
+  return shares;
+}
+
+// The H100's PC samples (traces/h100/latency/mio-stalls.json) of one launch
+// configuration of a probe kernel at pcs first..last, each reason's share.
+std::map<std::string, double> h100_sample_shares(const std::string& function, std::uint32_t threads, std::uint64_t first,
+                                                 std::uint64_t last) {
+  const auto doc = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/mio-stalls.json"));
+  std::map<std::string, double> shares;
+  double all = 0;
+  for (const auto& k : doc["kernels"])
+    if (k["function"] == function && k["threads"] == threads)
+      for (const auto& pc : k["pcs"])
+        if (pc["pc"] >= first && pc["pc"] <= last)
+          for (const auto& [reason, samples] : pc["reasons"].items()) {
+            shares[reason] += samples.get<double>();
+            all += samples.get<double>();
+          }
+  if (all == 0) throw std::invalid_argument("no samples of " + function + " in mio-stalls.json");
+  for (auto& [reason, share] : shares) share /= all;
+  return shares;
+}
+}  // namespace
+
+TEST_CASE("SM: a MATCH.ANY beside a warp of shuffles on its sub-core takes the H100's step", "[models][sm]") {
+  // With three warps of shuffles beside it the H100 takes 124 cycles a step
+  // and the model 64 (docs/validation.md, "Where SW-S's warps wait at the MIO").
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.json"))["match_under_shuffles"];
+  const auto params = h100_with(kOneSm);
+  for (int loaded : {0, 1}) {
+    auto match_warp_cycles = [&](int trips) {
+      const auto probe = match_under_shuffles(params, loaded, trips);
+      double cycles = 0;
+      for (const auto& inst : probe.run.instructions)
+        if (inst.pc >= probe.match.first && inst.pc <= probe.match.last)
+          for (auto c : inst.warp_cycles) cycles += static_cast<double>(c);
+      return std::pair{cycles, probe.match};
+    };
+    const auto [long_run, loop] = match_warp_cycles(8);
+    std::uint32_t matches = 0;
+    const auto program = probe_program("latency.sass", "_Z20match_under_shufflesILi" + std::to_string(loaded) + "EEvPjPxj");
+    for (std::uint32_t i : loop.body) matches += trace::opcode_base(program[i].mnemonic) == "MATCH";
+    const double step = (long_run - match_warp_cycles(4).first) / (4 * matches),
+                 on_h100 = measured["loaded_" + std::to_string(loaded)];
+    INFO(loaded << " loaded warps: " << step << " cycles a match step against " << on_h100);
+    CHECK(std::abs(step - on_h100) <= 0.10 * on_h100);
+  }
+}
+
+TEST_CASE("SM: a sub-core's limit on MIO-pipe instructions holds the MIO probes' warps where the H100's samples do",
+          "[models][sm]") {
+  // The H100 holds SW-S's peer loop on a full SM at the MIO queue
+  // (mio_throttle 0.23-0.40 of the loop's samples), and the shuffling warps
+  // beside a MATCH.ANY chain (0.19); without a limit of their own the model's
+  // MIO-pipe instructions never fill its queues and its warps wait on the
+  // results instead (short_scoreboard). Stall distance of each loop, the model's
+  // warp-cycles against the H100's samples at the loop's pcs.
+  auto distances = [](const GpuParams& params) {
+    std::vector<double> out;
+    for (const auto& [function, warps, lanes] :
+         {std::tuple{"_Z10sws_reduceILi16ELb0EEvPfPxj", 32u, 0xFFFFu}, std::tuple{"_Z10sws_reduceILi32ELb0EEvPfPxj", 32u, 0xFFFFFFFFu},
+          std::tuple{"_Z10sws_reduceILi16ELb1EEvPfPxj", 32u, 0xFFFFu}, std::tuple{"_Z10sws_reduceILi32ELb1EEvPfPxj", 32u, 0xFFFFFFFFu},
+          std::tuple{"_Z10sws_reduceILi16ELb1EEvPfPxj", 16u, 0xFFFFu}, std::tuple{"_Z10sws_reduceILi16ELb1EEvPfPxj", 8u, 0xFFFFu}}) {
+      const auto body = innermost_loop("latency.sass", function);
+      out.push_back(compare::stall_distance(loop_state_shares(params, function, warps, lanes),
+                                            h100_sample_shares(function, 32 * warps, body.front().pc, body.back().pc)));
+    }
+    const auto probe = match_under_shuffles(params, 3, 8);
+    out.push_back(compare::stall_distance(profile_shares(probe.run, probe.shuffles.first, probe.shuffles.last),
+                                          h100_sample_shares("_Z20match_under_shufflesILi3EEvPjPxj", 512, probe.shuffles.first,
+                                                             probe.shuffles.last)));
+    return out;
+  };
+  auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()); };
+  auto with_limit = kOneSm;
+  with_limit.push_back("sm.mio_pipe_limit=8");
+  const auto unlimited = distances(h100_with(kOneSm)), limited = distances(h100_with(with_limit));
+  for (std::size_t i = 0; i < limited.size(); ++i) {
+    INFO("loop " << i << ": stall distance " << unlimited[i] << " without a limit, " << limited[i] << " with 8");
+    CHECK(limited[i] <= 0.25);
+  }
+  INFO("mean stall distance " << mean(unlimited) << " without a limit, " << mean(limited) << " with 8");
+  CHECK(mean(limited) <= 0.15);
+  CHECK(mean(limited) < mean(unlimited) - 0.1);
 }

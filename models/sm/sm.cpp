@@ -259,6 +259,8 @@ class Sm::Subcore {
     // its queue has room again.
     lg_room_ = lg_payloads_.size() + lg_.messages_in_flight() < sm_.params_.lg_issue_limit;
     mio_room_ = mio_queue_.size() < sm_.params_.mio_queue_depth;
+    // MIO-pipe instructions in the queue are those that are not LG; those sent on wait in the MIO's input.
+    mio_pipe_room_ = mio_queue_.size() - lg_payloads_.size() + mio_.messages_in_flight() < sm_.params_.mio_pipe_limit;
     std::uint64_t candidates = dirty_bits_ | eligible_bits_;
     if (lg_room_) candidates |= lg_bits_;
     if (mio_room_) candidates |= mio_bits_;
@@ -292,6 +294,7 @@ class Sm::Subcore {
       }
     }
     if (lg_bits_) lg_.watch_credits();
+    if (mio_bits_ && !mio_pipe_room_) mio_.watch_credits();
   }
 
   void clear_bits(std::uint64_t bit) {
@@ -334,7 +337,7 @@ class Sm::Subcore {
         }
         break;
       case Route::Mio:
-        if (!mio_room_) h.state = WarpState::MioThrottle;
+        if (!mio_room_ || !mio_pipe_room_) h.state = WarpState::MioThrottle;
         break;
       case Route::Lsu: case Route::Membar:
         h.state = lg_throttle_state();
@@ -637,6 +640,7 @@ class Sm::Subcore {
   std::uint32_t warps_ = 0;
   bool lg_room_ = true;
   bool mio_room_ = true;
+  bool mio_pipe_room_ = true;
   bool dirty_ = false;
   std::uint16_t issued_slot_ = UINT16_MAX;
   Sm& sm_;

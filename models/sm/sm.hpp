@@ -44,6 +44,7 @@ struct SmParams {
   Cycle branch_resolve_latency = 4;
   std::uint32_t mio_queue_depth = 8;
   std::uint32_t lg_issue_limit = 16;
+  std::uint32_t mio_pipe_limit = 64;
   PipeParams int_alu, fp_alu, fma, vote, branch, misc;
   WarpReductionParams warp_reduction;
 
@@ -66,6 +67,9 @@ struct SmParams {
               "per sub-core, in-order queue of MIO and LG instructions whose operands are still to be read");
     b.integer("lg_issue_limit", lg_issue_limit, 1, 256,
               "per sub-core, LG instructions between issue and the L1 taking them (beyond it: lg_throttle)");
+    b.integer("mio_pipe_limit", mio_pipe_limit, 1, 256,
+              "per sub-core, MIO-pipe instructions (shuffles, matches, shared memory, special functions) between issue and "
+              "the MIO dispatching them, in the MIO queue and the MIO's input (beyond it: mio_throttle)");
     ParamBinder pipes = b.sub("pipes");
     int_alu.declare(pipes.sub("int_alu"));
     fp_alu.declare(pipes.sub("fp_alu"));
