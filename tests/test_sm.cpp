@@ -970,13 +970,15 @@ ProbeLoop loop_holding(const std::string& listing, const std::string& function, 
 // chains for longer. The run's per-instruction profile, and the two loops.
 struct MatchUnderShuffles {
   KernelRun run;
+  std::vector<trace::StaticInst> program;
   ProbeLoop match, shuffles;
 };
 MatchUnderShuffles match_under_shuffles(const GpuParams& params, int loaded, int trips) {
   const std::string function = "_Z20match_under_shufflesILi" + std::to_string(loaded) + "EEvPjPxj";
   const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.sass");
-  const auto program = trace::parse_sass_function(listing, function);
   MatchUnderShuffles out;
+  out.program = trace::parse_sass_function(listing, function);
+  const auto& program = out.program;
   out.match = loop_holding(listing, function, program, "MATCH");
   // (Without loaded warps the compiler leaves the shuffles out.)
   if (loaded) out.shuffles = loop_holding(listing, function, program, "SHFL");
@@ -1036,18 +1038,18 @@ TEST_CASE("SM: a MATCH.ANY beside a warp of shuffles on its sub-core takes the H
   const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.json"))["match_under_shuffles"];
   const auto params = h100_with(kOneSm);
   for (int loaded : {0, 1}) {
+    // Warp 0's warp-cycles in its loop, and the matches a trip of it holds.
     auto match_warp_cycles = [&](int trips) {
       const auto probe = match_under_shuffles(params, loaded, trips);
       double cycles = 0;
       for (const auto& inst : probe.run.instructions)
         if (inst.pc >= probe.match.first && inst.pc <= probe.match.last)
           for (auto c : inst.warp_cycles) cycles += static_cast<double>(c);
-      return std::pair{cycles, probe.match};
+      std::uint32_t matches = 0;
+      for (std::uint32_t i : probe.match.body) matches += trace::opcode_base(probe.program[i].mnemonic) == "MATCH";
+      return std::pair{cycles, matches};
     };
-    const auto [long_run, loop] = match_warp_cycles(8);
-    std::uint32_t matches = 0;
-    const auto program = probe_program("latency.sass", "_Z20match_under_shufflesILi" + std::to_string(loaded) + "EEvPjPxj");
-    for (std::uint32_t i : loop.body) matches += trace::opcode_base(program[i].mnemonic) == "MATCH";
+    const auto [long_run, matches] = match_warp_cycles(8);
     const double step = (long_run - match_warp_cycles(4).first) / (4 * matches),
                  on_h100 = measured["loaded_" + std::to_string(loaded)];
     INFO(loaded << " loaded warps: " << step << " cycles a match step against " << on_h100);
