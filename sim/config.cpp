@@ -37,6 +37,11 @@ GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& ov
   gpu.integer("placement_offset", p.placement_offset, 0, std::int64_t(1) << 40,
               "bytes added to every global address a trace names, as if the allocator had placed the kernel's buffers "
               "that much further on: where lines fall among slices and channels depends on it");
+  gpu.integer("lookahead_cycles", p.lookahead_cycles, 1, 64,
+              "cycles the simulation's clusters (an SM with its L1 and MIO, a slice, a crossbar, the DRAM, the "
+              "dispatcher) run apart between looks at each other: every link between clusters takes at least this "
+              "long, taken from the latency after it, and buffer space freed across one is seen up to this many "
+              "cycles minus one late");
   p.sm.declare(ParamBinder(source, "sm"));
   p.mio.declare(ParamBinder(source, "mio"));
   p.l1.declare(ParamBinder(source, "l1"));
@@ -59,6 +64,19 @@ GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& ov
   if (p.placement_offset % p.l2.line_bytes != 0)
     throw ConfigError(fmt::format("{}: key 'gpu.placement_offset' = {} must be a multiple of 'l2.line_bytes' = {}", p.origin,
                                   p.placement_offset, p.l2.line_bytes));
+  // The links into the crossbars, the DRAM and the SMs' CTA ports grow to the
+  // lookahead, and the latency after each link shrinks by as much.
+  const std::uint64_t stretch = p.lookahead_cycles - 1;
+  for (const auto& [key, latency, taken, least] :
+       {std::tuple<const char*, std::uint64_t, std::uint64_t, std::uint64_t>{"interconnect.request.latency", p.request_network.latency, stretch, p.lookahead_cycles},
+        {"interconnect.reply.latency", p.reply_network.latency, stretch, p.lookahead_cycles},
+        {"interconnect.partition.latency", p.partition_network.latency, stretch, p.lookahead_cycles},
+        {"dram.latency", p.dram.latency, 2 * stretch, 1},
+        {"dispatch.cta_done_latency", p.dispatch.cta_done_latency, stretch, p.lookahead_cycles},
+        {"dispatch.launch_latency", p.dispatch.launch_latency, stretch, 0}})
+    if (latency < taken + least)
+      throw ConfigError(fmt::format("{}: key '{}' = {} is too short for 'gpu.lookahead_cycles' = {} (at least {})", p.origin,
+                                    key, latency, p.lookahead_cycles, taken + least));
   if (p.l1.line_bytes != p.l2.line_bytes)
     throw ConfigError(fmt::format("{}: key 'l1.line_bytes' must equal 'l2.line_bytes'", p.origin));
   // A buffer that can never hold the largest packet sent to it stalls its

@@ -20,6 +20,7 @@ struct GpuParams {
   std::uint32_t sms = 1;
   double sm_clock_mhz = 1000;
   std::uint64_t placement_offset = 0;
+  std::uint64_t lookahead_cycles = 1;
   model::SmParams sm;
   model::MioParams mio;
   model::L1Params l1;

@@ -41,6 +41,15 @@ Gpu::Gpu(const GpuParams& p) : params_(p), created_(std::chrono::steady_clock::n
   units_ = std::make_unique<Units>(p.l2.address_map(), p.sms);
   Units& u = *units_;
   const std::uint32_t slices = p.l2.slices;
+  // Links between clusters take the lookahead, and what follows them as much
+  // less, so that a request's path is as long as with a lookahead of one.
+  const Cycle between = p.lookahead_cycles;
+  const Cycle stretch = between - 1;
+  DramParams dram = p.dram;
+  dram.latency -= 2 * stretch;
+  DispatchParams dispatch = p.dispatch;
+  dispatch.launch_latency -= stretch;
+  dispatch.cta_done_latency -= stretch;
   for (std::uint32_t i = 0; i < p.sms; ++i) {
     u.sms.push_back(std::make_unique<Sm>(fmt::format("sm{}", i).c_str(), p.sm, p.placement_offset, stats_));
     u.mios.push_back(std::make_unique<Mio>(fmt::format("mio{}", i).c_str(), p.mio, p.sm.subcores, stats_));
@@ -52,8 +61,8 @@ Gpu::Gpu(const GpuParams& p) : params_(p), created_(std::chrono::steady_clock::n
   u.partition_network = std::make_unique<Crossbar>("partition_network", p.partition_network, slices, slices, stats_);
   for (std::uint32_t s = 0; s < slices; ++s)
     u.slices.push_back(std::make_unique<L2Slice>(fmt::format("l2_slice{}", s).c_str(), p.l2, s, u.map, u.pool, stats_));
-  u.dram = std::make_unique<Dram>("dram", p.dram, slices, stats_);
-  u.dispatcher = std::make_unique<CtaDispatcher>("dispatcher", p.dispatch, p.sms, p.sms, stats_);
+  u.dram = std::make_unique<Dram>("dram", dram, slices, stats_);
+  u.dispatcher = std::make_unique<CtaDispatcher>("dispatcher", dispatch, p.sms, p.sms, stats_);
 
   for (std::uint32_t i = 0; i < p.sms; ++i) {
     Sm& sm = *u.sms[i];
@@ -65,20 +74,20 @@ Gpu::Gpu(const GpuParams& p) : params_(p), created_(std::chrono::steady_clock::n
     }
     l1.to_sm().bind(sm.lsu_completions(), 1);
     mio.to_sm().bind(sm.mio_completions(), 1);
-    l1.to_l2().bind(u.request_network->input(i), 1);
-    u.reply_network->output(i).bind(l1.from_l2(), p.reply_network.latency);
-    u.dispatcher->to_sm(i).bind(sm.cta_launch(), 1);
-    sm.cta_done().bind(u.dispatcher->from_sm(i), p.dispatch.cta_done_latency);
-    u.dispatcher->kernel_end(i).bind(l1.kernel_end(), 1);
+    l1.to_l2().bind(u.request_network->input(i), between);
+    u.reply_network->output(i).bind(l1.from_l2(), p.reply_network.latency - stretch);
+    u.dispatcher->to_sm(i).bind(sm.cta_launch(), between);
+    sm.cta_done().bind(u.dispatcher->from_sm(i), dispatch.cta_done_latency);
+    u.dispatcher->kernel_end(i).bind(l1.kernel_end(), between);
   }
   for (std::uint32_t s = 0; s < slices; ++s) {
     L2Slice& slice = *u.slices[s];
-    u.request_network->output(s).bind(slice.requests(), p.request_network.latency);
-    slice.replies().bind(u.reply_network->input(s), 1);
-    slice.to_other_partition().bind(u.partition_network->input(s), 1);
-    u.partition_network->output(s).bind(slice.from_other_partition(), p.partition_network.latency);
-    slice.to_dram().bind(u.dram->request(s), 1);
-    u.dram->reply(s).bind(slice.from_dram(), 1);
+    u.request_network->output(s).bind(slice.requests(), p.request_network.latency - stretch);
+    slice.replies().bind(u.reply_network->input(s), between);
+    slice.to_other_partition().bind(u.partition_network->input(s), between);
+    u.partition_network->output(s).bind(slice.from_other_partition(), p.partition_network.latency - stretch);
+    slice.to_dram().bind(u.dram->request(s), between);
+    u.dram->reply(s).bind(slice.from_dram(), between);
   }
 }
 
@@ -200,6 +209,7 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
   // reader's warp index is read here first, so that they only read it.
   if (info.total_warps()) reader.open_warp(kernel, 0);
   set_evaluation_threads(options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency()));
+  set_window_cycles(params_.lookahead_cycles);
   ctx.flush_atomics_at_barrier = params_.l1.atomic_buffer;
   // The SMs' hooks run on whichever thread evaluates their SM: each keeps
   // what it saw apart, and it is folded in SM order after each stretch of

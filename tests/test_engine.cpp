@@ -49,6 +49,39 @@ TEST_CASE("space a receiver frees in a cycle is the sender's from the next cycle
   REQUIRE(sink.received.size() == 4);
 }
 
+TEST_CASE("with a window of cycles, space freed across domains is seen at the window's end, within a domain the next cycle",
+          "[engine][port][window]") {
+  struct Case {
+    Cycle latency;
+    std::vector<Cycle> sent_at;
+  };
+  // A link at least as long as the window joins two domains: the sink frees
+  // its slot at each arrival (5, 14, 23), the source learns of it when the
+  // window that began there ends, 3 cycles later than with a window of one
+  // (0, 6, 12, 18). A shorter link puts both in one domain: the next cycle.
+  for (const Case& c : {Case{5, {0, 9, 18, 27}}, Case{2, {0, 3, 6, 9}}}) {
+    for (unsigned threads : {1u, 2u}) {
+      reset_simulation_context();
+      set_window_cycles(4);
+      set_evaluation_threads(threads);
+      Source<Token> source("source");
+      Sink<Token> sink("sink", /*capacity=*/1);
+      source.out.bind(sink.in, c.latency);
+      for (int i = 0; i < 4; ++i) source.schedule(0, Token{i});
+      source.start();
+      sc_core::sc_start();
+      INFO("latency " << c.latency << ", " << threads << " threads");
+      REQUIRE(source.sent_at == c.sent_at);
+      REQUIRE(sink.received.size() == 4);
+      REQUIRE(sink.received.back().first == c.sent_at.back() + c.latency);
+      // Time ends at the last cycle a unit ran in, not at its window's start.
+      REQUIRE(current_cycle() == c.sent_at.back() + c.latency);
+    }
+  }
+  set_window_cycles(1);
+  set_evaluation_threads(1);
+}
+
 namespace {
 // Fails in its first evaluation when `fail` is set.
 class Failing : public Unit {

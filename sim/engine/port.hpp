@@ -134,7 +134,8 @@ template <class Msg>
 std::uint32_t flits_of(const Msg& msg) { return msg.flits(); }
 
 // A receiver frees buffer space as it takes messages; the sender learns of it
-// (the credit) at the end of the cycle, whichever of the two ran first in it.
+// (the credit) at the end of the cycle, whichever of the two ran first in it,
+// or, when the two lie in different domains, at the end of the window.
 template <class Msg>
 class InPort final : public MessageBuffer, public CycleEndEffect {
  public:
@@ -244,7 +245,8 @@ class InPort final : public MessageBuffer, public CycleEndEffect {
 };
 
 // What a sender sends in a cycle reaches the receiver's buffer at the end of
-// that cycle (it can be taken no sooner than the link's latency anyway).
+// that cycle, or of the window across domains (it can be taken no sooner than
+// the link's latency anyway, and a link between domains is at least a window).
 template <class Msg>
 class OutPort final : public CycleEndEffect {
  public:
@@ -257,6 +259,7 @@ class OutPort final : public CycleEndEffect {
     capacity_flits_ = peer.capacity_flits();
     max_messages_ = peer.max_messages();
     peer.attach_sender(&owner_, credits_);
+    owner_.link_to(peer.owner(), latency);
   }
 
   // True when the message was accepted; otherwise the sender is woken once

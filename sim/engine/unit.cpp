@@ -17,7 +17,7 @@
 
 namespace atomsim {
 
-Cycle detail::evaluation_cycle = 0;
+thread_local Cycle detail::evaluation_cycle = 0;
 thread_local detail::StagedEffects* detail::staged_effects = nullptr;
 
 namespace {
@@ -35,7 +35,7 @@ class EvaluationWorkers {
   using Job = void (*)(void* context, unsigned thread);
   struct alignas(64) Finish {
     std::atomic<std::uint64_t> step{0};  // the last step this thread finished
-    std::uint64_t report[2] = {0, 0};    // what its part of that step left for the caller
+    std::uint64_t report[3] = {0, 0, 0};  // what its part of that step left for the caller
   };
 
   explicit EvaluationWorkers(unsigned helpers) : staged_(helpers + 1), finishes_(helpers + 1) {
@@ -112,6 +112,7 @@ class EvaluationWorkers {
 };
 
 unsigned requested_threads = 1;
+Cycle requested_window = 1;
 std::atomic<std::uint64_t> dealings{0};
 
 // A cheap host clock for weighing evaluations (its unit does not matter: only
@@ -139,21 +140,25 @@ void request_stop() { stop_requested = true; }
 
 std::uint64_t units_dealt_by_cost() { return dealings.load(); }
 
-// Units due per cycle. A cycle runs in rounds: in a round every unit due is
-// evaluated, each on its own thread (a unit keeps its thread, so its state
-// stays in that core's caches), then each thread applies what the round's
-// evaluations did to its units; a unit that asked to run again in the same
-// cycle does so in the next round. Each thread keeps the wake-ups of its own
-// units (a ring of buckets for the next kWindow cycles, a map beyond), so that
-// no thread touches another's units to schedule them; entries whose unit has
-// since asked for an earlier cycle are skipped.
+// Units due per window. A window of W cycles runs in two steps. In the first,
+// each thread runs the window's cycles for the units it keeps, one cycle after
+// another; in each cycle it evaluates its units due, then applies what they did
+// to units of their own domain (a unit that asked to run again in the same
+// cycle does so in another round). In the second, each thread applies what the
+// window's evaluations did to its units from other domains. A unit keeps its
+// thread (its state stays in that core's caches), and all units of a domain
+// share one, so nothing but the second step crosses threads. Each thread keeps
+// the wake-ups of its own units (a ring of buckets for the next kWindow
+// cycles, a map beyond), so that no thread touches another's units to schedule
+// them; entries whose unit has since asked for an earlier cycle are skipped.
+// A window starts at the first cycle any unit is due in.
 //
-// A cycle takes as long as its busiest thread, and units differ by tens of
+// A window takes as long as its busiest thread, and units differ by tens of
 // times in what an evaluation costs (a crossbar with a hundred inputs against
 // an idle SM's). With several threads the calendar therefore times the
-// evaluations of a stretch of cycles now and then and deals the units
+// evaluations of a stretch of windows now and then and deals the domains
 // out again, the costliest first, each to the thread with the least so far.
-// Results do not depend on which thread runs a unit, so neither the host's
+// Results do not depend on which thread runs a domain, so neither the host's
 // timing nor this dealing can change them.
 class WakeCalendar : public sc_core::sc_module {
  public:
@@ -163,7 +168,8 @@ class WakeCalendar : public sc_core::sc_module {
     options.dont_initialize();
     options.set_sensitivity(&tick_);
     sc_core::sc_spawn([this] { run(); }, sc_core::sc_gen_unique_name("run"), &options);
-    assign_threads(requested_threads);
+    threads_wanted_ = requested_threads;
+    window_ = requested_window;
   }
 
   // The current simulation context's calendar, if it has one yet.
@@ -178,31 +184,35 @@ class WakeCalendar : public sc_core::sc_module {
 
   void add(Unit& unit) {
     unit.order_ = static_cast<std::uint32_t>(units_.size());
-    unit.thread_ = unit.order_ % static_cast<std::uint32_t>(lanes_.size());
     units_.push_back(&unit);
+    plan_stale_ = true;
   }
   void remove(const Unit& unit) { units_[unit.order_] = nullptr; }
+  void link(const Unit& sender, const Unit& receiver, Cycle latency) {
+    links_.push_back({sender.order_, receiver.order_, latency});
+    plan_stale_ = true;
+  }
 
-  // Between kernels (no round running): deals the units out to `threads`
-  // threads in construction order, moving their pending wake-ups along.
+  // Between kernels (no window running).
   void assign_threads(unsigned threads) {
-    if (threads == lanes_.size()) return;
-    for (Unit* unit : units_)
-      if (unit) unit->thread_ = unit->order_ % threads;
-    rebuild_lanes(threads);
-    cycles_to_next_weighing_ = kCyclesBeforeFirstWeighing;
+    threads_wanted_ = threads;
+    plan_stale_ = true;
+  }
+  void set_window(Cycle cycles) {
+    window_ = cycles;
+    plan_stale_ = true;
   }
 
   void schedule(Unit& unit, Cycle cycle) {
-    // Inside an evaluation the cycle is known without asking SystemC.
-    const Cycle now = running_ != kNever ? running_ : current_cycle();
+    // Inside a window each thread knows its own cycle without asking SystemC.
+    const Cycle now = running_ != kNever ? detail::evaluation_cycle : current_cycle();
     if (cycle < now) cycle = now;
     if (cycle >= unit.pending_wake_) return;
     unit.pending_wake_ = cycle;
-    // Inside a round only the unit's own thread asks (for the unit itself, or
-    // applying what another did to it): it files the wake-up in its own lane,
-    // and the calendar learns of it at the round's end.
-    lanes_[unit.thread_].place(unit, cycle, now);
+    // Inside a window only the unit's own thread asks (for the unit itself,
+    // or applying what another did to it): it files the wake-up in its own
+    // lane, and the calendar learns of it at the window's end.
+    if (!plan_stale_) lanes_[unit.thread_].place(unit, cycle, now);  // else filed when the plan is made
     if (running_ != kNever) return;
     woken_from_outside_ = true;
     if (cycle >= planned_) return;
@@ -212,15 +222,21 @@ class WakeCalendar : public sc_core::sc_module {
 
  private:
   static constexpr Cycle kWindow = 4096;
-  // Rounds smaller than this run on the calendar's thread alone: handing a
-  // few units to other threads costs more than it saves.
+  // Windows with fewer units due at their start than this run on the
+  // calendar's thread alone: handing a few units to other threads costs more
+  // than it saves.
   static constexpr std::size_t kSmallestSharedRound = 6;
   static constexpr std::uint64_t kFailed = std::uint64_t(1) << 63;  // in a lane's report: an evaluation threw
-  // Cycles run between weighings, and how many cycles a weighing times: about
-  // 1.5% of cycles pay for the clock reads.
-  static constexpr std::uint64_t kCyclesBeforeFirstWeighing = 256;
-  static constexpr std::uint64_t kCyclesBetweenWeighings = 16384;
-  static constexpr std::uint64_t kCyclesWeighed = 256;
+  // Windows run between weighings, and how many windows a weighing times:
+  // about 1.5% of windows pay for the clock reads.
+  static constexpr std::uint64_t kWindowsBeforeFirstWeighing = 256;
+  static constexpr std::uint64_t kWindowsBetweenWeighings = 16384;
+  static constexpr std::uint64_t kWindowsWeighed = 256;
+
+  struct Link {
+    std::uint32_t sender, receiver;
+    Cycle latency;
+  };
 
   // One thread's wake-ups.
   struct alignas(64) Lane {
@@ -256,11 +272,10 @@ class WakeCalendar : public sc_core::sc_module {
       if (next - now < kWindow) return buckets[next % kWindow].size() - (next == now ? taken : 0);
       return far.begin()->second.size();
     }
-    // After a round of cycle `now`: where the lane's next unit due is.
+    // After the last round of cycle `now`: where the lane's next unit due is.
     void find_next(Cycle now) {
       if (next != now) return;
       std::vector<Unit*>& bucket = buckets[now % kWindow];
-      if (taken < bucket.size()) return;  // asked to run again this cycle
       bucket.clear();
       taken = 0;
       next = kNever;
@@ -273,78 +288,96 @@ class WakeCalendar : public sc_core::sc_module {
     }
   };
 
-  // Thread `thread`'s part of a round: its units' evaluations...
+  static void apply(std::vector<detail::StagedEffects::Staged>& effects, bool weighing) {
+    if (weighing) {
+      // What others do to a unit costs its thread too (a crossbar takes in
+      // the packets of a hundred senders): it is charged to the unit.
+      for (auto& e : effects) {
+        const std::uint64_t begun = host_ticks();
+        e.effect->apply_at_cycle_end(e.value);
+        if (e.changed) e.changed->cost_ += host_ticks() - begun;
+      }
+    } else {
+      for (auto& e : effects) e.effect->apply_at_cycle_end(e.value);
+    }
+    effects.clear();
+  }
+
+  // Thread `thread`'s part of a window: its units' cycles...
   static void evaluate_part(void* context, unsigned thread) {
     auto& calendar = *static_cast<WakeCalendar*>(context);
-    const Cycle now = calendar.running_;
+    const Cycle end = calendar.running_ + calendar.window_;
     Lane& lane = calendar.lanes_[thread];
-    lane.bring_near(now);
-    if (lane.next != now) return;
     detail::StagedEffects& staged = calendar.workers_->staged()[thread];
-    detail::staged_effects = &staged;
-    std::vector<Unit*>& bucket = lane.buckets[now % kWindow];
     const bool weighing = calendar.weighing_;
-    for (const std::size_t end = bucket.size(); lane.taken < end; ++lane.taken) {
-      Unit* unit = bucket[lane.taken];
-      --lane.in_buckets;
-      if (unit->pending_wake_ != now) continue;
-      unit->pending_wake_ = kNever;
-      const std::uint64_t begun = weighing ? host_ticks() : 0;
-      try {
-        unit->evaluate();
-      } catch (...) {
-        staged.failures.emplace_back(unit->order_, std::current_exception());
+    Cycle last = 0;
+    lane.bring_near(calendar.running_);
+    while (lane.next < end) {
+      const Cycle now = lane.next;
+      lane.bring_near(now);
+      detail::evaluation_cycle = now;
+      std::vector<Unit*>& bucket = lane.buckets[now % kWindow];
+      while (lane.taken < bucket.size()) {  // a round; a unit may ask to run again in this cycle
+        detail::staged_effects = &staged;
+        for (const std::size_t round_end = bucket.size(); lane.taken < round_end; ++lane.taken) {
+          Unit* unit = bucket[lane.taken];
+          --lane.in_buckets;
+          if (unit->pending_wake_ != now) continue;
+          unit->pending_wake_ = kNever;
+          staged.evaluating_domain = unit->domain_;
+          last = now;
+          const std::uint64_t begun = weighing ? host_ticks() : 0;
+          try {
+            unit->evaluate();
+          } catch (...) {
+            staged.failures.emplace_back(unit->order_, std::current_exception());
+          }
+          if (weighing) unit->cost_ += host_ticks() - begun;
+        }
+        detail::staged_effects = nullptr;
+        apply(staged.within_domain, weighing);
       }
-      if (weighing) unit->cost_ += host_ticks() - begun;
+      lane.find_next(now);
+      if (!staged.failures.empty()) break;
     }
-    detail::staged_effects = nullptr;
+    detail::evaluation_cycle = end - 1;
+    calendar.workers_->report(thread)[2] = last;
   }
-  // ...then what every thread's evaluations did to its units, and when it
-  // next has units due.
+  // ...then what the window's evaluations did to its units from other
+  // domains, and when it next has units due.
   static void apply_part(void* context, unsigned thread) {
     auto& calendar = *static_cast<WakeCalendar*>(context);
     std::vector<detail::StagedEffects>& staged = calendar.workers_->staged();
-    const bool weighing = calendar.weighing_;
+    const Cycle end = calendar.running_ + calendar.window_;
+    detail::evaluation_cycle = end - 1;
     for (detail::StagedEffects& from : staged) {
       auto& effects = from.effects_for[thread].list;
-      if (effects.empty()) continue;  // read, not written: the line stays shared
-      if (weighing) {
-        // What others do to a unit costs its thread too (a crossbar takes in
-        // the packets of a hundred senders): it is charged to the unit.
-        for (auto& e : effects) {
-          const std::uint64_t begun = host_ticks();
-          e.effect->apply_at_cycle_end(e.value);
-          if (e.changed) e.changed->cost_ += host_ticks() - begun;
-        }
-      } else {
-        for (auto& e : effects) e.effect->apply_at_cycle_end(e.value);
-      }
-      effects.clear();
+      if (!effects.empty()) apply(effects, calendar.weighing_);  // read, not written, when empty: the line stays shared
     }
     Lane& lane = calendar.lanes_[thread];
-    lane.find_next(calendar.running_);
     std::uint64_t* report = calendar.workers_->report(thread);
     report[0] = lane.next;
-    report[1] = lane.due_at_next(calendar.running_) | (staged[thread].failures.empty() ? 0 : kFailed);
+    report[1] = lane.due_at_next(end) | (staged[thread].failures.empty() ? 0 : kFailed);
   }
 
   void run() {
     const Cycle now = current_cycle();
     detail::evaluation_cycle = now;
     planned_ = kNever;
+    if (plan_stale_) plan();
     running_ = now;
     workers_ = &evaluation_workers();
     const unsigned threads = workers_->threads();
     if (threads > 1) weigh_now_and_then();
     // While weighing, what the calendar's own thread spends here outside the
-    // rounds (gathering the threads' reports) counts against that thread.
+    // windows (gathering the threads' reports) counts against that thread.
     struct Charge {
       WakeCalendar& calendar;
       std::uint64_t begun;
       ~Charge() { if (begun) calendar.calendar_cost_ += host_ticks() - begun; }
     } charge{*this, weighing_ ? host_ticks() : 0};
-    // How many units are due: as the last round reported, or, when units were
-    // woken from outside a round since, as the lanes say.
+    // How many units are due: as the last window reported, or, when units
+    // were woken from outside a window since, as the lanes say.
     std::size_t due = expected_due_;
     if (woken_from_outside_) {
       due = 0;
@@ -354,49 +387,81 @@ class WakeCalendar : public sc_core::sc_module {
       }
       woken_from_outside_ = false;
     }
-    Cycle next = now;
-    while (next == now) {  // a round may ask for more in this cycle
-      const std::uint64_t round_begun = weighing_ ? host_ticks() : 0;
-      if (threads > 1 && due >= kSmallestSharedRound) {
-        workers_->run_on_all(&WakeCalendar::evaluate_part, this);
-        workers_->run_on_all(&WakeCalendar::apply_part, this);
-      } else {
-        for (unsigned t = 0; t < threads; ++t) evaluate_part(this, t);
-        for (unsigned t = 0; t < threads; ++t) apply_part(this, t);
-      }
-      if (weighing_) calendar_cost_ -= host_ticks() - round_begun;
-      // The first cycle any lane has a unit due in, and how many units it
-      // has due then (entries since skipped count too: an estimate).
-      next = kNever;
-      due = 0;
-      bool failed = false;
-      for (unsigned t = 0; t < threads; ++t) {
-        const std::uint64_t* report = workers_->report(t);
-        failed |= (report[1] & kFailed) != 0;
-        const std::size_t lane_due = report[1] & ~kFailed;
-        if (report[0] < next) {
-          next = report[0];
-          due = lane_due;
-        } else if (report[0] == next) {
-          due += lane_due;
-        }
-      }
-      if (failed) rethrow_first_failure();
-      if (stop_requested.exchange(false)) {
-        running_ = kNever;
-        sc_core::sc_stop();
-        return;
+    const std::uint64_t window_begun = weighing_ ? host_ticks() : 0;
+    if (threads > 1 && due * window_ >= kSmallestSharedRound) {
+      workers_->run_on_all(&WakeCalendar::evaluate_part, this);
+      workers_->run_on_all(&WakeCalendar::apply_part, this);
+    } else {
+      for (unsigned t = 0; t < threads; ++t) evaluate_part(this, t);
+      for (unsigned t = 0; t < threads; ++t) apply_part(this, t);
+    }
+    if (weighing_) calendar_cost_ -= host_ticks() - window_begun;
+    // The first cycle any lane has a unit due in, and how many units it has
+    // due then (entries since skipped count too: an estimate).
+    Cycle next = kNever;
+    Cycle last = now;
+    due = 0;
+    bool failed = false;
+    for (unsigned t = 0; t < threads; ++t) {
+      const std::uint64_t* report = workers_->report(t);
+      failed |= (report[1] & kFailed) != 0;
+      last = std::max(last, report[2]);
+      const std::size_t lane_due = report[1] & ~kFailed;
+      if (report[0] < next) {
+        next = report[0];
+        due = lane_due;
+      } else if (report[0] == next) {
+        due += lane_due;
       }
     }
     running_ = kNever;
+    detail::evaluation_cycle = last;
+    if (failed) rethrow_first_failure();
+    if (stop_requested.exchange(false)) {
+      sc_core::sc_stop();
+      return;
+    }
+    if (next < now + window_)
+      throw std::logic_error("wake calendar: a unit was woken inside a window that has run");
     expected_due_ = due;
+    // With nothing left, time ends at the last cycle a unit ran in.
+    if (next == kNever && last > now) next = last;
     if (next == kNever) return;
     planned_ = next;
     tick_.notify(sc_core::sc_time::from_value((next - now) * kPicosecondsPerCycle));
   }
 
-  // Called before each cycle's rounds: starts or ends a stretch of timed
-  // cycles, and after one deals the units out again by what they cost.
+  // Forms the domains from the links, deals them out to the threads in order
+  // and files every pending wake-up in its thread's lane.
+  void plan() {
+    std::vector<std::uint32_t> root(units_.size());
+    for (std::uint32_t i = 0; i < root.size(); ++i) root[i] = i;
+    auto find = [&root](std::uint32_t i) {
+      while (root[i] != i) i = root[i] = root[root[i]];
+      return i;
+    };
+    for (const Link& l : links_) {
+      if (l.latency >= window_ || !units_[l.sender] || !units_[l.receiver]) continue;
+      const std::uint32_t a = find(l.sender), b = find(l.receiver);
+      if (a != b) root[std::max(a, b)] = std::min(a, b);  // the first unit built names the domain
+    }
+    std::vector<std::uint32_t> index(units_.size(), UINT32_MAX);
+    domains_ = 0;
+    for (Unit* unit : units_) {
+      if (!unit) continue;
+      std::uint32_t& domain = index[find(unit->order_)];
+      if (domain == UINT32_MAX) domain = domains_++;
+      unit->domain_ = domain;
+      unit->thread_ = domain % threads_wanted_;
+    }
+    plan_stale_ = false;
+    rebuild_lanes(threads_wanted_);
+    cycles_to_next_weighing_ = kWindowsBeforeFirstWeighing;
+    weighing_ = false;
+  }
+
+  // Called before each window: starts or ends a stretch of timed windows,
+  // and after one deals the domains out again by what they cost.
   void weigh_now_and_then() {
     if (cycles_to_next_weighing_ > 0) {
       --cycles_to_next_weighing_;
@@ -404,31 +469,38 @@ class WakeCalendar : public sc_core::sc_module {
     }
     if (!weighing_) {
       weighing_ = true;
-      cycles_to_next_weighing_ = kCyclesWeighed;
+      cycles_to_next_weighing_ = kWindowsWeighed;
       return;
     }
     weighing_ = false;
-    cycles_to_next_weighing_ = kCyclesBetweenWeighings;
+    cycles_to_next_weighing_ = kWindowsBetweenWeighings;
     deal_by_cost(static_cast<unsigned>(lanes_.size()));
   }
 
-  // Longest processing time first: each unit, costliest first, to the thread
-  // with the least cost so far. Units not evaluated while weighed keep their
-  // thread.
+  // Longest processing time first: each domain, costliest first, to the
+  // thread with the least cost so far. Domains not evaluated while weighed
+  // keep their thread.
   void deal_by_cost(unsigned threads) {
-    std::vector<Unit*> by_cost;
-    for (Unit* unit : units_)
-      if (unit) by_cost.push_back(unit);
-    std::stable_sort(by_cost.begin(), by_cost.end(), [](const Unit* a, const Unit* b) { return a->cost_ > b->cost_; });
+    std::vector<std::uint64_t> cost(domains_, 0);
+    std::vector<std::uint32_t> thread_of(domains_, 0);
+    for (Unit* unit : units_) {
+      if (!unit) continue;
+      cost[unit->domain_] += std::exchange(unit->cost_, 0);
+      thread_of[unit->domain_] = unit->thread_;
+    }
+    std::vector<std::uint32_t> by_cost(domains_);
+    for (std::uint32_t d = 0; d < domains_; ++d) by_cost[d] = d;
+    std::stable_sort(by_cost.begin(), by_cost.end(), [&cost](std::uint32_t a, std::uint32_t b) { return cost[a] > cost[b]; });
     std::vector<std::uint64_t> load(threads, 0);
     load[0] = std::exchange(calendar_cost_, 0);
-    for (Unit* unit : by_cost) {
-      if (unit->cost_ == 0) break;
+    for (std::uint32_t d : by_cost) {
+      if (cost[d] == 0) break;
       const auto least = std::min_element(load.begin(), load.end());
-      unit->thread_ = static_cast<std::uint32_t>(least - load.begin());
-      *least += unit->cost_;
-      unit->cost_ = 0;
+      thread_of[d] = static_cast<std::uint32_t>(least - load.begin());
+      *least += cost[d];
     }
+    for (Unit* unit : units_)
+      if (unit) unit->thread_ = thread_of[unit->domain_];
     rebuild_lanes(threads);
     ++dealings;
   }
@@ -442,7 +514,7 @@ class WakeCalendar : public sc_core::sc_module {
       if (unit && unit->pending_wake_ != kNever) lanes_[unit->thread_].place(*unit, unit->pending_wake_, current_cycle());
   }
 
-  // What a round's evaluations threw: the first unit's, in construction
+  // What a window's evaluations threw: the first unit's, in construction
   // order, whichever thread ran it.
   void rethrow_first_failure() {
     std::pair<std::uint32_t, std::exception_ptr> first{UINT32_MAX, nullptr};
@@ -457,14 +529,19 @@ class WakeCalendar : public sc_core::sc_module {
   static inline sc_core::sc_simcontext* context_ = nullptr;
   static inline WakeCalendar* current_ = nullptr;
   std::vector<Unit*> units_;  // every unit, in construction order
+  std::vector<Link> links_;
   std::vector<Lane> lanes_;   // by thread
+  unsigned threads_wanted_ = 1;
+  Cycle window_ = 1;
+  std::uint32_t domains_ = 0;
+  bool plan_stale_ = true;  // units, links, threads or window changed since the domains were formed
   EvaluationWorkers* workers_ = nullptr;
   std::size_t expected_due_ = 0;
-  std::uint64_t cycles_to_next_weighing_ = kCyclesBeforeFirstWeighing;
+  std::uint64_t cycles_to_next_weighing_ = kWindowsBeforeFirstWeighing;
   bool weighing_ = false;  // evaluations are being timed
-  std::uint64_t calendar_cost_ = 0;  // the calendar's own time outside rounds while weighing
+  std::uint64_t calendar_cost_ = 0;  // the calendar's own time outside windows while weighing
   bool woken_from_outside_ = true;
-  Cycle running_ = kNever;
+  Cycle running_ = kNever;  // the first cycle of the window running
   Cycle planned_ = kNever;
   sc_core::sc_event tick_;
 };
@@ -474,6 +551,11 @@ void set_evaluation_threads(unsigned threads) {
   if (WakeCalendar* calendar = WakeCalendar::existing()) calendar->assign_threads(requested_threads);
 }
 
+void set_window_cycles(Cycle cycles) {
+  requested_window = std::max<Cycle>(1, cycles);
+  if (WakeCalendar* calendar = WakeCalendar::existing()) calendar->set_window(requested_window);
+}
+
 Unit::Unit(const sc_core::sc_module_name& name) : sc_core::sc_module(name), calendar_(WakeCalendar::current()) {
   calendar_.add(*this);
 }
@@ -481,6 +563,8 @@ Unit::Unit(const sc_core::sc_module_name& name) : sc_core::sc_module(name), cale
 Unit::~Unit() { calendar_.remove(*this); }
 
 void Unit::wake_at(Cycle cycle) { calendar_.schedule(*this, cycle); }
+
+void Unit::link_to(const Unit& receiver, Cycle latency) { calendar_.link(*this, receiver, latency); }
 
 void reset_simulation_context() {
   // SystemC offers no public reset; replacing the global context is the

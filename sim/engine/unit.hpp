@@ -11,6 +11,15 @@
 // The order units run in within a cycle therefore cannot change a result, and
 // the calendar may run them on several threads (set_evaluation_threads) with
 // results bit-identical to one thread's.
+//
+// Units joined by links shorter than the calendar's window (set_window_cycles)
+// form a domain. The calendar runs the window's cycles domain by domain, each
+// domain's on one thread with no wait between cycles; what a unit does to a
+// unit of another domain takes effect at the window's end. A message across
+// domains takes at least a window to arrive, so only freed buffer space is
+// seen later than with a window of one cycle: at the window's end, at most
+// window - 1 cycles late. The windows depend on the units alone, never on the
+// threads.
 #pragma once
 
 #include <systemc>
@@ -35,8 +44,9 @@ inline Cycle current_cycle() { return sc_core::sc_time_stamp().value() / kPicose
 
 namespace detail {
 // The cycle units are being evaluated in, set by the wake calendar; cheaper
-// than asking SystemC for the time on every port operation.
-extern Cycle evaluation_cycle;
+// than asking SystemC for the time on every port operation. Per thread: within
+// a window each thread's domains run their own cycles.
+extern thread_local Cycle evaluation_cycle;
 }  // namespace detail
 
 class WakeCalendar;
@@ -67,7 +77,9 @@ struct StagedEffects {
   struct alignas(64) Effects {  // a line each: different threads read them
     std::vector<Staged> list;
   };
-  std::vector<Effects> effects_for;  // by applying thread
+  std::vector<Effects> effects_for;  // across domains, applied at the window's end, by applying thread
+  std::vector<Staged> within_domain;  // applied at the cycle's end by this thread
+  std::uint32_t evaluating_domain = 0;
   std::vector<std::pair<std::uint32_t, std::exception_ptr>> failures;  // unit order, what it threw
 };
 extern thread_local StagedEffects* staged_effects;
@@ -76,6 +88,9 @@ extern thread_local StagedEffects* staged_effects;
 // Threads that evaluate the units due in a cycle (1: the calendar's own).
 // Results do not depend on it.
 void set_evaluation_threads(unsigned threads);
+// Cycles the calendar's domains run apart (1: every unit sees what the others
+// did at the end of each cycle). Results depend on it; see above.
+void set_window_cycles(Cycle cycles);
 // How many times, in this process, the calendar has dealt the units out again
 // by what their evaluations cost (only with several threads).
 std::uint64_t units_dealt_by_cost();
@@ -109,9 +124,14 @@ class Unit : public sc_core::sc_module {
 
   // The thread that evaluates this unit and applies what others do to it.
   std::uint32_t thread() const { return thread_; }
+  // The domain it runs in (see above).
+  std::uint32_t domain() const { return domain_; }
 
   // Input buffers register themselves with the unit that owns them.
   void add_input(const MessageBuffer& buffer) { inputs_.push_back(&buffer); }
+  // Ports tell the calendar whom they join and how long their messages take:
+  // units joined by a link shorter than the window share a domain.
+  void link_to(const Unit& receiver, Cycle latency);
   const std::vector<const MessageBuffer*>& inputs() const { return inputs_; }
 
  protected:
@@ -123,6 +143,7 @@ class Unit : public sc_core::sc_module {
   Cycle pending_wake_ = kNever;
   std::uint32_t order_;  // construction order: whose error is reported when several units fail in one cycle
   std::uint32_t thread_ = 0;
+  std::uint32_t domain_ = 0;  // dense index among the calendar's domains
   // Host time its evaluations and the effects applied to it took while the
   // calendar weighed them: bookkeeping of the schedule, not the unit's state.
   mutable std::uint64_t cost_ = 0;
@@ -133,9 +154,12 @@ class Unit : public sc_core::sc_module {
 // of `changed` (the unit whose state it changes; null: the calendar's), when
 // called from an evaluation; at once otherwise.
 inline void defer_to_cycle_end(CycleEndEffect& effect, std::uint64_t value, const Unit* changed) {
-  if (detail::StagedEffects* staged = detail::staged_effects)
-    staged->effects_for[changed ? changed->thread() : 0].list.push_back({&effect, value, changed});
-  else
+  if (detail::StagedEffects* staged = detail::staged_effects) {
+    if (changed && changed->domain() == staged->evaluating_domain)
+      staged->within_domain.push_back({&effect, value, changed});
+    else
+      staged->effects_for[changed ? changed->thread() : 0].list.push_back({&effect, value, changed});
+  } else
     effect.apply_at_cycle_end(value);
 }
 
