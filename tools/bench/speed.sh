@@ -8,7 +8,8 @@
 # through the crossbars and slices. Then, on a machine of several cores, the
 # first and last of those again with one thread per core (`--threads`),
 # checking that the reports are the ones one thread wrote
-# (tools/bench/threads.sh). Usage: tools/bench/speed.sh [atomsim-binary]
+# (tools/bench/threads.sh), and with the clusters running 8 cycles apart
+# (gpu.lookahead_cycles = 8). Usage: tools/bench/speed.sh [atomsim-binary]
 set -euo pipefail
 bin=${1:-build/atomsim}
 dir=$(mktemp -d)
@@ -30,4 +31,6 @@ cores=$(nproc)
 if [ "$cores" -gt 1 ]; then
   echo "the 4-iteration and the memory-bound traces, 1 and $cores threads:"
   "$(dirname "$0")/threads.sh" "$bin" "1 $cores" "$dir/microbench-4.trace" "$trace" | tail -n +2
+  echo "the same with gpu.lookahead_cycles = 8:"
+  LOOKAHEAD=8 "$(dirname "$0")/threads.sh" "$bin" "1 $cores" "$dir/microbench-4.trace" "$trace" | tail -n +2
 fi
