@@ -17,9 +17,6 @@
 
 namespace atomsim {
 
-thread_local Cycle detail::evaluation_cycle = 0;
-thread_local detail::StagedEffects* detail::staged_effects = nullptr;
-
 namespace {
 
 std::atomic<bool> stop_requested{false};

@@ -46,7 +46,7 @@ namespace detail {
 // The cycle units are being evaluated in, set by the wake calendar; cheaper
 // than asking SystemC for the time on every port operation. Per thread: within
 // a window each thread's domains run their own cycles.
-extern thread_local Cycle evaluation_cycle;
+inline thread_local Cycle evaluation_cycle = 0;
 }  // namespace detail
 
 class WakeCalendar;
@@ -82,7 +82,7 @@ struct StagedEffects {
   std::uint32_t evaluating_domain = 0;
   std::vector<std::pair<std::uint32_t, std::exception_ptr>> failures;  // unit order, what it threw
 };
-extern thread_local StagedEffects* staged_effects;
+inline thread_local StagedEffects* staged_effects = nullptr;
 }  // namespace detail
 
 // Threads that evaluate the units due in a cycle (1: the calendar's own).
