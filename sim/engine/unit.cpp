@@ -145,7 +145,7 @@ std::uint64_t units_dealt_by_cost() { return dealings.load(); }
 // window's evaluations did to its units from other domains. A unit keeps its
 // thread (its state stays in that core's caches), and all units of a domain
 // share one, so nothing but the second step crosses threads. Each thread keeps
-// the wake-ups of its own units (a ring of buckets for the next kWindow
+// the wake-ups of its own units (a ring of buckets for the next kRingCycles
 // cycles, a map beyond), so that no thread touches another's units to schedule
 // them; entries whose unit has since asked for an earlier cycle are skipped.
 // A window starts at the first cycle any unit is due in.
@@ -218,11 +218,11 @@ class WakeCalendar : public sc_core::sc_module {
   }
 
  private:
-  static constexpr Cycle kWindow = 4096;
+  static constexpr Cycle kRingCycles = 4096;
   // Windows with fewer units due at their start than this run on the
   // calendar's thread alone: handing a few units to other threads costs more
   // than it saves.
-  static constexpr std::size_t kSmallestSharedRound = 6;
+  static constexpr std::size_t kSmallestSharedWindow = 6;
   static constexpr std::uint64_t kFailed = std::uint64_t(1) << 63;  // in a lane's report: an evaluation threw
   // Windows run between weighings, and how many windows a weighing times:
   // about 1.5% of windows pay for the clock reads.
@@ -237,27 +237,27 @@ class WakeCalendar : public sc_core::sc_module {
 
   // One thread's wake-ups.
   struct alignas(64) Lane {
-    std::vector<std::vector<Unit*>> buckets = std::vector<std::vector<Unit*>>(kWindow);
+    std::vector<std::vector<Unit*>> buckets = std::vector<std::vector<Unit*>>(kRingCycles);
     std::map<Cycle, std::vector<Unit*>> far;
     std::size_t in_buckets = 0;
     std::size_t taken = 0;  // entries of the current cycle's bucket already evaluated
     Cycle next = kNever;    // no unit is due before it (entries since skipped may make it early)
 
     void place(Unit& unit, Cycle cycle, Cycle now) {
-      if (cycle - now < kWindow) {
-        buckets[cycle % kWindow].push_back(&unit);
+      if (cycle - now < kRingCycles) {
+        buckets[cycle % kRingCycles].push_back(&unit);
         ++in_buckets;
       } else {
         far[cycle].push_back(&unit);
       }
       next = std::min(next, cycle);
     }
-    // Far wakes that have come within the window join their buckets before
+    // Far wakes that have come within the ring join their buckets before
     // the cycle runs: the calendar may jump straight to a far wake.
     void bring_near(Cycle now) {
-      while (!far.empty() && far.begin()->first - now < kWindow) {
+      while (!far.empty() && far.begin()->first - now < kRingCycles) {
         for (Unit* unit : far.begin()->second) {
-          buckets[far.begin()->first % kWindow].push_back(unit);
+          buckets[far.begin()->first % kRingCycles].push_back(unit);
           ++in_buckets;
         }
         far.erase(far.begin());
@@ -266,19 +266,19 @@ class WakeCalendar : public sc_core::sc_module {
     // Units due at `next` (those asked for again in the current cycle, when it is `now`).
     std::size_t due_at_next(Cycle now) const {
       if (next == kNever) return 0;
-      if (next - now < kWindow) return buckets[next % kWindow].size() - (next == now ? taken : 0);
+      if (next - now < kRingCycles) return buckets[next % kRingCycles].size() - (next == now ? taken : 0);
       return far.begin()->second.size();
     }
     // After the last round of cycle `now`: where the lane's next unit due is.
     void find_next(Cycle now) {
       if (next != now) return;
-      std::vector<Unit*>& bucket = buckets[now % kWindow];
+      std::vector<Unit*>& bucket = buckets[now % kRingCycles];
       bucket.clear();
       taken = 0;
       next = kNever;
       if (in_buckets > 0) {
-        for (Cycle c = now + 1; c < now + kWindow; ++c)
-          if (!buckets[c % kWindow].empty()) { next = c; break; }
+        for (Cycle c = now + 1; c < now + kRingCycles; ++c)
+          if (!buckets[c % kRingCycles].empty()) { next = c; break; }
       } else if (!far.empty()) {
         next = far.begin()->first;
       }
@@ -313,7 +313,7 @@ class WakeCalendar : public sc_core::sc_module {
       const Cycle now = lane.next;
       lane.bring_near(now);
       detail::evaluation_cycle = now;
-      std::vector<Unit*>& bucket = lane.buckets[now % kWindow];
+      std::vector<Unit*>& bucket = lane.buckets[now % kRingCycles];
       while (lane.taken < bucket.size()) {  // a round; a unit may ask to run again in this cycle
         detail::staged_effects = &staged;
         for (const std::size_t round_end = bucket.size(); lane.taken < round_end; ++lane.taken) {
@@ -385,7 +385,7 @@ class WakeCalendar : public sc_core::sc_module {
       woken_from_outside_ = false;
     }
     const std::uint64_t window_begun = weighing_ ? host_ticks() : 0;
-    if (threads > 1 && due * window_ >= kSmallestSharedRound) {
+    if (threads > 1 && due * window_ >= kSmallestSharedWindow) {
       workers_->run_on_all(&WakeCalendar::evaluate_part, this);
       workers_->run_on_all(&WakeCalendar::apply_part, this);
     } else {
