@@ -64,6 +64,11 @@ TEST_CASE("CLI: configuration errors name the key and the file", "[cli][errors]"
   REQUIRE(r.err_lines() == 1);
   REQUIRE(r.err.find("'gpu.placement_offset' = 100 must be a multiple of 'l2.line_bytes' = 128") != std::string::npos);
 
+  r = cli("run -q --trace " + trace + " --set gpu.lookahead_cycles=40");  // links between clusters would be longer than the paths
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err_lines() == 1);
+  REQUIRE(r.err.find("'interconnect.request.latency' = 75 is too short for 'gpu.lookahead_cycles' = 40") != std::string::npos);
+
   r = cli("run -q --trace " + trace + " --set l2.rop_unitz=2");
   REQUIRE(r.code == 1);
   REQUIRE(r.err.find("unknown key 'l2.rop_unitz'") != std::string::npos);
