@@ -91,8 +91,8 @@ void set_evaluation_threads(unsigned threads);
 // Cycles the calendar's domains run apart (1: every unit sees what the others
 // did at the end of each cycle). Results depend on it; see above.
 void set_window_cycles(Cycle cycles);
-// How many times, in this process, the calendar has dealt the units out again
-// by what their evaluations cost (only with several threads).
+// How many times, in this process, the calendar has dealt the domains out
+// again by what their evaluations cost (only with several threads).
 std::uint64_t units_dealt_by_cost();
 // Stops the simulation at the end of the current cycle (SystemC's sc_stop may
 // be called only from the calendar's thread).
@@ -150,9 +150,10 @@ class Unit : public sc_core::sc_module {
   std::vector<const MessageBuffer*> inputs_;
 };
 
-// Applies `effect` with `value` at the end of the current cycle, on the thread
-// of `changed` (the unit whose state it changes; null: the calendar's), when
-// called from an evaluation; at once otherwise.
+// Applies `effect` with `value` at the end of the current cycle, or of the
+// window when `changed` (the unit whose state it changes; null: the
+// calendar's) lies in another domain than the unit evaluated, on the thread of
+// `changed`, when called from an evaluation; at once otherwise.
 inline void defer_to_cycle_end(CycleEndEffect& effect, std::uint64_t value, const Unit* changed) {
   if (detail::StagedEffects* staged = detail::staged_effects) {
     if (changed && changed->domain() == staged->evaluating_domain)
