@@ -168,6 +168,8 @@ int compare_job(const CompareOptions& given, std::ostream& out) {
     throw std::invalid_argument("give either --dataset or capture folders (with --manifest, or as arguments)");
   std::vector<std::filesystem::path> folders(options.captures.begin(), options.captures.end());
   if (options.saved && !captured) throw std::invalid_argument("--saved reads captures' own comparisons: give capture folders or --manifest");
+  if (options.saved && !options.simulate.overrides.empty())
+    throw std::invalid_argument("--saved reads simulations made before: leave out --set, or simulate again without --saved");
   if (options.saved && options.instructions > 0)
     throw std::invalid_argument("--saved has no per-instruction simulation to show: leave out --instructions");
   // Traces are needed only for the kernels --only keeps: a manifest may list kernels whose traces were not kept.
@@ -210,6 +212,7 @@ int compare_job(const CompareOptions& given, std::ostream& out) {
       if (!k.trace.empty() && !trace::control_bits_usable(trace::TraceReader(k.trace.string()).kernel(0)))
         out << fmt::format("note: {}: the trace's control bits cannot be used; simulated with registers\n", k.id);
   auto comparison = compare::build_comparison(measured, simulated, params.name, options.instructions);
+  comparison.overrides = options.simulate.overrides;
   compare::print_comparison(out, comparison);
   if (!options.json_out.empty()) write_file_atomically(options.json_out, compare::comparison_json(comparison).dump(1) + "\n");
   if (!options.plot_out.empty()) write_file_atomically(options.plot_out, compare::stall_plot_svg(comparison));

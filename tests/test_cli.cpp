@@ -192,6 +192,16 @@ TEST_CASE("CLI: compare simulates dataset kernels and writes the table, JSON and
   }
   REQUIRE(named_a_wait);
   REQUIRE(slurp(svg).find("</svg>") != std::string::npos);
+  REQUIRE(doc["overrides"].empty());
+  REQUIRE(r.out.find("simulated with h100\n") != std::string::npos);
+  // What a comparison was simulated with, overrides included, heads its table and its JSON.
+  CliResult overridden = cli(std::string("compare -q -d ") + ATOMSIM_SOURCE_DIR + "/traces/h100/microbench/grid --only 'swb-lpp1-af0.25' " +
+                             "--set gpu.lookahead_cycles=4 --set l2.rop_units_per_slice=2 --json " + json);
+  REQUIRE(overridden.code == 0);
+  REQUIRE(overridden.out.find("simulated with h100 (--set gpu.lookahead_cycles=4, --set l2.rop_units_per_slice=2)\n") !=
+          std::string::npos);
+  REQUIRE(nlohmann::json::parse(slurp(json))["overrides"] ==
+          nlohmann::json::array({"gpu.lookahead_cycles=4", "l2.rop_units_per_slice=2"}));
   // Generated kernels in child processes, two at a time: the same table.
   CliResult parallel = cli(std::string("compare -q -j 2 -d ") + ATOMSIM_SOURCE_DIR +
                            "/traces/h100/microbench/grid --only 'lpp1-af0.25' --instructions 4");
@@ -323,6 +333,11 @@ TEST_CASE("CLI: compare --saved sets captures' saved simulations beside their me
   REQUIRE(with_instructions.code == 1);
   REQUIRE(with_instructions.err_lines() == 1);
   REQUIRE(with_instructions.err.find("leave out --instructions") != std::string::npos);
+  // A saved simulation ran with what it ran with: an override would change nothing.
+  CliResult with_set = cli("compare -q --saved " + dir + "/splat3d/warp/backward --set gpu.lookahead_cycles=8");
+  REQUIRE(with_set.code == 1);
+  REQUIRE(with_set.err_lines() == 1);
+  REQUIRE(with_set.err.find("leave out --set") != std::string::npos);
   CliResult other_config = cli("compare -q --saved -c rtx4090 " + dir + "/splat3d/warp/backward");
   REQUIRE(other_config.code == 1);
   REQUIRE(other_config.err.find("simulated with 'h100', not 'rtx4090'") != std::string::npos);

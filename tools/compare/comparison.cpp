@@ -149,7 +149,9 @@ Comparison build_comparison(const std::vector<MeasuredKernel>& measured, const s
 }
 
 void print_comparison(std::ostream& out, const Comparison& c) {
-  out << fmt::format("measured on {}, simulated with {}\n", c.device, c.config);
+  std::string set;
+  for (const auto& o : c.overrides) set += (set.empty() ? " (--set " : ", --set ") + o;
+  out << fmt::format("measured on {}, simulated with {}{}\n", c.device, c.config, set.empty() ? "" : set + ")");
   out << fmt::format("{:<28}{:>12}{:>12}{:>9}{:>10}{:>10}{:>9}  {}\n", "kernel", "meas cyc", "sim cyc", "error",
                      "meas spd", "sim spd", "stall d", "launches");
   for (const auto& r : c.rows) {
@@ -237,6 +239,7 @@ nlohmann::json comparison_json(const Comparison& c) {
   const Summary& s = c.summary;
   return {{"schema", "atomsim.compare/1"},
           {"config", c.config},
+          {"overrides", c.overrides},
           {"device", c.device},
           {"kernels", rows},
           {"summary",

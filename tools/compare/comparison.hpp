@@ -61,6 +61,7 @@ struct Summary {
 
 struct Comparison {
   std::string config, device;
+  std::vector<std::string> overrides;  // the --set KEY=VALUE the simulations ran with
   std::vector<ComparisonRow> rows;
   Summary summary;
 };
