@@ -1,6 +1,7 @@
 #include "sim/compare_job.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <boost/process.hpp>
 
@@ -97,6 +98,9 @@ compare::SimulatedKernel saved_simulation(const compare::MeasuredKernel& k, cons
   const auto saved_config = doc.value("config", std::string());
   if (saved_config != config)
     throw compare::DatasetError(fmt::format("{}: simulated with '{}', not '{}'", path.string(), saved_config, config));
+  if (const auto overrides = doc.value("overrides", std::vector<std::string>()); !overrides.empty())
+    throw compare::DatasetError(fmt::format("{}: simulated with --set {}, not with '{}' as it is", path.string(),
+                                            fmt::join(overrides, " --set "), config));
   try {
     const auto& kernels = doc.at("kernels");
     if (kernels.size() != 1)

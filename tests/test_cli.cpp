@@ -350,9 +350,16 @@ TEST_CASE("CLI: compare --saved sets captures' saved simulations beside their me
   const std::string revision = nlohmann::json::parse(slurp(copy + "/compare.json"))["kernels"][0]["simulated"]["revision"];
   REQUIRE_FALSE(revision.empty());
   CliResult again = cli("compare -q --saved " + copy);
+  // Simulated with an override, it is not the configuration's own simulation.
+  REQUIRE(cli("compare -q " + copy + " --json " + copy + "/compare.json --set gpu.lookahead_cycles=4").code == 0);
+  CliResult overridden = cli("compare -q --saved " + copy);
   std::filesystem::remove_all(copy);
   REQUIRE(again.code == 0);
   REQUIRE(again.out.find("note: 1 kernel(s) simulated by atomsim " + revision + "\n") != std::string::npos);
+  REQUIRE(overridden.code == 1);
+  REQUIRE(overridden.err_lines() == 1);
+  REQUIRE(overridden.err.find("compare.json: simulated with --set gpu.lookahead_cycles=4, not with 'h100' as it is") !=
+          std::string::npos);
   // A capture never compared: the folder of the measurements alone.
   const std::string bare = testing::temp_trace("saved-bare");
   std::filesystem::create_directories(bare + "/trace");
