@@ -65,7 +65,8 @@ GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& ov
     throw ConfigError(fmt::format("{}: key 'gpu.placement_offset' = {} must be a multiple of 'l2.line_bytes' = {}", p.origin,
                                   p.placement_offset, p.l2.line_bytes));
   // The links into the crossbars, the DRAM and the SMs' CTA ports grow to the
-  // lookahead, and the latency after each link shrinks by as much.
+  // lookahead, and the latency after each link shrinks by as much (the Gpu
+  // constructor binds them so): each must keep at least a lookahead.
   const std::uint64_t stretch = p.lookahead_cycles - 1;
   for (const auto& [key, latency, taken, least] :
        {std::tuple<const char*, std::uint64_t, std::uint64_t, std::uint64_t>{"interconnect.request.latency", p.request_network.latency, stretch, p.lookahead_cycles},

@@ -453,24 +453,24 @@ class WakeCalendar : public sc_core::sc_module {
     }
     plan_stale_ = false;
     rebuild_lanes(threads_wanted_);
-    cycles_to_next_weighing_ = kWindowsBeforeFirstWeighing;
+    windows_to_next_weighing_ = kWindowsBeforeFirstWeighing;
     weighing_ = false;
   }
 
   // Called before each window: starts or ends a stretch of timed windows,
   // and after one deals the domains out again by what they cost.
   void weigh_now_and_then() {
-    if (cycles_to_next_weighing_ > 0) {
-      --cycles_to_next_weighing_;
+    if (windows_to_next_weighing_ > 0) {
+      --windows_to_next_weighing_;
       return;
     }
     if (!weighing_) {
       weighing_ = true;
-      cycles_to_next_weighing_ = kWindowsWeighed;
+      windows_to_next_weighing_ = kWindowsWeighed;
       return;
     }
     weighing_ = false;
-    cycles_to_next_weighing_ = kWindowsBetweenWeighings;
+    windows_to_next_weighing_ = kWindowsBetweenWeighings;
     deal_by_cost(static_cast<unsigned>(lanes_.size()));
   }
 
@@ -534,7 +534,7 @@ class WakeCalendar : public sc_core::sc_module {
   bool plan_stale_ = true;  // units, links, threads or window changed since the domains were formed
   EvaluationWorkers* workers_ = nullptr;
   std::size_t expected_due_ = 0;
-  std::uint64_t cycles_to_next_weighing_ = kWindowsBeforeFirstWeighing;
+  std::uint64_t windows_to_next_weighing_ = kWindowsBeforeFirstWeighing;
   bool weighing_ = false;  // evaluations are being timed
   std::uint64_t calendar_cost_ = 0;  // the calendar's own time outside windows while weighing
   bool woken_from_outside_ = true;
