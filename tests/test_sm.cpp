@@ -942,6 +942,54 @@ TEST_CASE("SM: a divergent branch's WARPSYNC and the lanes' join cost one warp t
 }
 
 namespace {
+// Cycles a trip of convergence.cu's group_loop (traces/h100/latency/convergence.sass):
+// one warp whose 32 lanes name `groups` different masks (lanes alike modulo
+// the count) at the loop's WARPSYNC, each record carrying them as the trace
+// pass records them; `shuffle`: the loop's __shfl_sync of each lane's group.
+double group_trip_cycles(const GpuParams& params, bool shuffle, std::uint32_t groups) {
+  const std::string function = std::string("_Z10group_loopILb") + (shuffle ? "1" : "0") + "EEvPjPxjij";
+  const auto body = innermost_loop("convergence.sass", function, true);
+  std::uint32_t sync = UINT32_MAX;
+  for (std::uint32_t k = 0; k < body.size(); ++k)
+    if (trace::is_warp_sync(body[k].mnemonic)) sync = k;
+  REQUIRE(sync != UINT32_MAX);
+  auto warp_cycles = [&](int trips) {
+    auto path = write_program(function, body, 1, 1, [&](std::uint64_t) {
+      std::vector<trace::WarpInst> s;
+      for (int t = 0; t < trips; ++t)
+        for (std::uint32_t k = 0; k < body.size(); ++k) {
+          s.push_back(record(k));
+          if (k != sync) continue;
+          s.back().value_lanes = 0xFFFFFFFFu;
+          for (std::uint32_t lane = 0; lane < 32; ++lane)
+            for (std::uint32_t peer = lane % groups; peer < 32; peer += groups) s.back().value[lane] |= 1u << peer;
+        }
+      return s;
+    });
+    KernelRun run = run_one(params, path);
+    std::remove(path.c_str());
+    double cycles = 0;
+    for (const auto& [name, stat] : run.stats.at("smsp"))
+      if (name.starts_with("stall.")) cycles += stat.total;
+    return cycles;
+  };
+  return (warp_cycles(400) - warp_cycles(200)) / 200;
+}
+}  // namespace
+
+TEST_CASE("SM: a WARPSYNC whose lanes name different masks costs one warp the H100's time a trip", "[models][sm]") {
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/convergence.json"));
+  const auto params = h100_with(kOneSm);
+  for (bool shuffle : {false, true})
+    for (std::uint32_t groups : {1u, 2u, 4u, 8u, 16u, 32u}) {
+      const double simulated = group_trip_cycles(params, shuffle, groups),
+                   h100 = measured[shuffle ? "shfl_groups" : "syncwarp_groups"][std::to_string(groups)];
+      INFO((shuffle ? "__shfl_sync" : "__syncwarp") << " of " << groups << " groups: " << simulated << " cycles a trip, H100 " << h100);
+      CHECK(std::abs(simulated - h100) <= std::max(3.0, 0.05 * h100));
+    }
+}
+
+namespace {
 // The loop of `function` in the latency probe's listing whose body holds an
 // instruction of `mnemonic`: its first and last pcs and its instructions' indices.
 struct ProbeLoop {

@@ -304,7 +304,7 @@ void encode_record(ByteWriter& out, const StaticInst& s, const WarpInst& inst, s
     flags |= static_cast<std::uint8_t>(amode) << kAddressShift;
   }
   // An atomic's values are its active lanes'; a load's or a store's, those of value_lanes.
-  const std::uint32_t value_lanes = is_atomic(s.op) ? mask : memory ? inst.value_lanes & mask : 0;
+  const std::uint32_t value_lanes = is_atomic(s.op) ? mask : carries_values(s.op, s.mnemonic) ? inst.value_lanes & mask : 0;
   if (value_lanes) {
     vmode = ValueMode::Uniform;
     std::uint64_t v0 = inst.value[std::countr_zero(value_lanes)];
@@ -354,7 +354,8 @@ void decode_record_header(ByteReader& in, const std::vector<StaticInst>& program
   auto amode = static_cast<AddressMode>((flags >> kAddressShift) & 3);
   auto vmode = static_cast<ValueMode>((flags >> kValueShift) & 3);
   if (!is_global_memory(s.op) && amode != AddressMode::Uniform) in.fail("address mode on a non-memory instruction");
-  if (vmode != ValueMode::None && !is_global_memory(s.op)) in.fail("values on an instruction that is not a global memory access");
+  if (vmode != ValueMode::None && !carries_values(s.op, s.mnemonic))
+    in.fail("values on an instruction that is neither a global memory access nor a WARPSYNC");
   if (vmode == static_cast<ValueMode>(3)) in.fail("unknown value mode");
   if (is_atomic(s.op) && header.active_mask && vmode == ValueMode::None) in.fail("atomic instruction without operand values");
 }

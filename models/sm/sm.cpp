@@ -25,6 +25,7 @@ struct alignas(64) InstTiming {
   Route route = Route::Pipe;
   std::uint8_t pipe = kMisc;
   bool resolves_branch = false;
+  bool syncs_lanes = false;  // a WARPSYNC: its lanes' masks say how long it holds the warp
   std::uint8_t num_src = 0;
   std::uint8_t num_dst = 0;
   bool operands_in_sets = true;  // every register is below RegSet::kLimit
@@ -548,6 +549,22 @@ class Sm::Subcore {
     }
   }
 
+  // The masks a WARPSYNC's lanes name, as its record carries them (convergence
+  // probe: a pass for each); one where it carries none.
+  static std::uint32_t warp_sync_masks(const Warp& w) {
+    std::array<std::uint64_t, 32> address, mask;
+    const std::uint32_t lanes = w.stream.operands(address, mask);
+    std::uint32_t distinct = 0;
+    for (std::uint32_t m = lanes; m; m &= m - 1) {
+      const int lane = std::countr_zero(m);
+      bool seen = false;
+      for (std::uint32_t earlier = lanes & ((1u << lane) - 1); earlier && !seen; earlier &= earlier - 1)
+        seen = mask[std::countr_zero(earlier)] == mask[lane];
+      distinct += !seen;
+    }
+    return std::max<std::uint32_t>(1, distinct);
+  }
+
   // The dependency barrier an MIO or LG instruction's completion frees, held from issue.
   static std::uint8_t hold_write_barrier(Warp& w, const InstTiming& tm, bool lg) {
     if (!tm.control_bits || tm.write_barrier == trace::ControlBits::kNoBarrier) return trace::ControlBits::kNoBarrier;
@@ -571,7 +588,7 @@ class Sm::Subcore {
           w.barriers.hold_until(tm.write_barrier, now + tm.latency);
         if (tm.resolves_branch) {
           w.resolving_branch = true;
-          w.next_issue = now + tm.latency;
+          w.next_issue = now + tm.latency + (tm.syncs_lanes ? (warp_sync_masks(w) - 1) * sm_.params_.warp_sync_pass_cycles : 0);
         }
         break;
       case Route::Mio: {
@@ -725,10 +742,11 @@ std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams
         // branch_resolving too (the sparse write's warp variant, the sort's
         // look-back). A BSSY only records where the lanes will join.
         const std::string_view m = s.mnemonic;
+        t.syncs_lanes = trace::is_warp_sync(m);
         t.resolves_branch = m.empty() || m.starts_with("BRA") || m.starts_with("BRX") || m.starts_with("JMP") ||
-                            m.starts_with("CALL") || m.starts_with("RET") || m.starts_with("WARPSYNC") ||
-                            m.starts_with("BSYNC") || m.starts_with("YIELD");
-        if (t.resolves_branch) t.latency = p.branch_resolve_latency;
+                            m.starts_with("CALL") || m.starts_with("RET") || t.syncs_lanes || m.starts_with("BSYNC") ||
+                            m.starts_with("YIELD");
+        if (t.resolves_branch) t.latency = static_cast<std::uint16_t>(t.syncs_lanes ? p.warp_sync_latency : p.branch_resolve_latency);
         break;
       }
       case OpClass::Sfu: case OpClass::Shared: case OpClass::Shuffle: t.route = Route::Mio; break;

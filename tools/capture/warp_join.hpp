@@ -30,7 +30,7 @@ struct ObservedInst {
   std::uint32_t mask = 0;
   ObservedKind kind = ObservedKind::Memory;
   std::uint32_t call_target = 0;  // program index (calls)
-  std::int32_t operands = -1;     // into WarpObservation::operands (global memory)
+  std::int32_t operands = -1;     // into WarpObservation::operands (global memory; a WARPSYNC of several masks)
 };
 
 struct LaneOperands {

@@ -201,8 +201,18 @@ extern "C" __device__ __noinline__ SanitizerPatchResult atomsim_barrier(void* us
   return record(userdata, pc, kBarrier);
 }
 
-extern "C" __device__ __noinline__ SanitizerPatchResult atomsim_syncwarp(void* userdata, std::uint64_t pc, std::uint32_t) {
-  return record(userdata, pc, kSyncwarp);
+// A WARPSYNC whose lanes name different masks (lanes syncing with groups of
+// their own) keeps each lane's mask in a LaneData slot's `before`; one whose
+// lanes all name the same mask needs none.
+extern "C" __device__ __noinline__ SanitizerPatchResult atomsim_syncwarp(void* userdata, std::uint64_t pc, std::uint32_t mask) {
+  if (!userdata) return SANITIZER_PATCH_SUCCESS;
+  Call call = begin(userdata);
+  settle(call);
+  const std::uint32_t first = __shfl_sync(call.active, mask, call.leader);
+  const bool masks_differ = __ballot_sync(call.active, mask != first) != 0;
+  const std::uint32_t slot = append(call, pc, kSyncwarp, 0, masks_differ);
+  if (slot) call.control->lanes[slot - 1].before[call.lane] = mask;
+  return SANITIZER_PATCH_SUCCESS;
 }
 
 extern "C" __device__ __noinline__ SanitizerPatchResult atomsim_call(void* userdata, std::uint64_t pc, std::uint64_t target,

@@ -19,12 +19,13 @@ struct Event {
   std::uint32_t slot;      // global memory: LaneData index + 1; 0 = none
 };
 
-// Per-lane operands of a global memory instruction. For atomics, the word each
+// Per-lane operands of a global memory instruction or a WARPSYNC. For atomics, the word each
 // lane updates is read just before and just after the instruction, with every
 // other atomic on that word held off meanwhile, so after - before is what the
 // instruction added. For a store of up to 8 bytes, `before` is the value it
 // writes; for a load of 4 or 8 bytes, the word as read just before the load
-// (what a load polling a flag sees, but for a store landing in between).
+// (what a load polling a flag sees, but for a store landing in between). For
+// a WARPSYNC whose lanes named different masks, `before` is each lane's mask.
 struct LaneData {
   std::uint64_t address[32];
   std::uint64_t before[32];
