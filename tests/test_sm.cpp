@@ -944,8 +944,8 @@ TEST_CASE("SM: a divergent branch's WARPSYNC and the lanes' join cost one warp t
 namespace {
 // Cycles a trip of convergence.cu's group_loop (traces/h100/latency/convergence.sass):
 // one warp whose 32 lanes name `groups` different masks (lanes alike modulo
-// the count) at the loop's WARPSYNC, each record carrying them as the trace
-// pass records them; `shuffle`: the loop's __shfl_sync of each lane's group.
+// the count) at the loop's WARPSYNC, whose records carry the count as the
+// trace pass records it; `shuffle`: the loop's __shfl_sync of each lane's group.
 double group_trip_cycles(const GpuParams& params, bool shuffle, std::uint32_t groups) {
   const std::string function = std::string("_Z10group_loopILb") + (shuffle ? "1" : "0") + "EEvPjPxjij";
   const auto body = innermost_loop("convergence.sass", function, true);
@@ -960,9 +960,9 @@ double group_trip_cycles(const GpuParams& params, bool shuffle, std::uint32_t gr
         for (std::uint32_t k = 0; k < body.size(); ++k) {
           s.push_back(record(k));
           if (k != sync) continue;
+          if (groups == 1) continue;
           s.back().value_lanes = 0xFFFFFFFFu;
-          for (std::uint32_t lane = 0; lane < 32; ++lane)
-            for (std::uint32_t peer = lane % groups; peer < 32; peer += groups) s.back().value[lane] |= 1u << peer;
+          s.back().value.fill(groups);
         }
       return s;
     });

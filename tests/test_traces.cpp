@@ -40,6 +40,7 @@ KernelInfo small_kernel(const std::string& name, std::uint32_t warps) {
   k.program.push_back(parse_sass_instruction("@!P0 BRA 0x0", 0x30));
   k.program.push_back(parse_sass_instruction("EXIT", 0x40));
   k.program.push_back(parse_sass_instruction("STG.E.STRONG.GPU desc[UR4][R2.64], R5", 0x50));
+  k.program.push_back(parse_sass_instruction("WARPSYNC R8", 0x60));
   return k;
 }
 
@@ -49,7 +50,7 @@ std::vector<WarpInst> records_for(std::uint64_t warp, std::size_t n) {
   std::vector<WarpInst> out;
   for (std::size_t i = 0; i < n; ++i) {
     WarpInst w;
-    w.index = static_cast<std::uint32_t>(rng() % 6);
+    w.index = static_cast<std::uint32_t>(rng() % 7);
     w.active_mask = (i % 3 == 0) ? 0xFFFFFFFFu : static_cast<std::uint32_t>(rng());
     int mode = static_cast<int>(rng() % 4);
     std::uint64_t base = 0x7f0000000000ull + (rng() % 1000) * 4;
@@ -66,6 +67,11 @@ std::vector<WarpInst> records_for(std::uint64_t warp, std::size_t n) {
     // Some of a load's lanes and all of a store's carry values (those a load awaits).
     if (w.index == 1) w.value_lanes = w.active_mask & static_cast<std::uint32_t>(rng());
     if (w.index == 5 && mode < 2) w.value_lanes = w.active_mask;
+    // A WARPSYNC whose lanes named several masks carries how many, on every lane.
+    if (w.index == 6 && mode < 2 && w.active_mask) {
+      w.value_lanes = w.active_mask;
+      for (std::uint32_t m = w.active_mask; m; m &= m - 1) w.value[std::countr_zero(m)] = 2 + mode;
+    }
     out.push_back(w);
   }
   return out;

@@ -44,9 +44,11 @@ inline bool is_global_memory(OpClass op) {
   return op == OpClass::LoadGlobal || op == OpClass::StoreGlobal || op == OpClass::Atom || op == OpClass::Red;
 }
 inline bool is_atomic(OpClass op) { return op == OpClass::Atom || op == OpClass::Red; }
-// A WARPSYNC's record may carry each lane's mask operand as its value (since
-// format 1.3): lanes that name different masks cost the warp a pass each.
-inline bool is_warp_sync(std::string_view mnemonic) { return mnemonic.starts_with("WARPSYNC"); }
+// A WARPSYNC's record may carry, as every lane's value, how many different
+// masks its lanes named (since format 1.3): each costs the warp a pass. Not
+// the collective form (WARPSYNC.COLLECTIVE ... ENDCOLLECTIVE around a shuffle),
+// whose cost is unmeasured.
+inline bool is_warp_sync(std::string_view mnemonic) { return mnemonic == "WARPSYNC"; }
 // Instructions whose records may carry operand values.
 inline bool carries_values(OpClass op, std::string_view mnemonic) { return is_global_memory(op) || is_warp_sync(mnemonic); }
 

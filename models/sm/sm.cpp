@@ -549,20 +549,12 @@ class Sm::Subcore {
     }
   }
 
-  // The masks a WARPSYNC's lanes name, as its record carries them (convergence
-  // probe: a pass for each); one where it carries none.
+  // How many different masks a WARPSYNC's lanes named, as its record carries
+  // them (convergence probe: a pass for each); one where it carries none.
   static std::uint32_t warp_sync_masks(const Warp& w) {
-    std::array<std::uint64_t, 32> address, mask;
-    const std::uint32_t lanes = w.stream.operands(address, mask);
-    std::uint32_t distinct = 0;
-    for (std::uint32_t m = lanes; m; m &= m - 1) {
-      const int lane = std::countr_zero(m);
-      bool seen = false;
-      for (std::uint32_t earlier = lanes & ((1u << lane) - 1); earlier && !seen; earlier &= earlier - 1)
-        seen = mask[std::countr_zero(earlier)] == mask[lane];
-      distinct += !seen;
-    }
-    return std::max<std::uint32_t>(1, distinct);
+    std::array<std::uint64_t, 32> address, masks;
+    const std::uint32_t lanes = w.stream.operands(address, masks);
+    return lanes ? static_cast<std::uint32_t>(std::clamp<std::uint64_t>(masks[std::countr_zero(lanes)], 1, 32)) : 1;
   }
 
   // The dependency barrier an MIO or LG instruction's completion frees, held from issue.
@@ -744,8 +736,8 @@ std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams
         const std::string_view m = s.mnemonic;
         t.syncs_lanes = trace::is_warp_sync(m);
         t.resolves_branch = m.empty() || m.starts_with("BRA") || m.starts_with("BRX") || m.starts_with("JMP") ||
-                            m.starts_with("CALL") || m.starts_with("RET") || t.syncs_lanes || m.starts_with("BSYNC") ||
-                            m.starts_with("YIELD");
+                            m.starts_with("CALL") || m.starts_with("RET") || m.starts_with("WARPSYNC") ||
+                            m.starts_with("BSYNC") || m.starts_with("YIELD");
         if (t.resolves_branch) t.latency = static_cast<std::uint16_t>(t.syncs_lanes ? p.warp_sync_latency : p.branch_resolve_latency);
         break;
       }

@@ -407,9 +407,22 @@ void Interpreter::run_warp(const LaunchConfig& launch, std::uint64_t cta, std::u
 
     out.index = pc;
     out.active_mask = on;
+    out.value_lanes = 0;
     std::uint32_t next_pc_same = pc + 1;
     switch (d.op) {
-      case Op::Nop: case Op::Warpsync: case Op::Bar: case Op::Membar: break;
+      case Op::Nop: case Op::Bar: case Op::Membar: break;
+      case Op::Warpsync: {
+        // How many different masks its lanes name, where more than one, as the trace pass records it.
+        if (!trace::is_warp_sync(s.mnemonic) || ops.empty() || ops[0].kind != Kind::Reg) break;
+        std::vector<std::uint32_t> named;
+        lanes_on([&](int lane) {
+          if (std::find(named.begin(), named.end(), reg(lane, ops[0])) == named.end()) named.push_back(reg(lane, ops[0]));
+        });
+        if (named.size() < 2) break;
+        out.value_lanes = on;
+        lanes_on([&](int lane) { out.value[lane] = named.size(); });
+        break;
+      }
       case Op::Exit: w.live &= ~on; break;
       case Op::Bssy: w.barrier[ops[0].index] = mask; break;
       case Op::Bsync: {

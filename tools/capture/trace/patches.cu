@@ -201,17 +201,21 @@ extern "C" __device__ __noinline__ SanitizerPatchResult atomsim_barrier(void* us
   return record(userdata, pc, kBarrier);
 }
 
-// A WARPSYNC whose lanes name different masks (lanes syncing with groups of
-// their own) keeps each lane's mask in a LaneData slot's `before`; one whose
-// lanes all name the same mask needs none.
+// A WARPSYNC's record carries how many different masks its lanes named (lanes
+// syncing with groups of their own), in the record's target: each lane learns
+// the masks of the lanes below it and counts itself if none named its own.
 extern "C" __device__ __noinline__ SanitizerPatchResult atomsim_syncwarp(void* userdata, std::uint64_t pc, std::uint32_t mask) {
   if (!userdata) return SANITIZER_PATCH_SUCCESS;
   Call call = begin(userdata);
   settle(call);
-  const std::uint32_t first = __shfl_sync(call.active, mask, call.leader);
-  const bool masks_differ = __ballot_sync(call.active, mask != first) != 0;
-  const std::uint32_t slot = append(call, pc, kSyncwarp, 0, masks_differ);
-  if (slot) call.control->lanes[slot - 1].before[call.lane] = mask;
+  bool first_of_its_mask = true;
+  for (std::uint32_t m = call.active; m; m &= m - 1) {
+    const std::uint32_t other = __ffs(m) - 1;
+    const std::uint32_t named = __shfl_sync(call.active, mask, other);
+    if (other < call.lane && named == mask) first_of_its_mask = false;
+  }
+  const std::uint32_t masks = __popc(__ballot_sync(call.active, first_of_its_mask));
+  append(call, pc, kSyncwarp, masks, false);
   return SANITIZER_PATCH_SUCCESS;
 }
 

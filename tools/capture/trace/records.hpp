@@ -12,20 +12,19 @@ enum EventKind : std::uint32_t { kMemory = 0, kShuffle, kBarrier, kSyncwarp, kCa
 // One instrumented warp instruction, appended by the lowest lane that ran it.
 struct Event {
   std::uint64_t pc;        // absolute
-  std::uint64_t target;    // calls: the callee's absolute pc
+  std::uint64_t target;    // calls: the callee's absolute pc; WARPSYNC: the different masks its lanes named
   std::uint32_t warp;      // linear CTA index * warps per CTA + warp in the CTA
   std::uint32_t mask;      // lanes that ran it
   std::uint32_t kind;      // EventKind
   std::uint32_t slot;      // global memory: LaneData index + 1; 0 = none
 };
 
-// Per-lane operands of a global memory instruction or a WARPSYNC. For atomics, the word each
+// Per-lane operands of a global memory instruction. For atomics, the word each
 // lane updates is read just before and just after the instruction, with every
 // other atomic on that word held off meanwhile, so after - before is what the
 // instruction added. For a store of up to 8 bytes, `before` is the value it
 // writes; for a load of 4 or 8 bytes, the word as read just before the load
-// (what a load polling a flag sees, but for a store landing in between). For
-// a WARPSYNC whose lanes named different masks, `before` is each lane's mask.
+// (what a load polling a flag sees, but for a store landing in between).
 struct LaneData {
   std::uint64_t address[32];
   std::uint64_t before[32];

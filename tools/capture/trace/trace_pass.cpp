@@ -491,12 +491,11 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
         }
       inst.operands = static_cast<std::int32_t>(obs.operands.size());
       obs.operands.push_back(ops);
-    } else if (e.slot && e.kind == dev::kSyncwarp) {
-      // The masks its lanes named, where they differ (trace format 1.3).
-      const dev::LaneData& d = lanes[e.slot - 1];
+    } else if (e.kind == dev::kSyncwarp && e.target > 1 && e.mask) {
+      // How many different masks its lanes named, where more than one (trace format 1.3).
       LaneOperands ops;
       ops.value_lanes = e.mask;
-      for (std::uint32_t m = e.mask; m; m &= m - 1) ops.value[__builtin_ctz(m)] = d.before[__builtin_ctz(m)];
+      for (std::uint32_t m = e.mask; m; m &= m - 1) ops.value[__builtin_ctz(m)] = e.target;
       inst.operands = static_cast<std::int32_t>(obs.operands.size());
       obs.operands.push_back(ops);
     }
