@@ -22,21 +22,40 @@ namespace {
 // per warp instruction (shares of its executions, in power-of-two bins), and
 // over the kernel how many of the atomics' lane operations a warp-level
 // reduction of same-address lanes would remove: the regime the trace is in.
+constexpr int kBins[][2] = {{1, 1}, {2, 3}, {4, 7}, {8, 15}, {16, 31}, {32, 32}};
+constexpr const char* kBinNames = "1 | 2-3 | 4-7 | 8-15 | 16-31 | 32";
+
+// The mean of counts[1..32] and their shares in kBins.
+std::string spread(const std::array<double, 33>& counts, double total) {
+  std::string text;
+  double mean = 0;
+  for (int v = 1; v <= 32; ++v) mean += v * counts[v] / total;
+  for (const auto& [lo, hi] : kBins) {
+    double share = 0;
+    for (int v = lo; v <= hi; ++v) share += counts[v] / total;
+    text += fmt::format(" {:>3.0f}%", 100 * share);
+  }
+  return fmt::format("mean {:4.1f} |{}", mean, text);
+}
+
+// Per WARPSYNC, how many different masks its lanes named per execution: a pass each.
+void print_warp_sync_shapes(const trace::KernelSummary& k, std::ostream& out) {
+  if (k.warp_syncs.empty()) return;
+  out << "  WARPSYNC masks named per execution, shares in bins " << kBinNames << ":\n";
+  for (const auto& [pc, shape] : k.warp_syncs) {
+    std::array<double, 33> masks{};
+    double executions = 0;
+    for (auto&& cell : boost::histogram::indexed(shape)) {
+      masks[cell.index(0) + 1] += *cell;
+      executions += *cell;
+    }
+    out << fmt::format("    pc 0x{:04x} ({:.0f} executions)  masks {}\n", pc, executions, spread(masks, executions));
+  }
+}
+
 void print_atomic_shapes(const trace::KernelSummary& k, std::ostream& out) {
   if (k.atomics.empty()) return;
-  constexpr int kBins[][2] = {{1, 1}, {2, 3}, {4, 7}, {8, 15}, {16, 31}, {32, 32}};
-  auto spread = [&](const std::array<double, 33>& counts, double total) {
-    std::string text;
-    double mean = 0;
-    for (int v = 1; v <= 32; ++v) mean += v * counts[v] / total;
-    for (const auto& [lo, hi] : kBins) {
-      double share = 0;
-      for (int v = lo; v <= hi; ++v) share += counts[v] / total;
-      text += fmt::format(" {:>3.0f}%", 100 * share);
-    }
-    return fmt::format("mean {:4.1f} |{}", mean, text);
-  };
-  out << "  atomics per warp instruction, shares in bins 1 | 2-3 | 4-7 | 8-15 | 16-31 | 32:\n";
+  out << "  atomics per warp instruction, shares in bins " << kBinNames << ":\n";
   double lanes_total = 0, distinct_total = 0;
   for (const auto& [pc, atomic] : k.atomics) {
     std::array<double, 33> lanes{}, distinct{};
@@ -80,6 +99,7 @@ void print_summary(const trace::TraceSummary& s, std::ostream& out) {
                          k.ticket_order ? "they start in the order they drew tickets on the GPU" : "grid order",
                          k.awaiting_loads, k.storing_awaited);
     print_atomic_shapes(k, out);
+    print_warp_sync_shapes(k, out);
   }
 }
 }  // namespace

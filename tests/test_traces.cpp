@@ -217,6 +217,52 @@ TEST_CASE("a kernel's CTA order names each CTA of its grid once, or the kernel i
   REQUIRE_THROWS_WITH(decode({0}), Catch::Contains("byte offset"));
 }
 
+TEST_CASE("a WARPSYNC's record carries how many masks its lanes named, 2 to 32, or is refused by name", "[traces][errors]") {
+  const KernelInfo k = small_kernel("k", 2);
+  auto round_trip = [&](std::uint64_t masks, std::uint64_t odd_lane_masks) {
+    WarpInst sync;
+    sync.index = 6;
+    sync.active_mask = 0xFFFFFFFFu;
+    sync.value_lanes = 0xFFFFFFFFu;
+    for (int lane = 0; lane < 32; ++lane) sync.value[lane] = lane % 2 ? odd_lane_masks : masks;
+    format::ByteWriter out;
+    format::encode_record(out, k.program[6], sync, format::kInitialPreviousIndex, format::kInitialPreviousMask);
+    const std::string file = "k.trace";
+    const format::Origin origin{&file, "segment", 48};
+    format::ByteReader in(out.bytes.data(), out.bytes.size(), origin);
+    WarpInst read;
+    format::decode_record(in, k.program, read, format::kInitialPreviousIndex, format::kInitialPreviousMask);
+    return read;
+  };
+  const WarpInst read = round_trip(5, 5);
+  REQUIRE(read.value_lanes == 0xFFFFFFFFu);
+  REQUIRE(read.value[31] == 5);
+  REQUIRE_THROWS_WITH(round_trip(1, 1), Catch::Contains("k.trace") && Catch::Contains("a WARPSYNC's lanes name 1 masks"));
+  REQUIRE_THROWS_WITH(round_trip(33, 33), Catch::Contains("name 33 masks"));
+  REQUIRE_THROWS_WITH(round_trip(3, 4), Catch::Contains("the same on every lane"));
+  // An FFMA's values are not written: only memory instructions and WARPSYNCs carry them.
+  WarpInst ffma = read;
+  ffma.index = 0;
+  format::ByteWriter out;
+  format::encode_record(out, k.program[0], ffma, format::kInitialPreviousIndex, format::kInitialPreviousMask);
+  REQUIRE(out.bytes.size() == 1);
+}
+
+TEST_CASE("trace info gives each WARPSYNC's spread of the masks its lanes named", "[traces]") {
+  std::string path = write_sample("warpsync.trace", 400);
+  const TraceSummary s = validate_trace(path);
+  std::remove(path.c_str());
+  // records_for: a WARPSYNC record carries 2 or 3 masks where its mode is below 2, none (one mask) otherwise.
+  const auto& shapes = s.kernels[0].warp_syncs;
+  REQUIRE(shapes.size() == 1);
+  const auto& shape = shapes.at(0x60);
+  auto executions = [&](int masks) { return static_cast<double>(shape.at(masks - 1)); };
+  REQUIRE(executions(1) > 0);
+  REQUIRE(executions(2) > 0);
+  REQUIRE(executions(3) > 0);
+  REQUIRE(executions(4) == 0);
+}
+
 TEST_CASE("a writer that is not finished leaves no trace behind", "[traces][errors]") {
   std::string path = temp_path("unfinished.trace");
   {

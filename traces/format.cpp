@@ -408,6 +408,10 @@ std::uint32_t decode_record_operands(ByteReader& in, const StaticInst& s, const 
   } else {
     for (std::uint32_t m = value_lanes; m; m &= m - 1) val[std::countr_zero(m)] = wide ? in.u64() : in.u32();
   }
+  if (is_warp_sync(s.mnemonic))
+    for (std::uint32_t m = value_lanes; m; m &= m - 1)
+      if (const std::uint64_t masks = val[std::countr_zero(m)]; masks < 2 || masks > 32 || masks != val[std::countr_zero(value_lanes)])
+        in.fail(fmt::format("a WARPSYNC's lanes name {} masks (2 to 32, the same on every lane)", masks));
   return value_lanes;
 }
 

@@ -79,7 +79,13 @@ TraceSummary validate_trace(const std::string& path) {
         ++ks.warp_instructions;
         ks.thread_instructions += static_cast<std::uint64_t>(std::popcount(inst.active_mask));
         ++ks.by_class[static_cast<int>(s.op)];
-        if (inst.value_lanes && !is_atomic(s.op)) ++(s.op == OpClass::LoadGlobal ? ks.awaiting_loads : ks.storing_awaited);
+        if (inst.value_lanes && (s.op == OpClass::LoadGlobal || s.op == OpClass::StoreGlobal))
+          ++(s.op == OpClass::LoadGlobal ? ks.awaiting_loads : ks.storing_awaited);
+        if (is_warp_sync(s.mnemonic) && inst.active_mask) {
+          auto sync = ks.warp_syncs.find(s.pc);
+          if (sync == ks.warp_syncs.end()) sync = ks.warp_syncs.emplace(s.pc, make_warp_sync_shape()).first;
+          sync->second(inst.value_lanes ? static_cast<int>(inst.value[std::countr_zero(inst.value_lanes)]) : 1);
+        }
         if (is_atomic(s.op) && inst.active_mask) {
           const int lanes = std::popcount(inst.active_mask);
           ks.atomic_lane_ops += static_cast<std::uint64_t>(lanes);

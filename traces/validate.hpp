@@ -25,6 +25,11 @@ inline auto make_atomic_shape() {
 }
 using AtomicShape = decltype(make_atomic_shape());
 
+// How many different masks the lanes of one WARPSYNC named per execution
+// (1-32): the passes it takes (docs/trace-format.md, format 1.3).
+inline auto make_warp_sync_shape() { return boost::histogram::make_histogram(boost::histogram::axis::integer<>(1, 33, "masks")); }
+using WarpSyncShape = decltype(make_warp_sync_shape());
+
 struct KernelSummary {
   std::string name;
   Dim3 grid, block;
@@ -45,6 +50,7 @@ struct KernelSummary {
     AtomicShape shape;
   };
   std::map<std::uint64_t, AtomicInstruction> atomics;  // per atomic instruction, by pc
+  std::map<std::uint64_t, WarpSyncShape> warp_syncs;   // per WARPSYNC (not the collective form), by pc
 };
 
 struct TraceSummary {
