@@ -894,6 +894,29 @@ TEST_CASE("SM: one sub-core feeds the MIO shuffles, matches and bit instructions
     }
 }
 
+namespace {
+// SM cycles a trip of one warp's loop over `program`, whose `trip(records)`
+// appends one trip's records: the difference between 400 and 200 trips, so
+// that the start drops out.
+template <class Trip>
+double one_warp_trip_cycles(const GpuParams& params, const std::vector<trace::StaticInst>& program, Trip trip) {
+  auto warp_cycles = [&](int trips) {
+    auto path = write_program("loop", program, 1, 1, [&](std::uint64_t) {
+      std::vector<trace::WarpInst> s;
+      for (int t = 0; t < trips; ++t) trip(s);
+      return s;
+    });
+    KernelRun run = run_one(params, path);
+    std::remove(path.c_str());
+    double cycles = 0;
+    for (const auto& [name, stat] : run.stats.at("smsp"))
+      if (name.starts_with("stall.")) cycles += stat.total;
+    return cycles;
+  };
+  return (warp_cycles(400) - warp_cycles(200)) / 200;
+}
+}  // namespace
+
 TEST_CASE("SM: a divergent branch's WARPSYNC and the lanes' join cost one warp the H100's time a trip", "[models][sm]") {
   // convergence.cu's loop (traces/h100/latency/convergence.sass): half the
   // warp branches to the join (BSYNC) and waits there while the other half
@@ -911,32 +934,16 @@ TEST_CASE("SM: a divergent branch's WARPSYNC and the lanes' join cost one warp t
   REQUIRE(program[at(0x180)].mnemonic == "WARPSYNC");
   REQUIRE(program[at(0x1a0)].mnemonic == "BSYNC");
   const std::uint32_t all = 0xFFFFFFFFu, low = 0x0000FFFFu, high = 0xFFFF0000u;
-  auto trip_cycles = [&](const GpuParams& params) {
-    auto warp_cycles = [&](int trips) {
-      auto path = write_program("converge", program, 1, 1, [&](std::uint64_t) {
-        std::vector<trace::WarpInst> s;
-        for (int t = 0; t < trips; ++t) {
-          for (std::uint64_t pc : {0x110, 0x120, 0x130, 0x140}) s.push_back(record(at(pc), all));
-          s.push_back(record(at(0x150), high));  // the upper half takes the branch to the join and waits there first
-          s.push_back(record(at(0x1a0), high));
-          auto load = record(at(0x160), low);
-          for (std::uint32_t lane = 0; lane < 16; ++lane) load.address[lane] = 0x10000 + 4 * (lane + 64);
-          s.push_back(load);
-          for (std::uint64_t pc : {0x170, 0x180, 0x190, 0x1a0}) s.push_back(record(at(pc), low));
-          s.push_back(record(at(0x1b0), all));
-        }
-        return s;
-      });
-      KernelRun run = run_one(params, path);
-      std::remove(path.c_str());
-      double cycles = 0;
-      for (const auto& [name, stat] : run.stats.at("smsp"))
-        if (name.starts_with("stall.")) cycles += stat.total;
-      return cycles;
-    };
-    return (warp_cycles(400) - warp_cycles(200)) / 200;
-  };
-  const double simulated = trip_cycles(h100_with(kOneSm));
+  const double simulated = one_warp_trip_cycles(h100_with(kOneSm), program, [&](std::vector<trace::WarpInst>& s) {
+    for (std::uint64_t pc : {0x110, 0x120, 0x130, 0x140}) s.push_back(record(at(pc), all));
+    s.push_back(record(at(0x150), high));  // the upper half takes the branch to the join and waits there first
+    s.push_back(record(at(0x1a0), high));
+    auto load = record(at(0x160), low);
+    for (std::uint32_t lane = 0; lane < 16; ++lane) load.address[lane] = 0x10000 + 4 * (lane + 64);
+    s.push_back(load);
+    for (std::uint64_t pc : {0x170, 0x180, 0x190, 0x1a0}) s.push_back(record(at(pc), low));
+    s.push_back(record(at(0x1b0), all));
+  });
   INFO("simulated " << simulated << " cycles a trip against " << measured["syncwarp_half"] << " on the H100");
   CHECK(std::abs(simulated - measured["syncwarp_half"].get<double>()) <= 3.0);
 }
@@ -953,27 +960,14 @@ double group_trip_cycles(const GpuParams& params, bool shuffle, std::uint32_t gr
   for (std::uint32_t k = 0; k < body.size(); ++k)
     if (trace::is_warp_sync(body[k].mnemonic)) sync = k;
   REQUIRE(sync != UINT32_MAX);
-  auto warp_cycles = [&](int trips) {
-    auto path = write_program(function, body, 1, 1, [&](std::uint64_t) {
-      std::vector<trace::WarpInst> s;
-      for (int t = 0; t < trips; ++t)
-        for (std::uint32_t k = 0; k < body.size(); ++k) {
-          s.push_back(record(k));
-          if (k != sync) continue;
-          if (groups == 1) continue;
-          s.back().value_lanes = 0xFFFFFFFFu;
-          s.back().value.fill(groups);
-        }
-      return s;
-    });
-    KernelRun run = run_one(params, path);
-    std::remove(path.c_str());
-    double cycles = 0;
-    for (const auto& [name, stat] : run.stats.at("smsp"))
-      if (name.starts_with("stall.")) cycles += stat.total;
-    return cycles;
-  };
-  return (warp_cycles(400) - warp_cycles(200)) / 200;
+  return one_warp_trip_cycles(params, body, [&](std::vector<trace::WarpInst>& s) {
+    for (std::uint32_t k = 0; k < body.size(); ++k) {
+      s.push_back(record(k));
+      if (k != sync || groups == 1) continue;
+      s.back().value_lanes = 0xFFFFFFFFu;
+      s.back().value.fill(groups);
+    }
+  });
 }
 }  // namespace
 
