@@ -64,12 +64,12 @@ struct SmParams {
              "what a warp's instruction waits for: registers, its registers' writes and reads still owed (a scoreboard, "
              "with the pipes' latencies); control_bits, the compiler's dependency barriers and stall counts, where the "
              "trace carries them for the whole program (registers otherwise)");
-    b.integer("branch_resolve_latency", branch_resolve_latency, 1, 1000, "cycles a warp waits after a branch before it can issue (also after a join of divergent lanes, BSYNC, a YIELD or an EXIT that leaves lanes running)");
+    b.integer("branch_resolve_latency", branch_resolve_latency, 1, 1000, "cycles a warp waits after a branch before it can issue (also after a join of divergent lanes, BSYNC, a collective WARPSYNC, a YIELD or an EXIT that leaves lanes running)");
     b.integer("warp_sync_latency", warp_sync_latency, 1, 1000,
-              "cycles a warp waits after a WARPSYNC whose lanes all name one mask before it can issue");
+              "cycles a warp waits after a WARPSYNC (not the collective form) whose lanes all name one mask before it can issue");
     b.integer("warp_sync_pass_cycles", warp_sync_pass_cycles, 0, 1000,
               "cycles more a WARPSYNC holds its warp for each further mask its lanes name (lanes syncing with groups of "
-              "their own: a pass each; the trace's records carry the masks)");
+              "their own: a pass each; the trace's records carry how many)");
     b.integer("mio_queue_depth", mio_queue_depth, 1, 64,
               "per sub-core, in-order queue of MIO and LG instructions whose operands are still to be read");
     b.integer("lg_issue_limit", lg_issue_limit, 1, 256,
