@@ -137,6 +137,8 @@ void trace_dump(const std::string& path, std::size_t kernel, std::uint64_t warp,
       out << fmt::format("  lane{} addr 0x{:x}", first, inst.address[first]);
       if (trace::is_atomic(s.op)) out << fmt::format(" value 0x{:x}", inst.value[first]);
     }
+    if (trace::is_warp_sync(s.mnemonic) && inst.value_lanes)
+      out << fmt::format("  {} masks", inst.value[std::countr_zero(inst.value_lanes)]);
     out << "\n";
     ++n;
   }
