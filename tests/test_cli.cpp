@@ -121,6 +121,11 @@ TEST_CASE("CLI: trace info shows each atomic's active lanes and distinct address
     REQUIRE(r.out.find(expect_distinct) != std::string::npos);
     REQUIRE(r.out.find(expect_left) != std::string::npos);
   }
+  // SW-S's WARPSYNC before each round's MATCH.ANY syncs the warp's active lanes: one mask.
+  REQUIRE(cli("gen microbench --out " + trace + " --blocks 4 --warps-per-block 2 --iterations 2 --variant sws").code == 0);
+  const std::string info = cli("trace info " + trace).out;
+  REQUIRE(info.find("WARPSYNC masks named per execution") != std::string::npos);
+  REQUIRE(info.find("masks mean  1.0 | 100%   0%   0%   0%   0%   0%") != std::string::npos);
   std::remove(trace.c_str());
 }
 
