@@ -427,7 +427,7 @@ namespace {
 // as the first line of its Nsight Compute CSV describes it, for one pattern.
 struct RedRequestsLaunch {
   int ctas = 0, warps_per_cta = 0, iterations = 0, warps_per_region = 1, regions = 1;
-  bool store = false;
+  std::string op = "red";  // red, store or atom (old values summed)
   int lanes_per_word = 1, word_stride = 1;
 };
 
@@ -438,7 +438,7 @@ RedRequestsLaunch red_requests_launch(const nlohmann::json& probe, const nlohman
   l.iterations = probe["iterations"];
   l.warps_per_region = probe.value("warps_per_region", 1);
   l.regions = probe.value("regions", 1);
-  l.store = probe.value("op", "red") == "store";
+  l.op = probe.value("op", "red");
   l.lanes_per_word = pattern["lanes_per_word"];
   l.word_stride = pattern["word_stride"];
   return l;
@@ -450,11 +450,16 @@ RedRequestsLaunch red_requests_launch(const nlohmann::json& probe, const nlohman
 // prologue before it, then the exit. A warp's update i goes to region
 // (warp / warps_per_region) x regions + i mod regions, 4 KB each.
 KernelRun simulate_red_requests(const GpuParams& params, const std::string& listing, const RedRequestsLaunch& l) {
-  const bool default_kernel = l.warps_per_region == 1 && l.regions == 1 && !l.store;
-  const std::string function = function_named(
-      listing, default_kernel ? "red_patternEPfiii" : std::string("shared_regionsILb") + (l.store ? "1" : "0") + "EEEvPfiiiii");
+  const bool default_kernel = l.warps_per_region == 1 && l.regions == 1 && l.op == "red";
+  // The kernel took its update as a bool (store or RED) before it took ATOMs too.
+  const bool by_flag = listing.find("shared_regionsILb") != std::string::npos;
+  const std::string shared_regions = by_flag ? std::string("shared_regionsILb") + (l.op == "store" ? "1" : "0") + "EEEvPfiiiii"
+                                             : std::string("shared_regionsILNS_6UpdateE") +
+                                                   (l.op == "store" ? "1" : l.op == "atom" ? "2" : "0") + "EEEvPfiiiii";
+  const std::string function = function_named(listing, default_kernel ? "red_patternEPfiii" : shared_regions);
   const auto program = trace::parse_sass_function(listing, function);
-  const trace::OpClass update = l.store ? trace::OpClass::StoreGlobal : trace::OpClass::Red;
+  const trace::OpClass update =
+      l.op == "store" ? trace::OpClass::StoreGlobal : l.op == "atom" ? trace::OpClass::Atom : trace::OpClass::Red;
   struct {
     std::uint64_t begin = 0, end = 0;
   } loop;
@@ -559,6 +564,35 @@ TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-reques
   }
 }
 
+// The same ten patterns from every SM as ATOMs whose old values the warp sums
+// and as REDs, one start of the H100 (traces/h100/microbench/red_requests/atom:
+// red_requests_probe.sh OUT 528 256 [--op atom]): each pattern's time in L2
+// cycles, the ATOMs' over the REDs', on the H100 and in the model. The table:
+// tests/atomsim_tests "[red-requests-atom]" -s.
+TEST_CASE("RED requests probe: ATOMs against REDs from every SM, simulated", "[.][red-requests-atom]") {
+  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/red_requests/atom/";
+  const GpuParams params = h100_with({});
+  const std::string listing = slurp(dir + "red_requests.sass");
+  const auto reds = ncu_launches(dir + "ncu-red.csv"), atoms = ncu_launches(dir + "ncu.csv");
+  const auto red_probe = ncu_program_line(dir + "ncu-red.csv"), atom_probe = ncu_program_line(dir + "ncu.csv");
+  const auto& patterns = atom_probe["patterns"];
+  REQUIRE(reds.size() == patterns.size());
+  REQUIRE(atoms.size() == patterns.size());
+  std::printf("| lanes per word | word stride | H100 RED L2 cycles | ATOM | ATOM / RED | model RED | ATOM | ATOM / RED | ATOM error |\n"
+              "|---|---|---|---|---|---|---|---|---|\n");
+  for (std::size_t i = 0; i < patterns.size(); ++i) {
+    const double red = ncu_value(reds[i], "lts__cycles_elapsed.avg"), atom = ncu_value(atoms[i], "lts__cycles_elapsed.avg");
+    const double model_red = static_cast<double>(simulate_red_requests(params, listing, red_requests_launch(red_probe, patterns[i])).cycles) *
+                             params.l2.lookups_per_cycle;
+    const double model_atom =
+        static_cast<double>(simulate_red_requests(params, listing, red_requests_launch(atom_probe, patterns[i])).cycles) *
+        params.l2.lookups_per_cycle;
+    std::printf("| %d | %d | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f | %+.1f%% |\n", patterns[i]["lanes_per_word"].get<int>(),
+                patterns[i]["word_stride"].get<int>(), red, atom, atom / red, model_red, model_atom, model_atom / model_red,
+                100 * (model_atom / atom - 1));
+  }
+}
+
 namespace {
 
 // One SM (traces/h100/microbench/red_requests/one_sm, red_requests_probe.sh
@@ -612,7 +646,7 @@ TEST_CASE("RED requests probe, one SM: what an update costs the SM is the H100's
     const RedRequestsLaunch& l = r.launch;
     const double error = r.model / r.h100 - 1;
     std::printf("| %s | %d | %d | %d | %s | %d | %d | %.1f | %.1f | %+.1f%% |\n", r.label.c_str(), l.warps_per_cta, l.warps_per_region,
-                l.regions, l.store ? "store" : "red", l.lanes_per_word, l.word_stride, r.h100, r.model, 100 * error);
+                l.regions, l.op.c_str(), l.lanes_per_word, l.word_stride, r.h100, r.model, 100 * error);
     INFO(r.label << ", " << l.lanes_per_word << " lanes a word, stride " << l.word_stride << ": H100 " << r.h100 << ", model " << r.model);
     CHECK(std::abs(error) <= 0.25);  // a lone warp's line RED: 6.6 against 5.1
     sum += std::abs(error);

@@ -8,7 +8,8 @@
 // same words again: --warps-per-region W lets W consecutive warps share one
 // region (is the wait the warp's or the words'?), --regions R has a warp go
 // round R regions of its own, update i in region i mod R (does an update to
-// other words wait too?). --op store writes the words instead.
+// other words wait too?). --op store writes the words instead; --op atom
+// adds with atomics whose old values the warp sums (ATOMs, not REDs).
 #include "workloads/common/runner.cuh"
 
 namespace {
@@ -20,17 +21,22 @@ __global__ void red_pattern(float* target, int lanes_per_word, int word_stride, 
   for (int i = 0; i < iterations; ++i) atomicAdd(word, 1.0f);
 }
 
+enum class Update { Red, Store, Atom };
+
 // regions is a power of two.
-template <bool kStore>
+template <Update kUpdate>
 __global__ void shared_regions(float* target, int lanes_per_word, int word_stride, int iterations, int warps_per_region, int regions) {
   const int lane = threadIdx.x & 31;
   const std::size_t warp = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   float* word = target + (warp / warps_per_region) * 1024 * regions + (lane / lanes_per_word) * word_stride;
+  float old = 0;
   for (int i = 0; i < iterations; ++i) {
     float* at = word + (i & (regions - 1)) * 1024;
-    if (kStore) asm volatile("st.global.f32 [%0], %1;" ::"l"(at), "f"(float(i)) : "memory");  // a plain STG, none dropped
+    if (kUpdate == Update::Store) asm volatile("st.global.f32 [%0], %1;" ::"l"(at), "f"(float(i)) : "memory");  // a plain STG, none dropped
+    else if (kUpdate == Update::Atom) old += atomicAdd(at, 1.0f);
     else atomicAdd(at, 1.0f);
   }
+  if (kUpdate == Update::Atom && old < 0) target[0] = old;  // never: the old values are used, so the atomics return them
 }
 
 }  // namespace
@@ -40,7 +46,7 @@ int main(int argc, char** argv) {
   program_name() = "red_requests";
   Options o(argc, argv,
             {{"blocks", "528"}, {"iterations", "64"}, {"threads", "256"}, {"warps-per-region", "1"}, {"regions", "1"}, {"op", "red"}},
-            "[--blocks B] [--iterations I] [--threads T] [--warps-per-region W] [--regions R] [--op red|store]");
+            "[--blocks B] [--iterations I] [--threads T] [--warps-per-region W] [--regions R] [--op red|store|atom]");
   const int blocks = static_cast<int>(o.integer("blocks", 1, 1 << 20));
   const int threads = static_cast<int>(o.integer("threads", 32, 1024));
   if (threads % 32) fail(2, "--threads %d is not a whole number of warps", threads);
@@ -50,8 +56,9 @@ int main(int argc, char** argv) {
   const int regions = static_cast<int>(o.integer("regions", 1, 64));
   if (regions & (regions - 1)) fail(2, "--regions %d is not a power of two", regions);
   if (iterations % regions) fail(2, "--iterations %d is not a multiple of --regions %d", iterations, regions);
-  const bool store = o.choice("op", {"red", "store"}) == "store";
-  const bool default_kernel = warps_per_region == 1 && regions == 1 && !store;
+  const std::string op = o.choice("op", {"red", "store", "atom"});
+  const bool store = op == "store";
+  const bool default_kernel = warps_per_region == 1 && regions == 1 && op == "red";
   require_gpu();
   float* target = nullptr;
   const std::size_t words = std::size_t(blocks) * (threads / 32) / warps_per_region * 1024 * regions;
@@ -63,8 +70,9 @@ int main(int argc, char** argv) {
     const int lanes_per_word = patterns[p][0], word_stride = patterns[p][1];
     WORKLOAD_CHECK(cudaMemset(target, 0, words * sizeof(float)));
     if (default_kernel) red_pattern<<<blocks, threads>>>(target, lanes_per_word, word_stride, iterations);
-    else if (store) shared_regions<true><<<blocks, threads>>>(target, lanes_per_word, word_stride, iterations, warps_per_region, regions);
-    else shared_regions<false><<<blocks, threads>>>(target, lanes_per_word, word_stride, iterations, warps_per_region, regions);
+    else if (store) shared_regions<Update::Store><<<blocks, threads>>>(target, lanes_per_word, word_stride, iterations, warps_per_region, regions);
+    else if (op == "atom") shared_regions<Update::Atom><<<blocks, threads>>>(target, lanes_per_word, word_stride, iterations, warps_per_region, regions);
+    else shared_regions<Update::Red><<<blocks, threads>>>(target, lanes_per_word, word_stride, iterations, warps_per_region, regions);
     WORKLOAD_CHECK(cudaGetLastError());
     WORKLOAD_CHECK(cudaDeviceSynchronize());
     // REDs: every word a region's warps update gained lanes_per_word * iterations / regions from each;
@@ -78,7 +86,7 @@ int main(int argc, char** argv) {
   std::printf("],\"blocks\":%d,\"threads\":%d,\"iterations\":%d", blocks, threads, iterations);
   if (!default_kernel)
     std::printf(",\"kernel\":\"shared_regions\",\"warps_per_region\":%d,\"regions\":%d,\"op\":\"%s\"", warps_per_region, regions,
-                store ? "store" : "red");
+                op.c_str());
   std::printf("}\n");
   WORKLOAD_CHECK(cudaFree(target));
   return 0;

@@ -23,6 +23,8 @@ nvcc -O3 -arch=sm_90 -I"$here/../.." -o "$out/red_requests" "$here/red_requests.
 cuobjdump -sass "$out/red_requests" > "$out/red_requests.sass"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$out/device.txt"
 metrics=smsp__inst_executed.sum,sm__cycles_active.max,smsp__cycles_active.max,smsp__inst_executed_op_global_red.sum,l1tex__t_requests_pipe_lsu_mem_global_op_red.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum,lts__t_requests_srcunit_tex_op_red.sum,lts__t_sectors_srcunit_tex_op_red.sum,lts__cycles_elapsed.avg,sm__cycles_elapsed.avg,gpu__time_duration.sum
+# The same counts for ATOMs (--op atom).
+metrics+=,smsp__inst_executed_op_global_atom.sum,l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum,lts__t_requests_srcunit_tex_op_atom.sum,lts__t_sectors_srcunit_tex_op_atom.sum
 for m in lts__d_atomic_input_cycles_active lts__xbar2lts_cycles_active lts__t_requests_srcunit_ltcfabric; do
   metrics+=",$m.sum,$m.avg,$m.max"
 done
