@@ -18,10 +18,7 @@
 namespace atomsim {
 
 namespace {
-// Per atomic instruction, the spread of active lanes and of distinct addresses
-// per warp instruction (shares of its executions, in power-of-two bins), and
-// over the kernel how many of the atomics' lane operations a warp-level
-// reduction of same-address lanes would remove: the regime the trace is in.
+// Power-of-two bins of a count from 1 to 32 (lanes, addresses, masks).
 constexpr int kBins[][2] = {{1, 1}, {2, 3}, {4, 7}, {8, 15}, {16, 31}, {32, 32}};
 constexpr const char* kBinNames = "1 | 2-3 | 4-7 | 8-15 | 16-31 | 32";
 
@@ -53,6 +50,10 @@ void print_warp_sync_shapes(const trace::KernelSummary& k, std::ostream& out) {
   }
 }
 
+// Per atomic instruction, the spread of active lanes and of distinct addresses
+// per warp instruction (shares of its executions, in power-of-two bins), and
+// over the kernel how many of the atomics' lane operations a warp-level
+// reduction of same-address lanes would remove: the regime the trace is in.
 void print_atomic_shapes(const trace::KernelSummary& k, std::ostream& out) {
   if (k.atomics.empty()) return;
   out << "  atomics per warp instruction, shares in bins " << kBinNames << ":\n";

@@ -550,11 +550,12 @@ class Sm::Subcore {
   }
 
   // How many different masks a WARPSYNC's lanes named, as its record carries
-  // them (convergence probe: a pass for each); one where it carries none.
+  // them (convergence probe: a pass for each; the reader admits 2 to 32); one
+  // where it carries none.
   static std::uint32_t warp_sync_masks(const Warp& w) {
     std::array<std::uint64_t, 32> address, masks;
     const std::uint32_t lanes = w.stream.operands(address, masks);
-    return lanes ? static_cast<std::uint32_t>(std::clamp<std::uint64_t>(masks[std::countr_zero(lanes)], 1, 32)) : 1;
+    return lanes ? static_cast<std::uint32_t>(masks[std::countr_zero(lanes)]) : 1;
   }
 
   // The dependency barrier an MIO or LG instruction's completion frees, held from issue.
