@@ -121,7 +121,7 @@ class LaneOpPool final : public CycleEndEffect {
   // The unit that acquires from `owner`'s shelf, whose thread takes back its slots.
   void set_owner_unit(std::uint32_t owner, const Unit& unit) { shelves_[owner].unit = &unit; }
   void release(std::uint32_t handle) { defer_to_cycle_end(*this, handle, shelves_[handle >> kSlotBits].unit); }
-  void apply_at_cycle_end(std::uint64_t handle) override {
+  void apply_at_cycle_end(std::uint64_t handle, const std::uint64_t*) override {
     shelves_[handle >> kSlotBits].free.push_back(static_cast<std::uint32_t>(handle) & kSlotMask);
   }
 

@@ -9,6 +9,7 @@
 #include <bit>
 #include <cassert>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -122,11 +123,23 @@ class ActiveInputs {
 
 // Flow control of one link, kept with the sender so that it never reads the
 // receiver's buffer: what the receiver has freed since the sender last took
-// credits, and whether the sender asked to be woken when it frees more.
-struct LinkCredits {
+// credits, and whether the sender asked to be woken when it frees more. Each
+// message the receiver takes is credited here at the end of the cycle (or
+// window) by the thread of the sender, which so touches no line of the
+// receiver's.
+struct LinkCredits final : CycleEndEffect {
   std::uint64_t messages = 0;
   std::uint64_t flits = 0;
   bool wake_sender = false;
+  Unit* sender = nullptr;  // null for a port driven directly (tests, set-up code)
+  void apply_at_cycle_end(std::uint64_t freed_flits, const std::uint64_t*) override {
+    ++messages;
+    flits += freed_flits;
+    if (sender && wake_sender) {
+      wake_sender = false;
+      sender->wake_at(Unit::now() + 1);
+    }
+  }
 };
 
 // Anything sent through a port says how many flits of buffer it occupies.
@@ -172,19 +185,15 @@ class InPort final : public MessageBuffer, public CycleEndEffect {
     occupied_flits_ -= flits;
     buffer_.pop_front();
     head_ready_ = buffer_.empty() ? kNever : buffer_.front().ready;
-    freed_flits_ += flits;
-    if (++freed_messages_ == 1) defer_to_cycle_end(*this, 0, sender_ ? sender_ : &owner_);
-  }
-  void apply_at_cycle_end(std::uint64_t) override {
-    credits_->messages += std::exchange(freed_messages_, 0);
-    credits_->flits += std::exchange(freed_flits_, 0);
-    if (sender_ && credits_->wake_sender) {
-      credits_->wake_sender = false;
-      sender_->wake_at(Unit::now() + 1);
-    }
+    defer_to_cycle_end(*credits_, flits, sender_ ? sender_ : &owner_);
   }
 
-  // Link side, used by OutPort.
+  // Link side: what an OutPort sent, as the staged effect's payload.
+  void apply_at_cycle_end(std::uint64_t at, const std::uint64_t* payloads) override {
+    Entry e;
+    std::memcpy(static_cast<void*>(&e), payloads + at, sizeof e);
+    deliver(std::move(e.msg), e.ready);
+  }
   void deliver(Msg msg, Cycle ready) {
     Cycle now = Unit::now();
     track_level(now);
@@ -200,6 +209,7 @@ class InPort final : public MessageBuffer, public CycleEndEffect {
   void attach_sender(Unit* sender, LinkCredits* credits) {
     sender_ = sender;
     credits_ = credits;
+    credits_->sender = sender;
   }
   void report_activity_to(ActiveInputs* set, std::uint32_t id) {
     activity_ = set;
@@ -236,8 +246,6 @@ class InPort final : public MessageBuffer, public CycleEndEffect {
   std::uint32_t activity_id_ = 0;
   LinkCredits unbound_credits_;
   LinkCredits* credits_ = &unbound_credits_;  // lives with the sender once bound
-  std::uint32_t freed_messages_ = 0;  // this cycle's, credited at its end
-  std::uint32_t freed_flits_ = 0;
   Cycle last_change_ = 0;
   Cycle full_since_ = kNever;
   std::uint64_t level_integral_ = 0;
@@ -247,14 +255,17 @@ class InPort final : public MessageBuffer, public CycleEndEffect {
 // What a sender sends in a cycle reaches the receiver's buffer at the end of
 // that cycle, or of the window across domains (it can be taken no sooner than
 // the link's latency anyway, and a link between domains is at least a window).
+// The message travels as the payload of an effect on the receiver's port, so
+// the receiver's thread never reads the sender's port.
 template <class Msg>
-class OutPort final : public CycleEndEffect {
+class OutPort final {
  public:
   explicit OutPort(Unit& owner) : owner_(owner) {}
 
   void bind(InPort<Msg>& peer, Cycle latency) {
     if (latency == 0) throw std::invalid_argument("link latency must be at least one cycle");
     peer_ = &peer;
+    receiver_ = &peer.owner();
     latency_ = latency;
     capacity_flits_ = peer.capacity_flits();
     max_messages_ = peer.max_messages();
@@ -274,13 +285,8 @@ class OutPort final : public CycleEndEffect {
     }
     ++sent_messages_;
     sent_flits_ += flits;
-    staged_.push_back(Entry{Unit::now() + latency_ + extra_delay, std::move(msg)});
-    if (staged_.size() == 1) defer_to_cycle_end(*this, 0, &peer_->owner());
+    defer_with_payload(*peer_, Entry{Unit::now() + latency_ + extra_delay, std::move(msg)}, receiver_);
     return true;
-  }
-  void apply_at_cycle_end(std::uint64_t) override {
-    for (Entry& e : staged_) peer_->deliver(std::move(e.msg), e.ready);
-    staged_.clear();
   }
   // Whether the receiver's buffer (buffered plus in flight) has room, from
   // what was sent and what the receiver has credited back.
@@ -306,6 +312,7 @@ class OutPort final : public CycleEndEffect {
  private:
   Unit& owner_;
   InPort<Msg>* peer_ = nullptr;
+  const Unit* receiver_ = nullptr;  // the peer's owner, kept here so that a send reads no line of the receiver's
   Cycle latency_ = 1;
   std::uint32_t capacity_flits_ = 0;
   std::uint32_t max_messages_ = 0;
@@ -314,7 +321,6 @@ class OutPort final : public CycleEndEffect {
   LinkCredits own_credits_;
   LinkCredits* credits_ = &own_credits_;
   using Entry = typename InPort<Msg>::Entry;
-  std::vector<Entry> staged_;  // sent this cycle, in order
 };
 
 // A pipelined resource that accepts work at a fixed rate (e.g. one request per

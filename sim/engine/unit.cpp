@@ -285,19 +285,21 @@ class WakeCalendar : public sc_core::sc_module {
     }
   };
 
-  static void apply(std::vector<detail::StagedEffects::Staged>& effects, bool weighing) {
+  static void apply(detail::StagedEffects::Effects& effects, bool weighing) {
+    const std::uint64_t* payloads = effects.payloads.data();
     if (weighing) {
       // What others do to a unit costs its thread too (a crossbar takes in
       // the packets of a hundred senders): it is charged to the unit.
-      for (auto& e : effects) {
+      for (auto& e : effects.list) {
         const std::uint64_t begun = host_ticks();
-        e.effect->apply_at_cycle_end(e.value);
+        e.effect->apply_at_cycle_end(e.value, payloads);
         if (e.changed) e.changed->cost_ += host_ticks() - begun;
       }
     } else {
-      for (auto& e : effects) e.effect->apply_at_cycle_end(e.value);
+      for (auto& e : effects.list) e.effect->apply_at_cycle_end(e.value, payloads);
     }
-    effects.clear();
+    effects.list.clear();
+    effects.payloads.clear();
   }
 
   // Thread `thread`'s part of a window: its units' cycles...
@@ -348,8 +350,8 @@ class WakeCalendar : public sc_core::sc_module {
     const Cycle end = calendar.running_ + calendar.window_;
     detail::evaluation_cycle = end - 1;
     for (detail::StagedEffects& from : staged) {
-      auto& effects = from.effects_for[thread].list;
-      if (!effects.empty()) apply(effects, calendar.weighing_);  // read, not written, when empty: the line stays shared
+      auto& effects = from.effects_for[thread];
+      if (!effects.list.empty()) apply(effects, calendar.weighing_);  // read, not written, when empty: the line stays shared
     }
     Lane& lane = calendar.lanes_[thread];
     std::uint64_t* report = calendar.workers_->report(thread);

@@ -25,9 +25,11 @@
 #include <systemc>
 
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -57,8 +59,9 @@ class Unit;
 // the unit it changes, so that no two threads ever touch one unit's state.
 class CycleEndEffect {
  public:
-  // `value` is what defer_to_cycle_end was given.
-  virtual void apply_at_cycle_end(std::uint64_t value) = 0;
+  // `value` is what defer_to_cycle_end was given; for defer_with_payload, it
+  // is where the payload's copy begins in `payloads`.
+  virtual void apply_at_cycle_end(std::uint64_t value, const std::uint64_t* payloads) = 0;
 
  protected:
   ~CycleEndEffect() = default;
@@ -74,11 +77,25 @@ struct StagedEffects {
     std::uint64_t value;
     const Unit* changed;  // whose state it changes (null: the calendar's), charged with applying it
   };
+  // Effects in the order they were staged, with copies of what they carry
+  // (a message) beside them, so that the applying thread reads one list
+  // written in sequence rather than each sender's own buffer.
   struct alignas(64) Effects {  // a line each: different threads read them
     std::vector<Staged> list;
+    std::vector<std::uint64_t> payloads;
+    void stage(CycleEndEffect& effect, std::uint64_t value, const Unit* changed) { list.push_back({&effect, value, changed}); }
+    template <class T>
+    void stage_with_payload(CycleEndEffect& effect, const T& payload, const Unit* changed) {
+      const std::size_t at = payloads.size();
+      payloads.resize(at + (sizeof(T) + 7) / 8);
+      std::memcpy(payloads.data() + at, &payload, sizeof(T));
+      list.push_back({&effect, at, changed});
+    }
   };
   std::vector<Effects> effects_for;  // across domains, applied at the window's end, by applying thread
-  std::vector<Staged> within_domain;  // applied at the cycle's end by this thread
+  Effects within_domain;  // applied at the cycle's end by this thread
+  // Where an effect on `changed` is staged (see defer_to_cycle_end).
+  Effects& for_unit(const Unit* changed);
   std::uint32_t evaluating_domain = 0;
   std::vector<std::pair<std::uint32_t, std::exception_ptr>> failures;  // unit order, what it threw
 };
@@ -139,15 +156,19 @@ class Unit : public sc_core::sc_module {
 
  private:
   friend class WakeCalendar;
-  WakeCalendar& calendar_;
-  Cycle pending_wake_ = kNever;
+  // Read by every thread that sends this unit something (defer_to_cycle_end),
+  // so kept on a host cache line apart from what its own thread writes while
+  // it runs: a sender reads a clean shared line instead of taking the line
+  // from the unit's core on every message.
+  alignas(64) WakeCalendar& calendar_;
   std::uint32_t order_;  // construction order: whose error is reported when several units fail in one cycle
   std::uint32_t thread_ = 0;
   std::uint32_t domain_ = 0;  // dense index among the calendar's domains
+  std::vector<const MessageBuffer*> inputs_;
+  alignas(64) Cycle pending_wake_ = kNever;
   // Host time its evaluations and the effects applied to it took while the
   // calendar weighed them: bookkeeping of the schedule, not the unit's state.
   mutable std::uint64_t cost_ = 0;
-  std::vector<const MessageBuffer*> inputs_;
 };
 
 // Applies `effect` with `value` at the end of the current cycle, or of the
@@ -155,13 +176,28 @@ class Unit : public sc_core::sc_module {
 // calendar's) lies in another domain than the unit evaluated, on the thread of
 // `changed`, when called from an evaluation; at once otherwise.
 inline void defer_to_cycle_end(CycleEndEffect& effect, std::uint64_t value, const Unit* changed) {
+  if (detail::StagedEffects* staged = detail::staged_effects)
+    staged->for_unit(changed).stage(effect, value, changed);
+  else
+    effect.apply_at_cycle_end(value, nullptr);
+}
+
+// The same for an effect that carries a copy of `payload` (trivially
+// copyable), which it reads from the payloads it is given when applied.
+template <class T>
+void defer_with_payload(CycleEndEffect& effect, const T& payload, const Unit* changed) {
+  static_assert(std::is_trivially_copyable_v<T>, "a payload is copied as bytes");
   if (detail::StagedEffects* staged = detail::staged_effects) {
-    if (changed && changed->domain() == staged->evaluating_domain)
-      staged->within_domain.push_back({&effect, value, changed});
-    else
-      staged->effects_for[changed ? changed->thread() : 0].list.push_back({&effect, value, changed});
-  } else
-    effect.apply_at_cycle_end(value);
+    staged->for_unit(changed).stage_with_payload(effect, payload, changed);
+  } else {
+    std::uint64_t copy[(sizeof(T) + 7) / 8];
+    std::memcpy(copy, &payload, sizeof(T));
+    effect.apply_at_cycle_end(0, copy);
+  }
+}
+
+inline detail::StagedEffects::Effects& detail::StagedEffects::for_unit(const Unit* changed) {
+  return changed && changed->domain() == evaluating_domain ? within_domain : effects_for[changed ? changed->thread() : 0];
 }
 
 // When a simulation stops with work left: the units whose input buffers hold
