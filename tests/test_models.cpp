@@ -357,6 +357,29 @@ TEST_CASE("L2 slice: each atomic request costs the unit its sectors and the requ
   REQUIRE(spacing(0.5) <= 11);
 }
 
+// The counterpart of the H100's lts__d_atomic_input_cycles_active: a cycle a
+// sector a request, whatever its lanes, an ATOM as a RED.
+TEST_CASE("L2 slice: counts each atomic request's sectors once", "[models][l2]") {
+  reset_simulation_context();
+  SliceBench b(L2Params{});
+  b.slice.preload(0x1000);
+  const std::uint8_t sectors[] = {4, 1, 2};
+  for (int i = 0; i < 3; ++i) {
+    MemPacket r = one_lane_reduction(b.pool, 0x1000, 0);
+    if (i == 1) r.kind = MemPacket::Kind::Atomic;
+    r.sectors = sectors[i];
+    r.sector_mask = static_cast<std::uint8_t>((1u << sectors[i]) - 1);
+    b.source.schedule(0, r);
+  }
+  b.source.start();
+  sc_core::sc_start();
+  REQUIRE(b.sink.received.size() == 3);
+  auto s = b.stats.summarize(std::vector<std::uint64_t>(b.stats.snapshot().size(), 0), b.stats.snapshot(), 1);
+  REQUIRE(s["l2_slice"]["atomic_packets"].total == 3);
+  REQUIRE(s["l2_slice"]["atomic_ops"].total == 3);
+  REQUIRE(s["l2_slice"]["atomic_sectors"].total == 7);
+}
+
 TEST_CASE("Address map: a slice holds interleave_bytes of consecutive addresses; an SM's atomics enter its own partition",
           "[models][l2]") {
   L2Params p;

@@ -26,6 +26,9 @@ L2Slice::L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::ui
   g.add_counter("writes", &writes_, "write requests");
   g.add_counter("atomic_packets", &atomic_packets_, "atomic/reduction packets");
   g.add_counter("atomic_ops", &atomic_ops_, "atomic operations processed by the ROP units");
+  g.add_counter("atomic_sectors", &atomic_sectors_,
+                "sectors the atomic packets updated, a packet's counted once each (what the H100's "
+                "lts__d_atomic_input_cycles_active counts: a cycle a sector a request)");
   g.add_counter("atomic_lane_updates", &atomic_updates_, "lane updates those operations carry (more than ops when L1 combined them)");
   g.add_counter("far_partition_requests", &far_requests_, "requests from SMs of the other partition");
   g.add_counter("passed_on", &passed_on_, "atomics, and loads and stores that missed the copy here, passed on to their home slice in the other partition");
@@ -109,6 +112,7 @@ Cycle L2Slice::run_atomic(MemPacket& packet, Cycle start) {
     atomic_updates_ += ops[i].updates;
   }
   atomic_ops_ += op_count;
+  atomic_sectors_ += packet.sectors;
   ++atomic_packets_;
   return done + params_.rop_latency + (packet.kind == MemPacket::Kind::Atomic ? params_.rop_return_latency : 0);
 }
