@@ -154,6 +154,7 @@ struct MemPacket {
   std::uint32_t ops = 0;
   std::uint16_t op_count = 0;     // lane operations in the packet (at most one per word)
   std::uint8_t atomic_flits = 1;  // an atomic request's flits: a header and its lanes' operands
+  std::uint8_t port_extra_flits = 0;  // what an ATOM's larger header adds on the SM's port (L1Params::returning_header_bytes)
   std::uint8_t sector_mask = 0;   // requests: which of the line's sectors they read, write or update (bit i: sector i)
   std::uint8_t partial_sectors = 0;  // writes: the sectors of sector_mask written only in part
   std::uint16_t partial_bytes = 0;   // writes: the bytes they write in those sectors
@@ -180,6 +181,8 @@ struct MemPacket {
       default: return 1;
     }
   }
+  // Flits on the link into the crossbar from the unit that sent it (an SM's port).
+  std::uint32_t sender_port_flits() const { return flits() + port_extra_flits; }
 };
 
 struct DramRequest {

@@ -385,3 +385,43 @@ TEST_CASE("an L2 warmed with the kernel's footprint serves its loads without DRA
   REQUIRE(warm.cycles < cold.cycles);
   std::remove(path.c_str());
 }
+
+// An ATOM's old values go back the way its request came: a request homed in
+// the other partition enters at a slice of the SM's own, crosses the link
+// between the partitions, and its reply crosses back to that slice, which
+// passes it to the SM. A RED's acknowledgement goes straight back.
+TEST_CASE("a far ATOM's reply comes back over the link between the partitions; a RED's does not", "[sim][l2]") {
+  const GpuParams params = h100_with({"gpu.sms=1"});
+  const model::AddressMap map(params.l2.address_map());
+  // 32 lanes of one warp, each on a line of its own 4 KB apart: about half homed in the other partition.
+  std::uint32_t far = 0;
+  auto lines = [&](std::uint64_t) {
+    trace::WarpInst w = record(0);
+    for (int lane = 0; lane < 32; ++lane) {
+      w.address[lane] = 0x10000000 + 4096ull * static_cast<std::uint64_t>(lane);
+      w.value[lane] = 0x3f800000;
+    }
+    return std::vector<trace::WarpInst>{w, record(1)};
+  };
+  for (int lane = 0; lane < 32; ++lane)
+    far += map.partition_of_slice(map.slice_of(0x10000000 + 4096ull * lane)) != map.partition_of_sm(0);
+  REQUIRE(far > 0);
+  REQUIRE(far < 32);
+  const std::string atoms = write_kernel("far-atoms", {"ATOMG.E.ADD.F32.FTZ.RN.STRONG.GPU PT, R9, desc[UR6][R8.64], R17", "EXIT"}, 1, 1, lines);
+  const std::string reds = write_kernel("far-reds", {"REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR6][R10.64], R13", "EXIT"}, 1, 1, lines);
+  const KernelRun atom = run_one(params, atoms), red = run_one(params, reds);
+  REQUIRE(total(atom, "l2_slice", "passed_on") == far);
+  REQUIRE(total(atom, "l2_slice", "atomic_replies_passed_back") == far);
+  REQUIRE(total(red, "l2_slice", "passed_on") == far);
+  REQUIRE(total(red, "l2_slice", "atomic_replies_passed_back") == 0);
+  // What crossed the link: the far requests, and for the ATOMs their replies (a sector each).
+  REQUIRE(total(atom, "partition_network", "packets") == 2 * far);
+  // Past the SM's port an ATOM's one-word request is a flit, as a RED's.
+  REQUIRE(total(atom, "request_network", "flits") == 32);
+  REQUIRE(total(red, "request_network", "flits") == 32);
+  REQUIRE(total(red, "partition_network", "packets") == far);
+  REQUIRE(atom.check.passed());
+  REQUIRE(red.check.passed());
+  std::remove(atoms.c_str());
+  std::remove(reds.c_str());
+}

@@ -7,7 +7,7 @@ namespace atomsim::model {
 Crossbar::Crossbar(const sc_core::sc_module_name& name, const CrossbarParams& p, std::uint32_t inputs,
                    std::uint32_t outputs, StatRegistry& stats)
     : Unit(name), params_(p), input_links_(inputs, RateServer(p.input_flits_per_cycle)),
-      output_links_(outputs, RateServer(p.output_flits_per_cycle)), active_(inputs), busy_outputs_(outputs),
+      output_links_((outputs + p.outputs_per_link - 1) / p.outputs_per_link, RateServer(p.output_flits_per_cycle)), active_(inputs), busy_outputs_(outputs),
       output_queues_(outputs), output_queue_flits_(outputs, 0), waiting_flits_(inputs, 0), input_words_((inputs + 63) / 64),
       waiting_(input_words_, 0), waiting_for_(std::size_t(outputs) * input_words_, 0),
       waited_outputs_((outputs + 63) / 64, 0), last_granted_(outputs, inputs - 1) {
@@ -20,7 +20,7 @@ Crossbar::Crossbar(const sc_core::sc_module_name& name, const CrossbarParams& p,
   for (std::uint32_t o = 0; o < outputs; ++o) outputs_.push_back(std::make_unique<OutPort<MemPacket>>(*this));
   g.add_counter("packets", &packets_, "packets switched");
   g.add_counter("flits", &flits_, "flits switched");
-  g.add_busy("output_utilization", &output_busy_scaled_, "mean busy fraction of output links (sum over outputs / outputs)");
+  g.add_busy("output_utilization", &output_busy_scaled_, "mean busy fraction of output links (sum over links / links)");
 }
 
 void Crossbar::evaluate() {
@@ -29,7 +29,7 @@ void Crossbar::evaluate() {
   const std::uint32_t n = static_cast<std::uint32_t>(inputs_.size());
   auto enter = [&](std::uint32_t i, std::uint32_t o, std::uint32_t flits) {
     InPort<MemPacket>& in = *inputs_[i];
-    input_links_[i].occupy(now, flits);
+    input_links_[i].occupy(now, in.front().sender_port_flits());
     output_queue_flits_[o] += flits;
     output_queues_[o].push_back(in.front());
     busy_outputs_.mark(o);
@@ -86,7 +86,7 @@ void Crossbar::evaluate() {
   bool drained = false;
   busy_outputs_.visit([&](std::uint32_t o) {
     std::deque<MemPacket>& queue = output_queues_[o];
-    RateServer& link = output_links_[o];
+    RateServer& link = output_links_[o / params_.outputs_per_link];
     while (!queue.empty()) {
       if (!link.free(now)) { next = std::min(next, link.free_at()); break; }
       MemPacket& packet = queue.front();
@@ -97,7 +97,7 @@ void Crossbar::evaluate() {
       }
       std::uint64_t before = *link.busy_scaled();
       Cycle done = link.occupy(now, flits);
-      output_busy_scaled_ += (*link.busy_scaled() - before) / outputs_.size();
+      output_busy_scaled_ += (*link.busy_scaled() - before) / output_links_.size();
       ++packets_;
       flits_ += flits;
       output_queue_flits_[o] -= flits;

@@ -22,12 +22,15 @@ struct CrossbarParams {
   std::uint32_t output_queue_flits = 64;
   double input_flits_per_cycle = 1;
   double output_flits_per_cycle = 1;
+  std::uint32_t outputs_per_link = 1;
   void declare(ParamBinder b) {
     b.integer("latency", latency, 1, 10000, "cycles from entering the crossbar to arriving at the destination buffer");
     b.integer("input_buffer_flits", input_buffer_flits, 1, 4096, "flits each input buffers");
     b.integer("output_queue_flits", output_queue_flits, 1, 4096, "flits queued for each output (at least a line of sectors, the largest packet)");
     b.real("input_flits_per_cycle", input_flits_per_cycle, 0.001, 1024, "injection bandwidth of one input port");
-    b.real("output_flits_per_cycle", output_flits_per_cycle, 0.001, 1024, "bandwidth of one output port");
+    b.real("output_flits_per_cycle", output_flits_per_cycle, 0.001, 1024, "bandwidth of one output link");
+    b.integer("outputs_per_link", outputs_per_link, 1, 64,
+              "consecutive outputs that share one output link and its bandwidth (destinations behind one port)");
   }
 };
 
@@ -46,7 +49,7 @@ class Crossbar : public Unit {
   std::vector<std::unique_ptr<InPort<MemPacket>>> inputs_;
   std::vector<std::unique_ptr<OutPort<MemPacket>>> outputs_;
   std::vector<RateServer> input_links_;
-  std::vector<RateServer> output_links_;
+  std::vector<RateServer> output_links_;  // one per outputs_per_link outputs
   ActiveInputs active_;
   ActiveInputs busy_outputs_;  // outputs whose queue holds packets
   std::vector<std::deque<MemPacket>> output_queues_;

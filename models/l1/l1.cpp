@@ -306,7 +306,14 @@ void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
     p.op_count = static_cast<std::uint16_t>(op_count);
     p.sectors = static_cast<std::uint8_t>(std::popcount(sector_mask));
     p.sector_mask = static_cast<std::uint8_t>(sector_mask);
-    p.atomic_flits = static_cast<std::uint8_t>(params_.atomic_request_flits(op_count * op.access_bytes, p.sectors, p.kind == MemPacket::Kind::Atomic));
+    p.atomic_flits = static_cast<std::uint8_t>(params_.atomic_request_flits(op_count * op.access_bytes, p.sectors, false));
+    // An ATOM's larger header costs flits of the SM's port only: past it, an
+    // ATOM request takes the slices' input and the link between the
+    // partitions a RED's flits (red_requests probe, every SM: equal
+    // lts__xbar2lts and lts__ltcfabric2lts cycles for the requests of both).
+    if (p.kind == MemPacket::Kind::Atomic)
+      p.port_extra_flits = static_cast<std::uint8_t>(
+          params_.atomic_request_flits(op_count * op.access_bytes, p.sectors, true) - p.atomic_flits);
     sectors_sent += p.sectors;
     atomic_ops_to_l2_ += op_count;
     ++atomic_packets_to_l2_;

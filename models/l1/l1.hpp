@@ -55,7 +55,8 @@ struct L1Params {
               "bytes a reduction request's header takes of its first flit: operands that fit beside it ride in that flit, "
               "otherwise the request takes it and a flit a sector it updates");
     b.integer("returning_header_bytes", returning_header_bytes, 0, 1024,
-              "the same for an atomic request whose old values return (ATOM)");
+              "the same for an atomic request whose old values return (ATOM), on the SM's port only: past it the "
+              "request takes a reduction's flits");
     b.integer("lg_queue_depth", lg_queue_depth, 1, 256, "LG (LSU) queue entries per sub-core");
     b.integer("max_inflight_instructions", max_inflight_instructions, 1, 4096, "memory instructions the L1 tracks at once");
     b.choice("writes_held_until", writes_held_until, {"acknowledged", "sent"},

@@ -31,6 +31,8 @@ L2Slice::L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::ui
                 "lts__d_atomic_input_cycles_active counts: a cycle a sector a request)");
   g.add_counter("atomic_lane_updates", &atomic_updates_, "lane updates those operations carry (more than ops when L1 combined them)");
   g.add_counter("far_partition_requests", &far_requests_, "requests from SMs of the other partition");
+  g.add_counter("atomic_replies_passed_back", &replies_passed_back_,
+                "ATOM replies of this partition's SMs that came back over the link between the partitions, passed to the SM");
   g.add_counter("passed_on", &passed_on_, "atomics, and loads and stores that missed the copy here, passed on to their home slice in the other partition");
   g.add_counter("near_copy_hits", &near_copy_hits_, "loads of the other partition's lines served from the copy here");
   g.add_counter("near_copy_misses", &near_copy_misses_, "loads and stores of the other partition's lines passed on (their lines copied here)");
@@ -224,6 +226,16 @@ void L2Slice::serve(MemPacket& packet, Cycle start, bool from_dram) {
       tags_.write(packet.line, packet.sector_mask);
       reply.kind = packet.kind == MemPacket::Kind::Atomic ? MemPacket::Kind::AtomicReply : MemPacket::Kind::ReductionAck;
       pool_.release(packet.ops);
+      if (reply.kind == MemPacket::Kind::AtomicReply && map_.partition_of_sm(packet.source) != map_.partition_of_slice(index_)) {
+        // An ATOM's old values go back the way it came: over the link between
+        // the partitions to the slice it entered at, which passes them to the
+        // SM (red_requests probe, every SM: the links into the far slices
+        // carry a far ATOM's request and then its reply's sectors, a RED's
+        // request alone; traces/h100/microbench/red_requests/path).
+        reply.destination = static_cast<std::uint16_t>(map_.entry_slice(packet.line, packet.source));
+        reply.source = packet.source;
+        reply.via_partition_link = true;
+      }
       schedule_reply(done + extra, reply);
       break;
     }
@@ -267,7 +279,19 @@ bool L2Slice::fetch(const MemPacket& packet, SectorMask sectors) {
   return true;
 }
 
+void L2Slice::pass_back(MemPacket& reply, Cycle now) {
+  reply.destination = reply.source;
+  reply.source = static_cast<std::uint16_t>(index_);
+  reply.via_partition_link = false;
+  ++replies_passed_back_;
+  schedule_reply(now, reply);
+}
+
 bool L2Slice::accept(MemPacket& packet, Cycle now) {
+  if (packet.kind == MemPacket::Kind::AtomicReply) {  // from the other partition, for one of this partition's SMs
+    pass_back(packet, now);
+    return true;
+  }
   // An atomic is looked up once a sector it updates; a read or a write once
   // (stores probe, ncu-stores.csv: whole-line stores into the L2 keep its tag
   // pipeline as busy per request as one-sector stores, 40.7% at 0.348 requests
@@ -358,7 +382,9 @@ void L2Slice::evaluate() {
   if (!requests_.empty() && requests_.front().op_count) __builtin_prefetch(pool_.ops(requests_.front().ops));
 
   while (!pending_replies_.empty() && pending_replies_.top().ready <= now) {
-    if (!replies_.try_send(pending_replies_.top().packet)) break;  // woken by the crossbar's credit
+    const MemPacket& reply = pending_replies_.top().packet;
+    OutPort<MemPacket>& port = returns_over_link(reply) ? to_other_partition_ : replies_;
+    if (!port.try_send(reply)) break;  // woken by the link's credit
     pending_replies_.pop();
   }
 

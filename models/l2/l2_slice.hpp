@@ -136,6 +136,13 @@ class L2Slice : public Unit {
   bool pass_on(const MemPacket& packet, Cycle now);
   // An atomic that entered here for its home slice in the other partition.
   bool passes_on(const MemPacket& packet) const { return packet.is_atomic() && map_.slice_of(packet.line) != index_; }
+  // An ATOM's reply to an SM of the other partition, which returns over the
+  // link between the partitions (marked so by serve).
+  static bool returns_over_link(const MemPacket& reply) {
+    return reply.kind == MemPacket::Kind::AtomicReply && reply.via_partition_link;
+  }
+  // Such a reply arrived here: on to its SM.
+  void pass_back(MemPacket& reply, Cycle now);
   // A load or store of this partition's SMs for a line of the other
   // partition: served from the copy here, or passed on to the home slice.
   bool accept_near_copy(MemPacket& packet, Cycle now);
@@ -189,7 +196,7 @@ class L2Slice : public Unit {
   };
   std::deque<AwaitingRead> awaiting_reads_;
 
-  std::uint64_t hits_ = 0, misses_ = 0, reads_ = 0, writes_ = 0, atomic_packets_ = 0, atomic_ops_ = 0, atomic_sectors_ = 0,
+  std::uint64_t hits_ = 0, misses_ = 0, reads_ = 0, writes_ = 0, atomic_packets_ = 0, atomic_ops_ = 0, atomic_sectors_ = 0, replies_passed_back_ = 0,
                 atomic_updates_ = 0, far_requests_ = 0, passed_on_ = 0, writebacks_ = 0, rop_busy_scaled_ = 0,
                 rop_return_busy_scaled_ = 0, near_copy_hits_ = 0, near_copy_misses_ = 0, awaiting_reads_count_ = 0, await_cycles_ = 0, awaits_released_ = 0;
 };
