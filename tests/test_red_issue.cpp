@@ -655,3 +655,37 @@ TEST_CASE("RED requests probe, one SM: what an update costs the SM is the H100's
   REQUIRE(rates.size() == 100);
   CHECK(sum / rates.size() <= 0.05);
 }
+
+// How evenly the probe's atomics spread over the slices: the busiest slice's
+// atomic input over the mean, on the H100 (lts__d_atomic_input_cycles_active,
+// traces/h100/microbench/red_requests/path: red_requests_path.sh OUT) and in
+// the model (l2_slice.atomic_sectors), each pattern as REDs and ATOMs. The
+// spread is the slice hash's doing, which NVIDIA does not publish. The table:
+// tests/atomsim_tests "[red-requests-spread]" -s.
+TEST_CASE("RED requests probe: the busiest slice's share of every SM's atomics, simulated", "[.][red-requests-spread]") {
+  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/red_requests/";
+  const GpuParams params = h100_with({});
+  const std::string listing = slurp(dir + "atom/red_requests.sass");
+  std::printf("| op | lanes per word | word stride | H100 L2 cycles | model | error | H100 busiest / mean | model |\n"
+              "|---|---|---|---|---|---|---|---|\n");
+  for (const std::string op : {"red", "atom"}) {
+    const std::string csv = dir + "path/ncu-path-" + op + ".csv";
+    const auto launches = ncu_launches(csv);
+    const auto probe = ncu_program_line(csv);
+    const auto& patterns = probe["patterns"];
+    REQUIRE(launches.size() == patterns.size());
+    for (std::size_t i = 0; i < patterns.size(); ++i) {
+      RedRequestsLaunch l = red_requests_launch(probe, patterns[i]);
+      l.op = op;
+      const KernelRun run = simulate_red_requests(params, listing, l);
+      const StatSummary sectors = stat(run, "l2_slice", "atomic_sectors");
+      const double h100 = ncu_value(launches[i], "lts__cycles_elapsed.avg"),
+                   model = static_cast<double>(run.cycles) * params.l2.lookups_per_cycle;
+      std::printf("| %s | %d | %d | %.0f | %.0f | %+.1f%% | %.2f | %.2f |\n", op.c_str(), patterns[i]["lanes_per_word"].get<int>(),
+                  patterns[i]["word_stride"].get<int>(), h100, model, 100 * (model / h100 - 1),
+                  ncu_value(launches[i], "lts__d_atomic_input_cycles_active.max") /
+                      ncu_value(launches[i], "lts__d_atomic_input_cycles_active.avg"),
+                  sectors.max / sectors.mean);
+    }
+  }
+}
