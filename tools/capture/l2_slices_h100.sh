@@ -2,7 +2,9 @@
 # Where the full-size sort, sparse and MPM kernels' L2 requests go, slice by
 # slice, on an H100 (Nsight Compute): for each kernel the total and the busiest
 # slice's requests by operation (atomic, reduction, read, write), the busiest
-# slice's atomic-unit input cycles, and the kernel's time, to set beside the
+# slice's atomic-unit input cycles, how busy the links into and out of the
+# slices are (from the SMs' crossbar, to it, and from the other partition into
+# a slice and into an LTC of two), and the kernel's time, to set beside the
 # model's per-slice statistics (`atomsim run --json`, units.l2_slice: total
 # and max of atomic_packets, reads, rop_utilization). Each kernel is profiled
 # at every launch (ID orders them); the trace pass takes the second of each.
@@ -22,7 +24,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --
 ncu --query-metrics --chip gh100 2>/dev/null | grep -o '^lts__[a-z_0-9]*' | sort -u > "$out/lts-metrics.txt"
 wanted=(lts__t_requests_op_atom lts__t_requests_op_red lts__t_requests_op_read lts__t_requests_op_write
         lts__t_sectors_op_atom lts__t_sectors_op_red lts__t_sectors_op_read lts__t_sectors_lookup_miss
-        lts__t_requests_srcunit_ltcfabric lts__d_atomic_input_cycles_active lts__cycles_active)
+        lts__t_requests_srcunit_ltcfabric lts__d_atomic_input_cycles_active lts__cycles_active
+        lts__xbar2lts_cycles_active lts__lts2xbar_cycles_active lts__ltcfabric2lts_cycles_active lts__ltcfabric2ltc_cycles_active)
 metrics=gpu__time_duration.sum,lts__cycles_elapsed.avg
 for m in "${wanted[@]}"; do
   if grep -qx "$m" "$out/lts-metrics.txt"; then metrics+=",$m.sum,$m.max"; else echo "l2_slices: $m unknown to this ncu, left out" >&2; fi
@@ -33,12 +36,14 @@ done
 runs=(
   "sort-keys|onesweep|onesweep_histogram|onesweep_scatter|--keys 5242880"
   "sort-keys-histogram|onesweep|onesweep_histogram|-|--keys 17825792"
+  "sort-pairs-narrow|onesweep|onesweep_histogram|onesweep_scatter|--keys 5242880 --pairs 1 --distribution narrow"
   "sparse-baseline|sparse_grid|sparse_write|sparse_restrict|--variant baseline --points 1048576"
   "sparse-warp|sparse_grid|sparse_write|sparse_restrict|--variant warp --points 1048576"
   "sparse-baseline-restrict|sparse_grid|sparse_restrict|-|--variant baseline"
   "sparse-warp-restrict|sparse_grid|sparse_restrict|-|--variant warp"
   "mpm-2d-baseline|mpm|mpm_p2g|-|--dimensions 2 --grid 1280 --variant baseline"
   "mpm-2d-warp|mpm|mpm_p2g|-|--dimensions 2 --grid 1280 --variant warp"
+  "mpm-3d-baseline|mpm|mpm_p2g|-|--dimensions 3 --grid 128 --variant baseline"
 )
 # The atomics probe (workloads/microbench/atom_return.cu) as captured in traces/h100/probes/atom.
 for p in red-private1 atom-private1 red-private32 atom-private32 red-hot atom-hot; do
