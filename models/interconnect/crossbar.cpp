@@ -7,7 +7,8 @@ namespace atomsim::model {
 Crossbar::Crossbar(const sc_core::sc_module_name& name, const CrossbarParams& p, std::uint32_t inputs,
                    std::uint32_t outputs, StatRegistry& stats)
     : Unit(name), params_(p), input_links_(inputs, RateServer(p.input_flits_per_cycle)),
-      output_links_((outputs + p.outputs_per_link - 1) / p.outputs_per_link, RateServer(p.output_flits_per_cycle)), active_(inputs), busy_outputs_(outputs),
+      output_links_((outputs + p.outputs_per_link - 1) / p.outputs_per_link, RateServer(p.output_flits_per_cycle)),
+      active_(inputs), busy_outputs_(outputs),
       output_queues_(outputs), output_queue_flits_(outputs, 0), waiting_flits_(inputs, 0), input_words_((inputs + 63) / 64),
       waiting_(input_words_, 0), waiting_for_(std::size_t(outputs) * input_words_, 0),
       waited_outputs_((outputs + 63) / 64, 0), last_granted_(outputs, inputs - 1) {

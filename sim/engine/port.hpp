@@ -241,7 +241,7 @@ class InPort final : public MessageBuffer, public CycleEndEffect {
   RingBuffer<Entry> buffer_;
   Cycle head_ready_ = kNever;  // the first message's, kept here so that polling an idle port stays off the buffer
   std::uint32_t occupied_flits_ = 0;
-  Unit* sender_ = nullptr;
+  Unit* sender_ = nullptr;  // as credits_->sender, kept here so that a pop reads no line of the sender's
   ActiveInputs* activity_ = nullptr;
   std::uint32_t activity_id_ = 0;
   LinkCredits unbound_credits_;
