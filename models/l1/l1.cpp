@@ -393,7 +393,7 @@ const L1::RecentUpdate* L1::recent_update(std::uint64_t line, Cycle now) const {
   return nullptr;
 }
 
-void L1::note_update(std::uint64_t line, std::uint64_t words, std::uint64_t free_at, Cycle now) {
+bool L1::note_update(std::uint64_t line, std::uint64_t words, std::uint64_t free_at, Cycle now) {
   const std::size_t home = recent_home(line);
   RecentUpdate* slot = nullptr;
   for (std::size_t k = 0; k < kRecentProbes; ++k) {
@@ -402,29 +402,51 @@ void L1::note_update(std::uint64_t line, std::uint64_t words, std::uint64_t free
     if (r.line == line && live) {
       r.words |= words;
       r.free_at = std::max(r.free_at, free_at);
-      return;
+      return true;
     }
     // Else a free entry, or failing one the entry freeing first.
     const bool slot_live = slot && slot->free_at > now * RateServer::kScale;
     if (!slot || (slot_live && (!live || r.free_at < slot->free_at))) slot = &r;
   }
+  const bool took_live = slot->free_at > now * RateServer::kScale;
   *slot = RecentUpdate{line, words, free_at};
+  return !took_live;
 }
 
 void L1::queue_request(const MemPacket& p) {
+  outgoing_instructions_ += outgoing_.empty() || outgoing_.back().packet.request != p.request;
   outgoing_.push_back({p, p.is_atomic() && params_.same_word_interval > 0 ? words_of(p) : ~std::uint64_t(0)});
-  settled_ = false;
+}
+
+std::deque<L1::Outgoing>::iterator L1::erase_outgoing(std::deque<Outgoing>::iterator it) {
+  const std::uint32_t request = it->packet.request;
+  const bool same_before = it != outgoing_.begin() && std::prev(it)->packet.request == request;
+  const bool same_after = std::next(it) != outgoing_.end() && std::next(it)->packet.request == request;
+  // Its instruction leaves with its last request; neighbours of one other
+  // instruction on both sides join into one run again.
+  if (!same_before && !same_after) {
+    --outgoing_instructions_;
+    if (it != outgoing_.begin() && std::next(it) != outgoing_.end() &&
+        std::prev(it)->packet.request == std::next(it)->packet.request)
+      --outgoing_instructions_;
+  }
+  return outgoing_.erase(it);
 }
 
 bool L1::send_outgoing(Cycle now) {
   constexpr std::uint64_t kScale = RateServer::kScale;
-  // Nothing queued since every request was left waiting for its words, and none of them is due yet.
-  if (settled_ && now < wake_for_words_) return false;
   const bool spaced = params_.same_word_interval > 0;
   const auto interval = static_cast<std::uint64_t>(params_.same_word_interval * kScale + 0.5);
-  waiting_.clear();
-  wake_for_words_ = kNever;
-  for (auto it = outgoing_.begin(); it != outgoing_.end();) {
+  auto it = outgoing_.begin();
+  if (still_waiting_ != kLookAgain && now < wake_for_words_) {
+    it += static_cast<std::ptrdiff_t>(still_waiting_);
+  } else {
+    waiting_.clear();
+    wake_for_words_ = kNever;
+  }
+  // Whether the requests left waiting before `it` would still wait, looked at again.
+  bool unchanged = true;
+  while (it != outgoing_.end()) {
     const MemPacket& p = it->packet;
     const bool atomic = p.is_atomic();
     const std::uint64_t words = it->words;
@@ -439,7 +461,7 @@ bool L1::send_outgoing(Cycle now) {
         }
       }
       // Updates of a word leave in order, and nothing passes an update of its line.
-      for (const WaitingLine& w : waiting_) waits |= w.line == p.line && (w.words & words);
+      for (auto w = waiting_.begin(); !waits && w != waiting_.end(); ++w) waits = w->line == p.line && (w->words & words);
       if (waits) {
         // An instruction's rounds on one line come together: one entry holds them.
         if (!waiting_.empty() && waiting_.back().line == p.line) waiting_.back().words |= words;
@@ -450,25 +472,27 @@ bool L1::send_outgoing(Cycle now) {
     }
     if (!to_l2_.try_send(p)) {
       ++stall_cycles_;
-      settled_ = false;
+      still_waiting_ = unchanged ? static_cast<std::size_t>(it - outgoing_.begin()) : kLookAgain;
       return true;
     }
-    if (spaced && atomic) note_update(p.line, words, start + interval, now);
+    if (spaced && atomic) {
+      const bool own_entry = note_update(p.line, words, start + interval, now);
+      unchanged &= own_entry && std::none_of(waiting_.begin(), waiting_.end(), [&](const WaitingLine& w) { return w.line == p.line; });
+    }
     const std::uint32_t request = p.request;
-    it = outgoing_.erase(it);
+    it = erase_outgoing(it);
     complete_if_sent(request, now);
   }
-  settled_ = !outgoing_.empty();
+  still_waiting_ = unchanged ? outgoing_.size() : kLookAgain;
   return false;
 }
 
 bool L1::room_to_take() const {
   if (free_inflight_.empty()) return false;
-  // What is left waits for its words (send_outgoing); an instruction's requests are queued together.
-  std::uint32_t instructions = 0;
-  std::uint32_t previous = kFlushRequest;
-  for (const Outgoing& o : outgoing_) instructions += std::exchange(previous, o.packet.request) != o.packet.request;
-  return instructions < params_.waiting_atomic_instructions;
+  // What is left waits for its words (send_outgoing). A flush's requests
+  // at the front belong to no instruction.
+  const bool flush_first = !outgoing_.empty() && outgoing_.front().packet.request == kFlushRequest;
+  return outgoing_instructions_ - flush_first < params_.waiting_atomic_instructions;
 }
 
 void L1::evaluate() {

@@ -167,7 +167,21 @@ class L1 : public Unit {
     std::uint64_t words = 0;  // an atomic's (words_of), where its updates are spaced
   };
   std::deque<Outgoing> outgoing_;
-  bool settled_ = false;  // every request in outgoing_ waits for its words; none was queued since
+  // How many requests at the front of outgoing_ the last pass left waiting
+  // for their words, when the next pass may take them as still waiting and
+  // begin after them with waiting_ and wake_for_words_ as they were: until
+  // wake_for_words_ (their time-waits still hold) and while no update since
+  // has changed what their lines' entries say (updates leave only in a pass,
+  // and one that did so makes the next pass look at every request again).
+  // Requests are only ever queued behind them. Without it, a pass per credit
+  // or per queued instruction would look at every waiting request again.
+  std::size_t still_waiting_ = kLookAgain;
+  static constexpr std::size_t kLookAgain = ~std::size_t(0);
+  // Runs of requests of one instruction (its `request` tag) in outgoing_:
+  // an instruction's requests are queued together.
+  std::uint32_t outgoing_instructions_ = 0;
+  // Takes the request at `it` out of outgoing_, keeping outgoing_instructions_.
+  std::deque<Outgoing>::iterator erase_outgoing(std::deque<Outgoing>::iterator it);
   // Lines atomic requests updated within same_word_interval: the words they
   // updated and when the next update of those may leave (RateServer's scaled
   // cycles), one entry a line in a small hash table (a few probes from the
@@ -183,8 +197,10 @@ class L1 : public Unit {
   }
   // The line's live entry, if any.
   const RecentUpdate* recent_update(std::uint64_t line, Cycle now) const;
-  // Adds an update of `words` to the line's entry (or takes one: a free entry, else the one freeing first).
-  void note_update(std::uint64_t line, std::uint64_t words, std::uint64_t free_at, Cycle now);
+  // Adds an update of `words` to the line's entry (or takes one: a free entry,
+  // else the one freeing first). Returns false when that entry was another
+  // line's, still live.
+  bool note_update(std::uint64_t line, std::uint64_t words, std::uint64_t free_at, Cycle now);
   // Scratch of send_outgoing: the lines of the requests left waiting, in
   // order, and the words they update (all, for a load or store).
   struct WaitingLine {

@@ -19,23 +19,28 @@
 
 namespace atomsim {
 
-// Fixed-capacity FIFO without per-element allocation.
+// Bounded FIFO without per-element allocation. Its storage starts small and
+// doubles as it fills, up to the bound: a buffer sized for its worst case
+// (hundreds of entries) but holding a few at a time keeps its messages on a
+// few host cache lines instead of cycling through all of its slots.
 template <class T>
 class RingBuffer {
  public:
-  explicit RingBuffer(std::size_t capacity = 0) : slots_(capacity) {}
+  explicit RingBuffer(std::size_t capacity = 0)
+      : slots_(std::min<std::size_t>(capacity, kInitialSlots)), capacity_(capacity) {}
   bool empty() const { return size_ == 0; }
-  bool full() const { return size_ == slots_.size(); }
+  bool full() const { return size_ == capacity_; }
   std::size_t size() const { return size_; }
   T& front() { return slots_[head_]; }
   const T& front() const { return slots_[head_]; }
   T& at(std::size_t i) {
-    std::size_t k = head_ + i;  // below twice the capacity: no division
+    std::size_t k = head_ + i;  // below twice the storage: no division
     if (k >= slots_.size()) k -= slots_.size();
     return slots_[k];
   }
   void push_back(T value) {
     assert(!full());
+    if (size_ == slots_.size()) grow();
     std::size_t tail = head_ + size_;
     if (tail >= slots_.size()) tail -= slots_.size();
     slots_[tail] = std::move(value);
@@ -53,7 +58,15 @@ class RingBuffer {
   }
 
  private:
+  static constexpr std::size_t kInitialSlots = 8;
+  void grow() {
+    std::vector<T> larger(std::min(capacity_, std::max<std::size_t>(1, 2 * slots_.size())));
+    for (std::size_t i = 0; i < size_; ++i) larger[i] = std::move(at(i));
+    slots_.swap(larger);
+    head_ = 0;
+  }
   std::vector<T> slots_;
+  std::size_t capacity_;
   std::size_t head_ = 0;
   std::size_t size_ = 0;
 };

@@ -561,7 +561,7 @@ Unit::Unit(const sc_core::sc_module_name& name) : sc_core::sc_module(name), cale
 
 Unit::~Unit() { calendar_.remove(*this); }
 
-void Unit::wake_at(Cycle cycle) { calendar_.schedule(*this, cycle); }
+void Unit::schedule_wake(Cycle cycle) { calendar_.schedule(*this, cycle); }
 
 void Unit::link_to(const Unit& receiver, Cycle latency) { calendar_.link(*this, receiver, latency); }
 

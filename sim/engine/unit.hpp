@@ -86,10 +86,12 @@ struct StagedEffects {
     void stage(CycleEndEffect& effect, std::uint64_t value, const Unit* changed) { list.push_back({&effect, value, changed}); }
     template <class T>
     void stage_with_payload(CycleEndEffect& effect, const T& payload, const Unit* changed) {
-      const std::size_t at = payloads.size();
-      payloads.resize(at + (sizeof(T) + 7) / 8);
-      std::memcpy(payloads.data() + at, &payload, sizeof(T));
-      list.push_back({&effect, at, changed});
+      constexpr std::size_t kWords = (sizeof(T) + 7) / 8;
+      std::uint64_t words[kWords];
+      words[kWords - 1] = 0;
+      std::memcpy(words, &payload, sizeof(T));
+      list.push_back({&effect, payloads.size(), changed});
+      payloads.insert(payloads.end(), words, words + kWords);  // appended as copied, not zeroed first
     }
   };
   std::vector<Effects> effects_for;  // across domains, applied at the window's end, by applying thread
@@ -135,7 +137,9 @@ class Unit : public sc_core::sc_module {
   ~Unit() override;
 
   // Ensures evaluate() runs at `cycle` (or earlier). Cheap when already due sooner.
-  void wake_at(Cycle cycle);
+  void wake_at(Cycle cycle) {
+    if (cycle < pending_wake_) schedule_wake(cycle);
+  }
   // The current cycle, for use inside evaluate() (and the port operations it makes).
   static Cycle now() { return detail::evaluation_cycle; }
 
@@ -156,6 +160,7 @@ class Unit : public sc_core::sc_module {
 
  private:
   friend class WakeCalendar;
+  void schedule_wake(Cycle cycle);
   // Read by every thread that sends this unit something (defer_to_cycle_end),
   // so kept on a host cache line apart from what its own thread writes while
   // it runs: a sender reads a clean shared line instead of taking the line
