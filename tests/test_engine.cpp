@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <deque>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -110,6 +111,38 @@ TEST_CASE("what an evaluation throws on a helper thread reaches the simulation's
     REQUIRE_THROWS_WITH(sc_core::sc_start(), Catch::Contains("unit_7 failed"));
   }
   set_evaluation_threads(1);
+}
+
+TEST_CASE("a ring buffer keeps its order as its storage grows to its bound, wrapped or not", "[engine][port]") {
+  RingBuffer<int> ring(20);
+  std::deque<int> expected;
+  int next = 0;
+  auto same = [&] {
+    REQUIRE(ring.size() == expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) REQUIRE(ring.at(i) == expected[i]);
+  };
+  // Pushes and pops by turns, so that the storage grows while its contents
+  // wrap round its end (a few in, fewer out), up to the bound and back.
+  for (auto [in, out] : {std::pair{6, 4}, {10, 3}, {9, 9}, {13, 2}, {3, 20}, {20, 0}}) {
+    for (int k = 0; k < in && !ring.full(); ++k) {
+      ring.push_back(next);
+      expected.push_back(next++);
+      same();
+    }
+    for (int k = 0; k < out && !ring.empty(); ++k) {
+      REQUIRE(ring.front() == expected.front());
+      ring.pop_front();
+      expected.pop_front();
+    }
+    same();
+  }
+  REQUIRE(ring.full());
+  // An element sifted toward the front passes those that should follow it.
+  ring.pop_front();
+  ring.push_back(-1);
+  ring.sift_back([](int a, int b) { return a < b; });
+  REQUIRE(ring.front() == -1);
+  REQUIRE(ring.at(1) == expected[1]);
 }
 
 TEST_CASE("a link counts capacity in flits", "[engine][port]") {
