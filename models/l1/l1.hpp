@@ -170,11 +170,12 @@ class L1 : public Unit {
   // How many requests at the front of outgoing_ the last pass left waiting
   // for their words, when the next pass may take them as still waiting and
   // begin after them with waiting_ and wake_for_words_ as they were: until
-  // wake_for_words_ (their time-waits still hold) and while no update since
-  // has changed what their lines' entries say (updates leave only in a pass,
-  // and one that did so makes the next pass look at every request again).
-  // Requests are only ever queued behind them. Without it, a pass per credit
-  // or per queued instruction would look at every waiting request again.
+  // wake_for_words_ (their time-waits still hold) and while no update has
+  // changed what their lines' entries say (updates leave only in a pass; one
+  // sent to such a line, or taking another line's live entry, makes the next
+  // pass look at every request again). Requests are only ever queued behind
+  // them. Without it, a pass per credit or per queued instruction would look
+  // at every waiting request again.
   std::size_t still_waiting_ = kLookAgain;
   static constexpr std::size_t kLookAgain = ~std::size_t(0);
   // Runs of requests of one instruction (its `request` tag) in outgoing_:
