@@ -139,10 +139,11 @@ TEST_CASE("a ring buffer keeps its order as its storage grows to its bound, wrap
   REQUIRE(ring.full());
   // An element sifted toward the front passes those that should follow it.
   ring.pop_front();
+  expected.pop_front();
   ring.push_back(-1);
+  expected.push_front(-1);
   ring.sift_back([](int a, int b) { return a < b; });
-  REQUIRE(ring.front() == -1);
-  REQUIRE(ring.at(1) == expected[1]);
+  same();
 }
 
 TEST_CASE("a link counts capacity in flits", "[engine][port]") {

@@ -84,14 +84,9 @@ struct StagedEffects {
     std::vector<Staged> list;
     std::vector<std::uint64_t> payloads;
     void stage(CycleEndEffect& effect, std::uint64_t value, const Unit* changed) { list.push_back({&effect, value, changed}); }
-    template <class T>
-    void stage_with_payload(CycleEndEffect& effect, const T& payload, const Unit* changed) {
-      constexpr std::size_t kWords = (sizeof(T) + 7) / 8;
-      std::uint64_t words[kWords];
-      words[kWords - 1] = 0;
-      std::memcpy(words, &payload, sizeof(T));
+    void stage_with_payload(CycleEndEffect& effect, const std::uint64_t* words, std::size_t count, const Unit* changed) {
       list.push_back({&effect, payloads.size(), changed});
-      payloads.insert(payloads.end(), words, words + kWords);  // appended as copied, not zeroed first
+      payloads.insert(payloads.end(), words, words + count);  // appended as copied, not zeroed first
     }
   };
   std::vector<Effects> effects_for;  // across domains, applied at the window's end, by applying thread
@@ -192,13 +187,14 @@ inline void defer_to_cycle_end(CycleEndEffect& effect, std::uint64_t value, cons
 template <class T>
 void defer_with_payload(CycleEndEffect& effect, const T& payload, const Unit* changed) {
   static_assert(std::is_trivially_copyable_v<T>, "a payload is copied as bytes");
-  if (detail::StagedEffects* staged = detail::staged_effects) {
-    staged->for_unit(changed).stage_with_payload(effect, payload, changed);
-  } else {
-    std::uint64_t copy[(sizeof(T) + 7) / 8];
-    std::memcpy(copy, &payload, sizeof(T));
-    effect.apply_at_cycle_end(0, copy);
-  }
+  constexpr std::size_t kWords = (sizeof(T) + 7) / 8;
+  std::uint64_t words[kWords];
+  words[kWords - 1] = 0;
+  std::memcpy(words, &payload, sizeof(T));
+  if (detail::StagedEffects* staged = detail::staged_effects)
+    staged->for_unit(changed).stage_with_payload(effect, words, kWords, changed);
+  else
+    effect.apply_at_cycle_end(0, words);
 }
 
 inline detail::StagedEffects::Effects& detail::StagedEffects::for_unit(const Unit* changed) {
