@@ -3,6 +3,12 @@
 // the L2 and DRAM when they write a sector in part, a whole sector or a line.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -16,16 +22,44 @@ namespace {
 // The addresses the probes' `store`-th store of warp `warp` (of `warps`) writes:
 // the GPU's lines numbered store by store, `lanes_per_line` lanes to a line,
 // each scattered over the window by an odd multiplier (32-bit arithmetic, as
-// the probes).
+// the probes). With `split_shift` (the split points), the pass over the window,
+// sequence >> split_shift, picks the word of the line's first sector.
 void scattered_store(trace::WarpInst& inst, std::uint32_t store, std::uint64_t warps, std::uint64_t warp,
-                     std::uint32_t lanes_per_line, std::uint32_t window_mask, std::uint32_t bytes_per_lane) {
+                     std::uint32_t lanes_per_line, std::uint32_t window_mask, std::uint32_t bytes_per_lane, int split_shift = -1) {
   const std::uint32_t lines_per_store = 32 / lanes_per_line;
   for (std::uint32_t lane = 0; lane < 32; ++lane) {
     const std::uint32_t sequence =
         static_cast<std::uint32_t>((std::uint64_t(store) * warps + warp) * lines_per_store + lane / lanes_per_line);
     const std::uint32_t line = (sequence * 2654435761u) & window_mask;
-    inst.address[lane] = 0x100000000ull + std::uint64_t(line) * 128 + (lane % lanes_per_line) * bytes_per_lane;
+    const std::uint64_t offset = split_shift < 0 ? (lane % lanes_per_line) * bytes_per_lane : ((sequence >> split_shift) & 7) * 4;
+    inst.address[lane] = 0x100000000ull + std::uint64_t(line) * 128 + offset;
   }
+}
+
+// Each of the probe loop's four stores numbered in program order (0 for the
+// other instructions).
+std::vector<std::uint32_t> number_stores(const std::vector<trace::StaticInst>& body) {
+  std::vector<std::uint32_t> store_of(body.size(), 0);
+  std::uint32_t stores = 0;
+  for (std::size_t i = 0; i < body.size(); ++i)
+    if (body[i].op == trace::OpClass::StoreGlobal) store_of[i] = stores++;
+  REQUIRE(stores == 4);
+  return store_of;
+}
+
+// One warp's records of the probe loop's `trips` trips, its stores scattered.
+std::vector<trace::WarpInst> probe_warp(const std::vector<trace::StaticInst>& body, const std::vector<std::uint32_t>& store_of,
+                                        std::uint32_t trips, std::uint64_t warps, std::uint64_t warp, std::uint32_t lanes_per_line,
+                                        std::uint32_t window_mask, std::uint32_t bytes_per_lane, int split_shift = -1) {
+  std::vector<trace::WarpInst> s;
+  for (std::uint32_t t = 0; t < trips; ++t)
+    for (std::uint32_t i = 0; i < body.size(); ++i) {
+      trace::WarpInst inst = record(i);
+      if (body[i].op == trace::OpClass::StoreGlobal)
+        scattered_store(inst, t * 4 + store_of[i], warps, warp, lanes_per_line, window_mask, bytes_per_lane, split_shift);
+      s.push_back(inst);
+    }
+  return s;
 }
 
 struct StoreRun {
@@ -45,11 +79,8 @@ StoreRun stream_stores(GpuParams params, std::uint32_t bytes_per_lane, std::uint
   const std::uint32_t width = bytes_per_lane / 4;
   const std::string function = fmt::format("_Z13stream_storesILi{}EEvPjjjiPx", width);
   const auto body = innermost_loop("stores.sass", function);
-  std::vector<std::uint32_t> store_of(body.size(), 0);
-  std::uint32_t stores = 0;
-  for (std::size_t i = 0; i < body.size(); ++i)
-    if (body[i].op == trace::OpClass::StoreGlobal) store_of[i] = stores++;
-  REQUIRE(stores == 4);
+  const std::vector<std::uint32_t> store_of = number_stores(body);
+  const std::uint32_t stores = 4;
   if (!to_dram) params.l2.start = "footprint";
   const std::uint32_t warps_per_cta = 8, warps_per_sm = 32, lines_per_store = 32 / lanes_per_line;
   const std::uint64_t warps = std::uint64_t(active_sms) * warps_per_sm;
@@ -60,15 +91,7 @@ StoreRun stream_stores(GpuParams params, std::uint32_t bytes_per_lane, std::uint
       static_cast<std::uint32_t>(std::max<std::uint64_t>(2, (2 * l2_lines + warps * stores * lines_per_store - 1) / (warps * stores * lines_per_store)));
   auto run = [&](std::uint32_t trips) {
     auto path = write_program(function, body, active_sms * (warps_per_sm / warps_per_cta), warps_per_cta, [&](std::uint64_t warp) {
-      std::vector<trace::WarpInst> s;
-      for (std::uint32_t t = 0; t < trips; ++t)
-        for (std::uint32_t i = 0; i < body.size(); ++i) {
-          trace::WarpInst inst = record(i);
-          if (body[i].op == trace::OpClass::StoreGlobal)
-            scattered_store(inst, t * stores + store_of[i], warps, warp, lanes_per_line, window_mask, bytes_per_lane);
-          s.push_back(inst);
-        }
-      return s;
+      return probe_warp(body, store_of, trips, warps, warp, lanes_per_line, window_mask, bytes_per_lane);
     });
     KernelRun r = run_one(params, path, false);
     std::remove(path.c_str());
@@ -213,5 +236,129 @@ TEST_CASE("Stores: shared loads behind scattered stores, every point of the lds_
                 warps, p.at("cycles_per_step").get<double>(), r.cycles_per_step, h100_rate, r.requests_per_sm_cycle,
                 stores ? fmt::format("{:+.1f}%", 100 * (r.requests_per_sm_cycle / h100_rate - 1)).c_str() : "-");
     std::fflush(stdout);
+  }
+}
+
+namespace {
+
+// The split points of the stores probe (stores.cu, `stores split`): every SM's
+// 32 warps store a word a line, the pass over a window of lines picking the
+// word, so that each line's first sector is written in eight parts, pass after
+// pass. One launch, as the H100's (traces/h100/latency/stores-split.json, and
+// ncu-stores-split.csv for DRAM's counts), but with the L2 and the window cut
+// to an eighth and the launch's requests with them, so that every line is
+// visited as often against as large a share of the L2.
+constexpr std::uint32_t kSplitScale = 8;
+
+struct SplitRun {
+  double requests_per_cycle = 0, dram_reads_per_request = 0, dram_writes_per_request = 0;
+};
+
+SplitRun split_stores(const GpuParams& params, std::uint64_t h100_window_bytes) {
+  const std::string function = "_Z13stream_storesILi1EEvPjjjiPxi";
+  const auto body = innermost_loop("stores-split.sass", function);
+  const std::vector<std::uint32_t> store_of = number_stores(body);
+  const std::uint32_t stores = 4;
+  const std::uint32_t sms = 132, warps_per_cta = 8, warps_per_sm = 32;
+  const std::uint64_t warps = std::uint64_t(sms) * warps_per_sm;
+  const std::uint64_t window_lines = h100_window_bytes / kSplitScale / 128;
+  const std::uint32_t window_mask = static_cast<std::uint32_t>(window_lines - 1);
+  const int split_shift = std::countr_zero(window_lines);
+  // The H100's launch: 65,536 line requests an SM.
+  const std::uint32_t trips = 65536 / (warps_per_sm * stores * 32) / kSplitScale;
+  auto path = write_program(function, body, sms * (warps_per_sm / warps_per_cta), warps_per_cta, [&](std::uint64_t warp) {
+    return probe_warp(body, store_of, trips, warps, warp, 1, window_mask, 4, split_shift);
+  });
+  const KernelRun r = run_one(params, path, false);
+  std::remove(path.c_str());
+  const double requests = double(warps) * trips * stores * 32;
+  return {requests / static_cast<double>(r.cycles), total(r, "dram", "reads") / requests, total(r, "dram", "writes") / requests};
+}
+
+// The H100's second launch of each split point: DRAM's sectors read and
+// written a request (ncu-stores-split.csv), and its requests an SM cycle
+// (stores-split.json: the launch's bytes a nanosecond at 1,980 MHz).
+struct SplitMeasured {
+  double requests_per_cycle = 0, dram_reads_per_request = 0, dram_writes_per_request = 0;
+};
+
+std::map<std::uint64_t, SplitMeasured> split_measured() {
+  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/";
+  std::map<std::uint64_t, SplitMeasured> points;
+  const auto doc = nlohmann::json::parse(slurp(dir + "stores-split.json"));
+  std::vector<std::uint64_t> windows;
+  for (const auto& p : doc.at("points")) {
+    const std::uint64_t mb = p.at("window_mb");
+    windows.push_back(mb);
+    points[mb].requests_per_cycle = p.at("bytes_per_ns").get<double>() / 4 / 1.98;
+  }
+  // Nsight Compute's CSV: each point launched twice, in the JSON's order; the
+  // fields quoted, numbers with thousands separators.
+  std::istringstream csv(slurp(dir + "ncu-stores-split.csv"));
+  std::string row;
+  while (std::getline(csv, row)) {
+    std::vector<std::string> fields;
+    for (std::size_t at = row.find('"'); at != std::string::npos; at = row.find('"', row.find('"', at + 1) + 1))
+      fields.push_back(row.substr(at + 1, row.find('"', at + 1) - at - 1));
+    if (fields.size() < 15 || fields[4].rfind("void stream_stores", 0) != 0) continue;
+    const std::size_t launch = std::stoul(fields[0]);
+    if (launch % 2 == 0 || launch / 2 >= windows.size()) continue;
+    std::string number = fields[14];
+    number.erase(std::remove(number.begin(), number.end(), ','), number.end());
+    const double requests = 65536.0 * 132;
+    SplitMeasured& m = points[windows[launch / 2]];
+    if (fields[12] == "dram__sectors_read.sum") m.dram_reads_per_request = std::stod(number) / requests;
+    if (fields[12] == "dram__sectors_write.sum") m.dram_writes_per_request = std::stod(number) / requests;
+  }
+  return points;
+}
+
+}  // namespace
+
+TEST_CASE("Stores: the L2 writes dirty lines back before it evicts them, as the split points show", "[stores][memory]") {
+  const auto measured = split_measured();
+  const GpuParams params = h100_with({fmt::format("l2.slice_bytes={}", 655360 / kSplitScale)});
+  // A 16 MB window stays in the L2 whole, dirty: hardly a write to DRAM.
+  const SplitRun fits = split_stores(params, 16ull << 20);
+  CHECK(fits.dram_writes_per_request < 0.02);
+  // A 32 MB window misses a few percent of its writes, yet the H100 writes
+  // back about a sector for every four or five requests; evictions alone,
+  // under a third of that.
+  const SplitRun past = split_stores(params, 32ull << 20);
+  const SplitMeasured& h100 = measured.at(32);
+  CHECK(h100.dram_reads_per_request < 0.05);
+  CHECK(past.dram_writes_per_request == Approx(h100.dram_writes_per_request).epsilon(0.25));
+  CHECK(past.requests_per_cycle == Approx(h100.requests_per_cycle).epsilon(0.1));
+  GpuParams evicting = params;
+  evicting.l2.dirty_fraction = 1;
+  CHECK(split_stores(evicting, 32ull << 20).dram_writes_per_request < h100.dram_writes_per_request / 2);
+}
+
+// Every split point against the model, for docs/validation.md:
+// tests/atomsim_tests "[stores-split-table]" (about a minute a configuration).
+// ATOMSIM_SPLIT_SETS: configurations to try, separated by ';', each a list of
+// overrides separated by ',' (the h100 configuration alone when unset).
+TEST_CASE("Stores: sectors written in eight parts over windows of 8 MB to 2 GB, simulated", "[.][stores-split-table]") {
+  std::vector<std::string> sets{""};
+  if (const char* env = std::getenv("ATOMSIM_SPLIT_SETS")) {
+    sets.clear();
+    std::istringstream in(env);
+    for (std::string set; std::getline(in, set, ';');) sets.push_back(set);
+  }
+  const auto measured = split_measured();
+  for (const std::string& set : sets) {
+    std::vector<std::string> overrides{fmt::format("l2.slice_bytes={}", 655360 / kSplitScale)};
+    std::istringstream in(set);
+    for (std::string o; std::getline(in, o, ',');) overrides.push_back(o);
+    const GpuParams params = h100_with(overrides);
+    std::printf("%s\n| window (H100) | H100 requests an SM cycle | model | error | DRAM reads a request, H100 / model | writes |\n|---|---|---|---|---|---|\n",
+                set.c_str());
+    for (const auto& [mb, m] : measured) {
+      const SplitRun r = split_stores(params, mb << 20);
+      std::printf("| %llu MB | %.2f | %.2f | %+.1f%% | %.3f / %.3f | %.3f / %.3f |\n", static_cast<unsigned long long>(mb),
+                  m.requests_per_cycle, r.requests_per_cycle, 100 * (r.requests_per_cycle / m.requests_per_cycle - 1),
+                  m.dram_reads_per_request, r.dram_reads_per_request, m.dram_writes_per_request, r.dram_writes_per_request);
+      std::fflush(stdout);
+    }
   }
 }

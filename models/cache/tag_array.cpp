@@ -18,6 +18,7 @@ TagArray::TagArray(std::uint64_t capacity_bytes, std::uint32_t line_bytes, std::
   last_use_.assign(n, 0);
   valid_.assign(n, 0);
   dirty_.assign(n, 0);
+  dirtied_at_.assign(n, 0);
 }
 
 std::size_t TagArray::set_start(std::uint64_t line) const {
@@ -52,6 +53,7 @@ std::size_t TagArray::make_room(std::uint64_t line, std::optional<Victim>& evict
     if (last_use_[i] < last_use_[victim]) victim = i;
   }
   if (lines_[victim] != kEmpty) evicted = Victim{lines_[victim], dirty_[victim]};
+  dirty_lines_ -= dirty_[victim] != 0;
   lines_[victim] = line;
   last_use_[victim] = ++clock_;
   valid_[victim] = 0;
@@ -69,7 +71,13 @@ std::optional<TagArray::Victim> TagArray::insert(std::uint64_t line, bool dirty)
   const std::size_t i = way_for(line, evicted);
   last_use_[i] = ++clock_;
   valid_[i] = all_sectors_;
-  if (dirty) dirty_[i] = all_sectors_;
+  if (dirty) {
+    if (!dirty_[i]) {
+      ++dirty_lines_;
+      dirtied_at_[i] = ++dirtied_;
+    }
+    dirty_[i] = all_sectors_;
+  }
   return evicted;
 }
 
@@ -92,11 +100,31 @@ std::optional<TagArray::Victim> TagArray::fill(std::uint64_t line, SectorMask se
   return evicted;
 }
 
-void TagArray::write(std::uint64_t line, SectorMask sectors) {
-  if (const std::size_t i = find(line); i != kAbsent) {
-    valid_[i] |= sectors;
-    dirty_[i] |= sectors;
+bool TagArray::write(std::uint64_t line, SectorMask sectors) {
+  const std::size_t i = find(line);
+  if (i == kAbsent || !sectors) return false;
+  valid_[i] |= sectors;
+  const bool became_dirty = !dirty_[i];
+  dirty_[i] |= sectors;
+  if (became_dirty) {
+    ++dirty_lines_;
+    dirtied_at_[i] = ++dirtied_;
   }
+  return became_dirty;
+}
+
+std::uint64_t TagArray::dirtied_at(std::uint64_t line) const {
+  const std::size_t i = find(line);
+  return i == kAbsent || !dirty_[i] ? 0 : dirtied_at_[i];
+}
+
+std::optional<TagArray::Victim> TagArray::clean(std::uint64_t line) {
+  const std::size_t i = find(line);
+  if (i == kAbsent || !dirty_[i]) return std::nullopt;
+  const Victim v{line, dirty_[i]};
+  dirty_[i] = 0;
+  --dirty_lines_;
+  return v;
 }
 
 }  // namespace atomsim::model

@@ -16,7 +16,9 @@ L2Slice::L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::ui
       requests_(*this, p.input_buffer_flits), replies_(*this), to_dram_(*this), from_dram_(*this, p.mshrs + 1),
       to_other_partition_(*this), from_other_partition_(*this, p.input_buffer_flits),
       lookups_(p.lookups_per_cycle), rop_units_(p.rop_units_per_slice, RateServer(p.rop_ops_per_cycle)),
-      rop_returns_(p.rop_units_per_slice, RateServer(p.rop_ops_per_cycle)), line_sectors_(tags_.all_sectors()) {
+      rop_returns_(p.rop_units_per_slice, RateServer(p.rop_ops_per_cycle)),
+      max_dirty_lines_(static_cast<std::uint64_t>(p.dirty_fraction * static_cast<double>(p.slice_bytes / p.line_bytes))),
+      line_sectors_(tags_.all_sectors()) {
   StatGroup& g = stats.group("l2_slice", basename());
   requests_.register_stats(g, "input");
   from_other_partition_.register_stats(g, "input_from_other_partition");
@@ -37,6 +39,7 @@ L2Slice::L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::ui
   g.add_counter("near_copy_hits", &near_copy_hits_, "loads of the other partition's lines served from the copy here");
   g.add_counter("near_copy_misses", &near_copy_misses_, "loads and stores of the other partition's lines passed on (their lines copied here)");
   g.add_counter("writebacks", &writebacks_, "dirty lines written back to DRAM");
+  g.add_counter("cleanings", &cleanings_, "of those, lines written back and kept, past the share of dirty lines a slice keeps");
   g.add_counter("awaiting_reads", &awaiting_reads_count_, "reads whose load the trace shows reading another warp's store, held until a store to their word was performed");
   g.add_counter("await_cycles", &await_cycles_, "cycles those reads were held");
   g.add_counter("awaits_released", &awaits_released_, "held reads answered before a store to their word, so that the simulation could go on");
@@ -212,7 +215,7 @@ void L2Slice::serve(MemPacket& packet, Cycle start, bool from_dram) {
   switch (packet.kind) {
     case MemPacket::Kind::Write:
       ++writes_;
-      tags_.write(packet.line, packet.sector_mask);
+      write_sectors(packet);
       if (packet.op_count) {
         record_written_words(packet, start);
         reply.op_count = 0;
@@ -223,7 +226,7 @@ void L2Slice::serve(MemPacket& packet, Cycle start, bool from_dram) {
     case MemPacket::Kind::Atomic:
     case MemPacket::Kind::Reduction: {
       Cycle done = run_atomic(packet, start);
-      tags_.write(packet.line, packet.sector_mask);
+      write_sectors(packet);
       reply.kind = packet.kind == MemPacket::Kind::Atomic ? MemPacket::Kind::AtomicReply : MemPacket::Kind::ReductionAck;
       pool_.release(packet.ops);
       if (reply.kind == MemPacket::Kind::AtomicReply && map_.partition_of_sm(packet.source) != map_.partition_of_slice(index_)) {
@@ -322,6 +325,23 @@ bool L2Slice::accept(MemPacket& packet, Cycle now) {
   lookups_.occupy(now, lookups, lookup_weight);
   far_requests_ += far;
   return true;
+}
+
+void L2Slice::write_sectors(const MemPacket& packet) {
+  if (!tags_.write(packet.line, packet.sector_mask) || params_.dirty_fraction >= 1) return;
+  dirtied_order_.push_back(Dirtied{packet.line, tags_.dirtied_at(packet.line)});
+  auto stale = [&](const Dirtied& d) { return tags_.dirtied_at(d.line) != d.at; };  // evicted or cleaned since
+  while (tags_.dirty_lines() > max_dirty_lines_) {
+    const Dirtied oldest = dirtied_order_.front();
+    dirtied_order_.pop_front();
+    if (stale(oldest)) continue;
+    ++cleanings_;
+    write_back(*tags_.clean(oldest.line));
+  }
+  // Entries of lines evicted or cleaned since pile up behind a line that
+  // stays dirty; dropped once they outnumber the lines a slice holds.
+  if (dirtied_order_.size() > 2 * std::size_t(tags_.sets()) * params_.ways + 64)
+    dirtied_order_.erase(std::remove_if(dirtied_order_.begin(), dirtied_order_.end(), stale), dirtied_order_.end());
 }
 
 void L2Slice::write_back(const TagArray::Victim& victim) {

@@ -46,6 +46,7 @@ struct L2Params {
   double rop_returned_value_cost = 0;
   std::string start = "cold";
   bool far_lines_cached_near = false;
+  double dirty_fraction = 1;
 
   void declare(ParamBinder b) {
     b.integer("slices", slices, 1, 4096, "L2 slices (LTS units) in the GPU");
@@ -81,6 +82,9 @@ struct L2Params {
               "a load or store enters the L2 at a slice of its SM's partition, which keeps a copy of a line of the other "
               "partition: it serves it when it holds it, else passes the request on to the home slice over the link between "
               "the partitions (a near copy of a written line is clean; the home slice holds the data)");
+    b.real("dirty_fraction", dirty_fraction, 0.001, 1,
+           "share of a slice's lines that may hold dirty data: past it, the line made dirty longest ago is written back "
+           "and kept, clean (1: dirty lines are written back only when evicted)");
     b.choice("start", start, {"cold", "footprint"},
              "the slices' contents when a kernel starts: cold, what earlier kernels of the run left (nothing for the first); "
              "footprint, also every line the kernel's global memory instructions touch, put in in trace order (as after "
@@ -164,6 +168,9 @@ class L2Slice : public Unit {
   // misses wait behind them.
   void write_back(const TagArray::Victim& victim);
   void send_writebacks();
+  // Marks the packet's sectors written and, past the share of dirty lines a
+  // slice keeps, writes back the lines made dirty longest ago.
+  void write_sectors(const MemPacket& packet);
 
   const L2Params params_;
   const std::uint32_t index_;
@@ -181,6 +188,13 @@ class L2Slice : public Unit {
   std::vector<RateServer> rop_returns_;
   std::unordered_map<std::uint64_t, std::vector<MemPacket>> mshrs_;
   std::deque<TagArray::Victim> pending_writebacks_;
+  // Lines in the order they became dirty, each with TagArray::dirtied_at then:
+  // an entry whose line was since evicted or cleaned is skipped.
+  struct Dirtied {
+    std::uint64_t line, at;
+  };
+  std::deque<Dirtied> dirtied_order_;
+  const std::uint64_t max_dirty_lines_;
   const SectorMask line_sectors_;
   std::vector<MemPacket> refilled_;  // packets whose line arrived, replayed before new requests
   std::priority_queue<Reply, std::vector<Reply>, std::greater<>> pending_replies_;
@@ -197,7 +211,7 @@ class L2Slice : public Unit {
   std::deque<AwaitingRead> awaiting_reads_;
 
   std::uint64_t hits_ = 0, misses_ = 0, reads_ = 0, writes_ = 0, atomic_packets_ = 0, atomic_ops_ = 0, atomic_sectors_ = 0,
-                replies_passed_back_ = 0, atomic_updates_ = 0, far_requests_ = 0, passed_on_ = 0, writebacks_ = 0, rop_busy_scaled_ = 0,
+                replies_passed_back_ = 0, atomic_updates_ = 0, far_requests_ = 0, passed_on_ = 0, writebacks_ = 0, cleanings_ = 0, rop_busy_scaled_ = 0,
                 rop_return_busy_scaled_ = 0, near_copy_hits_ = 0, near_copy_misses_ = 0, awaiting_reads_count_ = 0, await_cycles_ = 0, awaits_released_ = 0;
 };
 

@@ -10,6 +10,10 @@
 # stores.json (what scattered stores of part of a sector cost, stores.cu) with
 # ncu-stores.csv (the L2's and DRAM's counts for each of its points and for the
 # radix sort's scatters, keys and pairs, whose stores are of that kind),
+# stores-split.json with ncu-stores-split.csv (stores that write a sector in
+# eight parts, over windows of 8 MB to 2 GB, and the pairs scatter as its timed
+# launches find the L2: what the L2 reads and writes back of sectors written in
+# part; `stores_split`, which runs these alone),
 # lds_stores.json (shared loads behind scattered stores, as in a radix sort's
 # scatter loop, lds_stores.cu), convergence.json (what WARPSYNC and a divergent
 # branch's BSSY/BSYNC add to one warp's loop trip, convergence.cu),
@@ -34,7 +38,7 @@ probe() {
   "$bin/$1" | tee "$out/$1.json"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$out/device.txt" 2>&1 || true
-for name in "${probes[@]}"; do probe "$name"; done
+for name in "${probes[@]}"; do [ "$name" = stores_split ] || probe "$name"; done
 if [[ " ${probes[*]} " == *" pending_line "* ]]; then
   # The L2's read requests from the L1s for each 32-warp point, a metric a run
   # so that one the GPU lacks cannot lose the others.
@@ -67,6 +71,25 @@ if [[ " ${probes[*]} " == *" stores "* ]]; then
     ncu --kernel-name regex:onesweep_scatter --launch-skip 1 --launch-count 1 --csv \
       --metrics breakdown:gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed \
       "$bin/onesweep" --keys 5242880 --pairs 1 --distribution narrow --warmup 1 --repeat 1 | sed -n '/^"ID"/,$p' | sed 1d; } > "$out/ncu-stores-breakdown.csv" || true
+fi
+if [[ " ${probes[*]} " == *" stores_split "* ]]; then
+  [ -x "$bin/stores" ] || nvcc -O3 -arch=sm_90 -I"$here/../.." -o "$bin/stores" "$here/stores.cu"
+  cuobjdump --dump-sass "$bin/stores" > "$out/stores-split.sass"
+  "$bin/stores" split | tee "$out/stores-split.json"
+  # A metric set a run, each small enough for one pass (a replay would find the
+  # L2 as the pass before left it): the split points after their clean flush,
+  # and the pairs scatter's second launch after its histogram, unflushed, as
+  # the timed launches run.
+  [ -x "$bin/onesweep" ] || nvcc -O3 -std=c++17 -arch=sm_90 -I"$here/../.." -o "$bin/onesweep" "$here/../sort/onesweep.cu"
+  for metrics in gpu__time_duration.sum,sm__cycles_elapsed.max,dram__sectors_read.sum,dram__sectors_write.sum,lts__t_sectors_op_write.sum \
+                 lts__t_sectors_op_write_lookup_hit.sum lts__t_sectors_op_write_lookup_miss.sum \
+                 lts__t_sectors_op_read_lookup_hit.sum lts__t_sectors_op_read_lookup_miss.sum; do
+    ncu --cache-control none --kernel-name regex:stream_stores --csv --metrics "$metrics" "$bin/stores" split ncu | sed -n '/^"ID"/,$p' |
+      { [ -s "$out/ncu-stores-split.csv" ] && sed 1d || cat; } >> "$out/ncu-stores-split.csv" || true
+    ncu --cache-control none --kernel-name regex:onesweep_scatter --launch-skip 1 --launch-count 1 --csv --metrics "$metrics" \
+      "$bin/onesweep" --keys 5242880 --pairs 1 --distribution narrow --warmup 1 --repeat 1 | sed -n '/^"ID"/,$p' | sed 1d \
+      >> "$out/ncu-stores-split.csv" || true
+  done
 fi
 if [[ " ${probes[*]} " == *" latency "* ]]; then
   # What Nsight Compute counts of MATCH.ANY of 1, 2, 8 and 32 distinct values (the

@@ -11,7 +11,14 @@
 // (clock64 per warp, the median warp) and the GPU's bytes per nanosecond
 // (events), on all SMs and on a few (what one SM can send against what the
 // slices take). Warm-up launch first, median of repeats.
-// `stores ncu` runs each point's launch once, for Nsight Compute.
+// The split points write a sector in eight parts: each pass over the window
+// (every line once) stores the next word of the line's first sector, into
+// windows of 8 MB to 2 GB after a flush that leaves the L2 holding clean lines
+// only; whether the L2 reads a sector it lacks when a store first writes part
+// of it, and how much of a window of written lines it keeps, show in DRAM's
+// counts (Nsight Compute).
+// `stores ncu` runs each point's launch once, for Nsight Compute; `stores
+// split [ncu]` the split points alone.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -39,7 +46,8 @@ struct Words<4> {
 };
 
 template <int WIDTH>
-__global__ void stream_stores(unsigned* data, unsigned window_lines_mask, unsigned lanes_per_line, int iterations, long long* cycles) {
+__global__ void stream_stores(unsigned* data, unsigned window_lines_mask, unsigned lanes_per_line, int iterations, long long* cycles,
+                              int split_shift) {
   using Word = typename Words<WIDTH>::type;
   const unsigned warps = gridDim.x * blockDim.x / 32, warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
   const unsigned lines_per_store = 32 / lanes_per_line;
@@ -55,7 +63,9 @@ __global__ void stream_stores(unsigned* data, unsigned window_lines_mask, unsign
 #pragma unroll
     for (int k = 0; k < kStores; ++k) {
       const unsigned line = (sequence * 2654435761u) & window_lines_mask;
-      *reinterpret_cast<Word*>(data + line * 32 + offset_words) = value;
+      // Split points: the pass over the window picks the sector's word.
+      const unsigned word = split_shift < 0 ? offset_words : (sequence >> split_shift) & 7;
+      *reinterpret_cast<Word*>(data + line * 32 + word) = value;
       sequence += sequence_step;
     }
   }
@@ -66,7 +76,25 @@ __global__ void stream_stores(unsigned* data, unsigned window_lines_mask, unsign
 struct Shape {
   bool to_dram;
   int width_words, lanes_per_line, active_sms;
+  std::size_t split_window_bytes = 0;  // a split point's window (0: not one)
 };
+
+// Reads the scratch buffer, so that the L2 holds its clean lines and none a
+// launch before wrote.
+__global__ void read_scratch(const uint4* scratch, std::size_t count, unsigned* sink) {
+  uint4 sum{};
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count; i += std::size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = scratch[i];
+    sum.x ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (sum.x == 0x9e3779b9u) *sink = sum.x;
+}
+
+void flush_clean(const StreamedMemory& memory, int sms) {
+  read_scratch<<<sms * 8, 256>>>(reinterpret_cast<const uint4*>(memory.scratch), StreamedMemory::kScratchBytes / 16,
+                                 memory.data + StreamedMemory::kDramBytes / 4 - 1);
+  WORKLOAD_CHECK(cudaGetLastError());
+}
 
 struct Point {
   double requests_per_sm_cycle, bytes_per_sm_cycle, bytes_per_ns;
@@ -80,13 +108,22 @@ Point measure(const StreamedMemory& memory, const Shape& s, long long* d_cycles,
   const int iterations = std::max(4, int(65536 / (kWarpsPerSm * kStores * lines_per_store)));
   const double requests_per_sm = double(kWarpsPerSm) * iterations * kStores * lines_per_store;
   const double bytes = double(warps) * iterations * kStores * 32 * WIDTH * 4;
-  const unsigned window_lines_mask = unsigned((s.to_dram ? StreamedMemory::kDramBytes : StreamedMemory::kL2WindowBytes) / 128 - 1);
+  const std::size_t window_bytes =
+      s.split_window_bytes ? s.split_window_bytes : s.to_dram ? StreamedMemory::kDramBytes : StreamedMemory::kL2WindowBytes;
+  const unsigned window_lines_mask = unsigned(window_bytes / 128 - 1);
+  const int split_shift = s.split_window_bytes ? __builtin_ctzll(window_bytes / 128) : -1;
   std::vector<double> per_cycle, per_ns;
   std::vector<long long> c(warps);
   for (int r = 0; r < repeats; ++r) {
-    if (s.to_dram) memory.flush_l2(r);
+    if (s.split_window_bytes)
+      flush_clean(memory, s.active_sms);
+    else if (s.to_dram)
+      memory.flush_l2(r);
     const float ms = timed_launch(
-        [&] { stream_stores<WIDTH><<<ctas, 32 * kWarpsPerCta>>>(memory.data, window_lines_mask, s.lanes_per_line, iterations, d_cycles); },
+        [&] {
+          stream_stores<WIDTH><<<ctas, 32 * kWarpsPerCta>>>(memory.data, window_lines_mask, s.lanes_per_line, iterations, d_cycles,
+                                                            split_shift);
+        },
         d_cycles, c);
     if (r == 0 && repeats > 1) continue;  // warm-up
     std::sort(c.begin(), c.end());
@@ -99,8 +136,15 @@ Point measure(const StreamedMemory& memory, const Shape& s, long long* d_cycles,
 
 int main(int argc, char** argv) {
   atomsim::workload::program_name() = "stores";
-  const bool ncu_only = argc > 1 && std::strcmp(argv[1], "ncu") == 0;
-  if (argc > 2 || (argc == 2 && !ncu_only)) atomsim::workload::fail(2, "usage: stores [ncu]");
+  bool split_only = false, ncu_only = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "split") == 0 && i == 1)
+      split_only = true;
+    else if (std::strcmp(argv[i], "ncu") == 0 && i == argc - 1)
+      ncu_only = true;
+    else
+      atomsim::workload::fail(2, "usage: stores [split] [ncu]");
+  }
   cudaDeviceProp prop{};
   WORKLOAD_CHECK(cudaGetDeviceProperties(&prop, 0));
   const int sms = prop.multiProcessorCount;
@@ -116,15 +160,19 @@ int main(int argc, char** argv) {
     for (const int active : {16, 33})
       for (const auto& [width, lanes] : {std::pair{1, 1}, {4, 2}}) shapes.push_back({to_dram, width, lanes, active});
   }
+  if (split_only) shapes.clear();
+  for (const std::size_t mb : {8, 16, 32, 64, 2048}) shapes.push_back({true, 1, 1, sms, mb << 20});
   if (!ncu_only) std::printf("{\n  \"sms\": %d,\n  \"warps_per_sm\": %d,\n  \"stores_in_flight\": %d,\n  \"points\": [\n", sms, kWarpsPerSm, kStores);
   bool first = true;
   for (const Shape& s : shapes) {
     const int repeats = ncu_only ? 2 : 8;
     const Point p = s.width_words == 1 ? measure<1>(memory, s, d_cycles, repeats) : measure<4>(memory, s, d_cycles, repeats);
     if (ncu_only) continue;
-    std::printf("%s    {\"target\": \"%s\", \"bytes_per_lane\": %d, \"lanes_per_line\": %d, \"active_sms\": %d, "
-                "\"requests_per_sm_cycle\": %.4f, \"bytes_per_sm_cycle\": %.2f, \"bytes_per_ns\": %.1f}",
-                first ? "" : ",\n", s.to_dram ? "dram" : "l2", 4 * s.width_words, s.lanes_per_line, s.active_sms, p.requests_per_sm_cycle,
+    std::printf("%s    {\"target\": \"%s\", \"bytes_per_lane\": %d, \"lanes_per_line\": %d, \"active_sms\": %d, ",
+                first ? "" : ",\n", s.split_window_bytes ? "split" : s.to_dram ? "dram" : "l2", 4 * s.width_words, s.lanes_per_line,
+                s.active_sms);
+    if (s.split_window_bytes) std::printf("\"window_mb\": %zu, ", s.split_window_bytes >> 20);
+    std::printf("\"requests_per_sm_cycle\": %.4f, \"bytes_per_sm_cycle\": %.2f, \"bytes_per_ns\": %.1f}", p.requests_per_sm_cycle,
                 p.bytes_per_sm_cycle, p.bytes_per_ns);
     first = false;
   }
