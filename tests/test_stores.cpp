@@ -36,14 +36,17 @@ void scattered_store(trace::WarpInst& inst, std::uint32_t store, std::uint64_t w
   }
 }
 
-// Each of the probe loop's four stores numbered in program order (0 for the
-// other instructions).
+// Stores a trip of the probe's loop (stores.cu, kStores).
+constexpr std::uint32_t kLoopStores = 4;
+
+// Each of the loop's stores numbered in program order (0 for the other
+// instructions).
 std::vector<std::uint32_t> number_stores(const std::vector<trace::StaticInst>& body) {
   std::vector<std::uint32_t> store_of(body.size(), 0);
   std::uint32_t stores = 0;
   for (std::size_t i = 0; i < body.size(); ++i)
     if (body[i].op == trace::OpClass::StoreGlobal) store_of[i] = stores++;
-  REQUIRE(stores == 4);
+  REQUIRE(stores == kLoopStores);
   return store_of;
 }
 
@@ -56,7 +59,7 @@ std::vector<trace::WarpInst> probe_warp(const std::vector<trace::StaticInst>& bo
     for (std::uint32_t i = 0; i < body.size(); ++i) {
       trace::WarpInst inst = record(i);
       if (body[i].op == trace::OpClass::StoreGlobal)
-        scattered_store(inst, t * 4 + store_of[i], warps, warp, lanes_per_line, window_mask, bytes_per_lane, split_shift);
+        scattered_store(inst, t * kLoopStores + store_of[i], warps, warp, lanes_per_line, window_mask, bytes_per_lane, split_shift);
       s.push_back(inst);
     }
   return s;
@@ -80,7 +83,7 @@ StoreRun stream_stores(GpuParams params, std::uint32_t bytes_per_lane, std::uint
   const std::string function = fmt::format("_Z13stream_storesILi{}EEvPjjjiPx", width);
   const auto body = innermost_loop("stores.sass", function);
   const std::vector<std::uint32_t> store_of = number_stores(body);
-  const std::uint32_t stores = 4;
+  const std::uint32_t stores = kLoopStores;
   if (!to_dram) params.l2.start = "footprint";
   const std::uint32_t warps_per_cta = 8, warps_per_sm = 32, lines_per_store = 32 / lanes_per_line;
   const std::uint64_t warps = std::uint64_t(active_sms) * warps_per_sm;
@@ -258,7 +261,7 @@ SplitRun split_stores(const GpuParams& params, std::uint64_t h100_window_bytes) 
   const std::string function = "_Z13stream_storesILi1EEvPjjjiPxi";
   const auto body = innermost_loop("stores-split.sass", function);
   const std::vector<std::uint32_t> store_of = number_stores(body);
-  const std::uint32_t stores = 4;
+  const std::uint32_t stores = kLoopStores;
   const std::uint32_t sms = 132, warps_per_cta = 8, warps_per_sm = 32;
   const std::uint64_t warps = std::uint64_t(sms) * warps_per_sm;
   const std::uint64_t window_lines = h100_window_bytes / kSplitScale / 128;

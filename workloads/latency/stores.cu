@@ -79,23 +79,6 @@ struct Shape {
   std::size_t split_window_bytes = 0;  // a split point's window (0: not one)
 };
 
-// Reads the scratch buffer, so that the L2 holds its clean lines and none a
-// launch before wrote.
-__global__ void read_scratch(const uint4* scratch, std::size_t count, unsigned* sink) {
-  uint4 sum{};
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count; i += std::size_t(gridDim.x) * blockDim.x) {
-    const uint4 v = scratch[i];
-    sum.x ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (sum.x == 0x9e3779b9u) *sink = sum.x;
-}
-
-void flush_clean(const StreamedMemory& memory, int sms) {
-  read_scratch<<<sms * 8, 256>>>(reinterpret_cast<const uint4*>(memory.scratch), StreamedMemory::kScratchBytes / 16,
-                                 memory.data + StreamedMemory::kDramBytes / 4 - 1);
-  WORKLOAD_CHECK(cudaGetLastError());
-}
-
 struct Point {
   double requests_per_sm_cycle, bytes_per_sm_cycle, bytes_per_ns;
 };
@@ -116,7 +99,7 @@ Point measure(const StreamedMemory& memory, const Shape& s, long long* d_cycles,
   std::vector<long long> c(warps);
   for (int r = 0; r < repeats; ++r) {
     if (s.split_window_bytes)
-      flush_clean(memory, s.active_sms);
+      memory.flush_l2_clean(s.active_sms);
     else if (s.to_dram)
       memory.flush_l2(r);
     const float ms = timed_launch(

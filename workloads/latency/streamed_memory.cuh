@@ -1,6 +1,7 @@
 // What the memory-under-load probes (loaded.cu, load_spread.cu) stream: 2 GB of
 // lines no launch read before, made so by writing a scratch buffer five times
-// the L2 before each launch, or an 8 MB window the L2 holds.
+// the L2 before each launch (or reading it, which leaves the L2 no dirty line),
+// or an 8 MB window the L2 holds.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,6 +10,16 @@
 #include <vector>
 
 #include "workloads/common/runner.cuh"
+
+// Reads `count` 16-byte words, so that the L2 holds them, clean.
+__global__ void read_words(const uint4* words, std::size_t count, unsigned* sink) {
+  uint4 sum{};
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count; i += std::size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = words[i];
+    sum.x ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (sum.x == 0x9e3779b9u) *sink = sum.x;
+}
 
 struct StreamedMemory {
   static constexpr std::size_t kDramBytes = std::size_t(1) << 31, kL2WindowBytes = std::size_t(8) << 20,
@@ -26,6 +37,12 @@ struct StreamedMemory {
   }
   // Evicts what earlier launches left in the L2 (launch `r` writes the byte r).
   void flush_l2(int r) const { WORKLOAD_CHECK(cudaMemset(scratch, r, kScratchBytes)); }
+  // The same by reading the scratch buffer: the L2 then holds clean lines
+  // only, and a launch after it writes back none that an earlier one wrote.
+  void flush_l2_clean(int sms) const {
+    read_words<<<sms * 8, 256>>>(reinterpret_cast<const uint4*>(scratch), kScratchBytes / 16, data + kDramBytes / 4 - 1);
+    WORKLOAD_CHECK(cudaGetLastError());
+  }
   // The mask of word indices into the window loads read: all of DRAM's 2 GB, or the L2's 8 MB.
   static unsigned window_mask(bool from_dram) { return unsigned((from_dram ? kDramBytes : kL2WindowBytes) / 4 - 1); }
 };
