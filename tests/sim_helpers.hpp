@@ -186,6 +186,21 @@ inline std::vector<trace::StaticInst> innermost_loop(const std::string& listing_
   return body;
 }
 
+// The loop of `function` whose backward branch comes `n`-th (from 0) in the
+// listing, and what it jumps over: of a kernel with a loop for each of its
+// warps' kinds, the one a kind runs.
+inline std::vector<trace::StaticInst> nth_loop(const std::string& listing_file, const std::string& function, std::size_t n) {
+  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/" + listing_file);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> loops;
+  for (const auto& [from, to] : branches_of(listing, function))
+    if (to < from) loops.emplace_back(from, to);
+  if (n >= loops.size()) throw std::invalid_argument("fewer loops in " + function);
+  std::vector<trace::StaticInst> body;
+  for (const auto& s : trace::parse_sass_function(listing, function))
+    if (s.pc >= loops[n].second && s.pc <= loops[n].first) body.push_back(s);
+  return body;
+}
+
 // One line of Nsight Compute's CSV: quoted fields, whose commas are thousands
 // separators (dropped).
 inline std::vector<std::string> csv_fields(const std::string& line) {

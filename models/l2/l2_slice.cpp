@@ -142,8 +142,12 @@ bool L2Slice::accept_near_copy(MemPacket& packet, Cycle now) {
   onward.destination = static_cast<std::uint16_t>(map_.slice_of(packet.line));
   onward.via_partition_link = true;
   if (!to_other_partition_.try_send(onward)) return false;  // woken by the link's credit
-  // The copy keeps what the home slice returns or is written (clean: the home holds the data).
-  if (auto victim = tags_.fill(packet.line, packet.sector_mask); victim && victim->dirty) write_back(*victim);
+  // The copy keeps what the home slice returns (clean: the home holds the
+  // data). A store updates a copy the slice holds but makes none (stores
+  // probe, split points: a 32 MB window written from every SM misses 2.7% of
+  // its writes, which copies in both partitions would leave no room for).
+  if (packet.kind != MemPacket::Kind::Write || tags_.contains(packet.line))
+    if (auto victim = tags_.fill(packet.line, packet.sector_mask); victim && victim->dirty) write_back(*victim);
   lookups_.occupy(now, 1);
   ++near_copy_misses_;
   ++passed_on_;

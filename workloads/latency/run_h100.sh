@@ -11,9 +11,12 @@
 # ncu-stores.csv (the L2's and DRAM's counts for each of its points and for the
 # radix sort's scatters, keys and pairs, whose stores are of that kind),
 # stores-split.json with ncu-stores-split.csv (stores that write a sector in
-# eight parts, over windows of 8 MB to 2 GB, and the pairs scatter as its timed
-# launches find the L2: what the L2 reads and writes back of sectors written in
-# part; `stores_split`, which runs these alone),
+# eight parts, over windows of 8 MB to 2 GB, with fewer warps, and mixed with
+# whole sectors, and the pairs scatter as its timed launches find the L2: what
+# the L2 reads and writes back of sectors written in part; `stores_split`,
+# which runs these alone) and ncu-stores-split-breakdown.csv (what limits each
+# split point); ncu-stores-split-run2..4.csv (`stores_split_again`: DRAM's
+# counts of the split points in three more runs of the program),
 # lds_stores.json (shared loads behind scattered stores, as in a radix sort's
 # scatter loop, lds_stores.cu), convergence.json (what WARPSYNC and a divergent
 # branch's BSSY/BSYNC add to one warp's loop trip, convergence.cu),
@@ -38,7 +41,7 @@ probe() {
   "$bin/$1" | tee "$out/$1.json"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$out/device.txt" 2>&1 || true
-for name in "${probes[@]}"; do [ "$name" = stores_split ] || probe "$name"; done
+for name in "${probes[@]}"; do [[ "$name" == stores_split* ]] || probe "$name"; done
 if [[ " ${probes[*]} " == *" pending_line "* ]]; then
   # The L2's read requests from the L1s for each 32-warp point, a metric a run
   # so that one the GPU lacks cannot lose the others.
@@ -84,11 +87,27 @@ if [[ " ${probes[*]} " == *" stores_split "* ]]; then
   for metrics in gpu__time_duration.sum,sm__cycles_elapsed.max,dram__sectors_read.sum,dram__sectors_write.sum,lts__t_sectors_op_write.sum \
                  lts__t_sectors_op_write_lookup_hit.sum lts__t_sectors_op_write_lookup_miss.sum \
                  lts__t_sectors_op_read_lookup_hit.sum lts__t_sectors_op_read_lookup_miss.sum; do
-    ncu --cache-control none --kernel-name regex:stream_stores --csv --metrics "$metrics" "$bin/stores" split ncu | sed -n '/^"ID"/,$p' |
+    ncu --cache-control none --kernel-name regex:split_stores --csv --metrics "$metrics" "$bin/stores" split ncu | sed -n '/^"ID"/,$p' |
       { [ -s "$out/ncu-stores-split.csv" ] && sed 1d || cat; } >> "$out/ncu-stores-split.csv" || true
     ncu --cache-control none --kernel-name regex:onesweep_scatter --launch-skip 1 --launch-count 1 --csv --metrics "$metrics" \
       "$bin/onesweep" --keys 5242880 --pairs 1 --distribution narrow --warmup 1 --repeat 1 | sed -n '/^"ID"/,$p' | sed 1d \
       >> "$out/ncu-stores-split.csv" || true
+  done
+  # What limits each split point, unit by unit; every pass reruns the whole
+  # program, so that each finds the L2 as its flush left it.
+  ncu --cache-control none --replay-mode application --kernel-name regex:split_stores --csv \
+    --metrics breakdown:gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed "$bin/stores" split ncu |
+    sed -n '/^"ID"/,$p' > "$out/ncu-stores-split-breakdown.csv" || true
+fi
+if [[ " ${probes[*]} " == *" stores_split_again "* ]]; then
+  # The split points' DRAM counts in more runs of the program, each a fresh
+  # process whose buffers may lie elsewhere: how far the L2's write-backs near
+  # its capacity vary from one run to the next.
+  [ -x "$bin/stores" ] || nvcc -O3 -arch=sm_90 -I"$here/../.." -o "$bin/stores" "$here/stores.cu"
+  for run in 2 3 4; do
+    ncu --cache-control none --kernel-name regex:split_stores --csv \
+      --metrics gpu__time_duration.sum,dram__sectors_read.sum,dram__sectors_write.sum,lts__t_sectors_op_write_lookup_miss.sum \
+      "$bin/stores" split ncu | sed -n '/^"ID"/,$p' > "$out/ncu-stores-split-run$run.csv" || true
   done
 fi
 if [[ " ${probes[*]} " == *" latency "* ]]; then
