@@ -237,30 +237,29 @@ TEST_CASE("the tag array keeps each line's valid and dirty sectors", "[engine][c
   REQUIRE_THROWS(model::TagArray(2 * 128, 128, 2, 48));  // sectors must divide the line
 }
 
-TEST_CASE("the tag array counts its dirty lines and cleans one while keeping its data", "[engine][cache]") {
+TEST_CASE("the tag array counts its dirty lines and cleans the first from a drawn way, keeping its data", "[engine][cache]") {
   model::TagArray tags(/*capacity=*/2 * 128, /*line=*/128, /*ways=*/2, /*sector=*/32);
+  REQUIRE_FALSE(tags.clean_from(0));  // nothing dirty
   REQUIRE_FALSE(tags.allocate(0x000));
   REQUIRE_FALSE(tags.allocate(0x080));
-  REQUIRE(tags.write(0x000, 0b0001));        // a clean line made dirty
-  REQUIRE_FALSE(tags.write(0x000, 0b0010));  // already dirty
-  REQUIRE(tags.write(0x080, 0b0100));
-  REQUIRE(tags.dirty_lines() == 2);
-  REQUIRE(tags.dirtied_at(0x000) < tags.dirtied_at(0x080));
-  const auto cleaned = tags.clean(0x000);
-  REQUIRE(cleaned);
-  REQUIRE(cleaned->dirty == 0b0011);
+  REQUIRE(tags.write(0x080, 0b0001));        // a clean line made dirty
+  REQUIRE_FALSE(tags.write(0x080, 0b0010));  // already dirty
   REQUIRE(tags.dirty_lines() == 1);
-  REQUIRE(tags.dirtied_at(0x000) == 0);
-  REQUIRE(tags.valid_sectors(0x000) == 0b0011);  // kept, clean
-  REQUIRE_FALSE(tags.clean(0x000));
-  const std::uint64_t first = tags.dirtied_at(0x080);
-  REQUIRE(tags.write(0x000, 0b1000));  // dirty again, later than 0x080
-  REQUIRE(tags.dirtied_at(0x000) > first);
+  const auto cleaned = tags.clean_from(0);  // way 0 holds 0x000, clean: the next dirty way
+  REQUIRE(cleaned);
+  REQUIRE(cleaned->line == 0x080);
+  REQUIRE(cleaned->dirty == 0b0011);
+  REQUIRE(tags.dirty_lines() == 0);
+  REQUIRE(tags.valid_sectors(0x080) == 0b0011);  // kept, clean
+  REQUIRE(tags.write(0x000, 0b0100));
+  REQUIRE(tags.clean_from(3)->line == 0x000);  // wraps past the last way
+  REQUIRE(tags.write(0x080, 0b1000));
   tags.access(0x000);
   const auto victim = tags.insert(0x100, false);  // evicts 0x080, dirty
   REQUIRE(victim);
   REQUIRE(victim->line == 0x080);
-  REQUIRE(tags.dirty_lines() == 1);
+  REQUIRE(victim->dirty == 0b1000);
+  REQUIRE(tags.dirty_lines() == 0);
 }
 
 TEST_CASE("the atomic buffer combines, evicts LRU and drains in age order", "[engine][lab]") {

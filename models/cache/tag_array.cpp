@@ -18,7 +18,6 @@ TagArray::TagArray(std::uint64_t capacity_bytes, std::uint32_t line_bytes, std::
   last_use_.assign(n, 0);
   valid_.assign(n, 0);
   dirty_.assign(n, 0);
-  dirtied_at_.assign(n, 0);
 }
 
 std::size_t TagArray::set_start(std::uint64_t line) const {
@@ -72,10 +71,7 @@ std::optional<TagArray::Victim> TagArray::insert(std::uint64_t line, bool dirty)
   last_use_[i] = ++clock_;
   valid_[i] = all_sectors_;
   if (dirty) {
-    if (!dirty_[i]) {
-      ++dirty_lines_;
-      dirtied_at_[i] = ++dirtied_;
-    }
+    dirty_lines_ += !dirty_[i];
     dirty_[i] = all_sectors_;
   }
   return evicted;
@@ -106,22 +102,15 @@ bool TagArray::write(std::uint64_t line, SectorMask sectors) {
   valid_[i] |= sectors;
   const bool became_dirty = !dirty_[i];
   dirty_[i] |= sectors;
-  if (became_dirty) {
-    ++dirty_lines_;
-    dirtied_at_[i] = ++dirtied_;
-  }
+  dirty_lines_ += became_dirty;
   return became_dirty;
 }
 
-std::uint64_t TagArray::dirtied_at(std::uint64_t line) const {
-  const std::size_t i = find(line);
-  return i == kAbsent || !dirty_[i] ? 0 : dirtied_at_[i];
-}
-
-std::optional<TagArray::Victim> TagArray::clean(std::uint64_t line) {
-  const std::size_t i = find(line);
-  if (i == kAbsent || !dirty_[i]) return std::nullopt;
-  const Victim v{line, dirty_[i]};
+std::optional<TagArray::Victim> TagArray::clean_from(std::uint64_t draw) {
+  if (dirty_lines_ == 0) return std::nullopt;
+  std::size_t i = draw % lines_.size();
+  while (!dirty_[i]) i = i + 1 == lines_.size() ? 0 : i + 1;
+  const Victim v{lines_[i], dirty_[i]};
   dirty_[i] = 0;
   --dirty_lines_;
   return v;

@@ -40,12 +40,9 @@ class TagArray {
   bool write(std::uint64_t line, SectorMask sectors);
   // Lines holding dirty sectors.
   std::uint64_t dirty_lines() const { return dirty_lines_; }
-  // When the line last became dirty, in lines made dirty since the array was
-  // built (write's count), while it stays dirty.
-  std::uint64_t dirtied_at(std::uint64_t line) const;
-  // Makes the line clean, keeping its data; returns the sectors to write back
-  // (nothing when absent or clean).
-  std::optional<Victim> clean(std::uint64_t line);
+  // Makes a dirty line clean, keeping its data: the first dirty one from way
+  // `draw` (of all sets' ways, modulo their number) on; what to write back of it.
+  std::optional<Victim> clean_from(std::uint64_t draw);
   std::uint32_t sets() const { return sets_; }
 
  private:
@@ -65,9 +62,7 @@ class TagArray {
   std::vector<std::uint64_t> last_use_;
   std::vector<SectorMask> valid_;
   std::vector<SectorMask> dirty_;
-  std::vector<std::uint64_t> dirtied_at_;
   std::uint64_t dirty_lines_ = 0;
-  std::uint64_t dirtied_ = 0;
   // The way the line takes: the first empty one, else the least recently used; evicts it.
   std::size_t make_room(std::uint64_t line, std::optional<Victim>& evicted);
   // The line's way, made room for when absent.

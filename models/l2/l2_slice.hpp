@@ -83,7 +83,7 @@ struct L2Params {
               "partition: it serves it when it holds it, else passes the request on to the home slice over the link between "
               "the partitions (a store updates a near copy the slice holds, clean, but makes none)");
     b.real("dirty_fraction", dirty_fraction, 0.001, 1,
-           "share of a slice's lines that may hold dirty data: past it, the line made dirty longest ago is written back "
+           "share of a slice's lines that may hold dirty data: past it, a dirty line drawn at random is written back "
            "and kept, clean (1: dirty lines are written back only when evicted)");
     b.choice("start", start, {"cold", "footprint"},
              "the slices' contents when a kernel starts: cold, what earlier kernels of the run left (nothing for the first); "
@@ -169,7 +169,7 @@ class L2Slice : public Unit {
   void write_back(const TagArray::Victim& victim);
   void send_writebacks();
   // Marks the packet's sectors written and, past the share of dirty lines a
-  // slice keeps, writes back the lines made dirty longest ago.
+  // slice keeps, writes back dirty lines drawn at random, kept clean.
   void write_sectors(const MemPacket& packet);
 
   const L2Params params_;
@@ -188,13 +188,8 @@ class L2Slice : public Unit {
   std::vector<RateServer> rop_returns_;
   std::unordered_map<std::uint64_t, std::vector<MemPacket>> mshrs_;
   std::deque<TagArray::Victim> pending_writebacks_;
-  // Lines in the order they became dirty, each with TagArray::dirtied_at then:
-  // an entry whose line was since evicted or cleaned is skipped.
-  struct Dirtied {
-    std::uint64_t line, at;
-  };
-  std::deque<Dirtied> dirtied_order_;
   const std::uint64_t max_dirty_lines_;
+  std::uint64_t cleaning_draw_;  // xorshift state: which dirty line goes back next
   const SectorMask line_sectors_;
   std::vector<MemPacket> refilled_;  // packets whose line arrived, replayed before new requests
   std::priority_queue<Reply, std::vector<Reply>, std::greater<>> pending_replies_;
