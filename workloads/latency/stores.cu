@@ -129,7 +129,7 @@ struct Point {
 // line requests per cycle (its warps' median clock64 span) and the GPU's
 // bytes per nanosecond (events).
 template <class Launch>
-Point repeated(Launch launch, int repeats, std::vector<long long>& warp_cycles, const long long* d_cycles, double requests_per_sm,
+Point repeated(Launch launch, int repeats, std::vector<long long>& warp_cycles, double requests_per_sm,
                double bytes, double bytes_per_request) {
   std::vector<double> per_cycle, per_ns;
   for (int r = 0; r < repeats; ++r) {
@@ -161,7 +161,7 @@ Point measure(const StreamedMemory& memory, const Shape& s, long long* d_cycles,
             [&] { stream_stores<WIDTH><<<ctas, 32 * kWarpsPerCta>>>(memory.data, window_lines_mask, s.lanes_per_line, iterations, d_cycles); },
             d_cycles, c);
       },
-      repeats, c, d_cycles, requests_per_sm, bytes, 32.0 * WIDTH * 4 / lines_per_store);
+      repeats, c, requests_per_sm, bytes, 32.0 * WIDTH * 4 / lines_per_store);
 }
 
 struct SplitShape {
@@ -186,7 +186,7 @@ Point measure_split(const StreamedMemory& memory, const SplitShape& s, int sms, 
         return timed_launch([&] { split_stores<<<ctas, 32 * kWarpsPerCta>>>(memory.data, window_lines, iterations, d_cycles, s.mixed); },
                             d_cycles, c);
       },
-      repeats, c, d_cycles, lines / sms, bytes, bytes / lines);
+      repeats, c, lines / sms, bytes, bytes / lines);
 }
 
 int main(int argc, char** argv) {
