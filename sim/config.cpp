@@ -61,6 +61,9 @@ GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& ov
   if (!std::has_single_bit(p.l2.interleave_bytes) || p.l2.interleave_bytes < p.l2.line_bytes)
     throw ConfigError(fmt::format("{}: key 'l2.interleave_bytes' = {} must be a power of two of at least 'l2.line_bytes' = {}",
                                   p.origin, p.l2.interleave_bytes, p.l2.line_bytes));
+  if (!std::has_single_bit(p.l2.fetch_bytes) || p.l2.fetch_bytes < p.l2.sector_bytes || p.l2.fetch_bytes > p.l2.line_bytes)
+    throw ConfigError(fmt::format("{}: key 'l2.fetch_bytes' = {} must be a power of two from 'l2.sector_bytes' = {} to 'l2.line_bytes' = {}",
+                                  p.origin, p.l2.fetch_bytes, p.l2.sector_bytes, p.l2.line_bytes));
   if (p.placement_offset % p.l2.line_bytes != 0)
     throw ConfigError(fmt::format("{}: key 'gpu.placement_offset' = {} must be a multiple of 'l2.line_bytes' = {}", p.origin,
                                   p.placement_offset, p.l2.line_bytes));

@@ -1,9 +1,12 @@
 // DRAM: independent channels, each a bandwidth-limited server (a request
-// holds its channel for its bytes, and at least min_access_cycles however few
-// they are) followed by a fixed access latency, that serves nothing while it refreshes (a window of
-// refresh_cycles every refresh_interval, the channels' windows spread evenly
-// over the interval). Chunks of interleave_bytes map to channels by a hash chosen
-// in the configuration.
+// holds its channel for its bytes, and at least min_read_cycles or
+// min_write_cycles however few they are) followed by a fixed access latency,
+// that serves nothing while it refreshes (a window of refresh_cycles every
+// refresh_interval, the channels' windows spread evenly over the interval).
+// Reads are served as they come; a channel holds writes back until it has
+// write_batch of them or nothing else to do, and a batch that follows reads
+// costs it write_turnaround_cycles more. Chunks of interleave_bytes map to
+// channels by a hash chosen in the configuration.
 #pragma once
 
 #include <memory>
@@ -26,14 +29,23 @@ struct DramParams {
   std::string hash = "xor";
   Cycle refresh_interval = 0;
   Cycle refresh_cycles = 0;
-  double min_access_cycles = 0;
+  double min_read_cycles = 0;
+  double min_write_cycles = 0;
+  std::uint32_t write_batch = 1;
+  double write_turnaround_cycles = 0;
   std::uint32_t scheduled_per_port = 64;
   void declare(ParamBinder b) {
     b.integer("channels", channels, 1, 1024, "independent DRAM channels");
     b.real("bytes_per_cycle_per_channel", bytes_per_cycle_per_channel, 0.01, 4096, "peak bytes one channel moves per SM cycle");
-    b.real("min_access_cycles", min_access_cycles, 0, 1000,
-           "SM cycles a request holds its channel at least, however few bytes it moves (a sector's access is not 32 bytes' "
+    b.real("min_read_cycles", min_read_cycles, 0, 1000,
+           "SM cycles a read holds its channel at least, however few bytes it moves (a sector's access is not 32 bytes' "
            "share of the peak bandwidth)");
+    b.real("min_write_cycles", min_write_cycles, 0, 1000, "SM cycles a write holds its channel at least, however few bytes it moves");
+    b.integer("write_batch", write_batch, 1, 4096,
+              "writes a channel holds back while it serves reads, then serves together (sooner when it has nothing else to do)");
+    b.real("write_turnaround_cycles", write_turnaround_cycles, 0, 10000,
+           "SM cycles a batch of writes holds its channel beyond the writes' own when the channel served a read since its "
+           "last writes (the bus turning from reads to writes and back)");
     b.integer("latency", latency, 1, 100000, "cycles from a channel starting a read to the data leaving it");
     b.integer("queue_depth", queue_depth, 1, 4096, "requests buffered per slice port");
     b.integer("scheduled_per_port", scheduled_per_port, 1, 4096,
@@ -68,7 +80,19 @@ class Dram : public Unit {
   const bool xor_hash_;
   std::vector<std::unique_ptr<InPort<DramRequest>>> requests_;
   std::vector<std::unique_ptr<OutPort<DramRequest>>> replies_;
-  std::vector<RateServer> channels_;
+  struct HeldWrite {
+    std::uint32_t port;
+    double bytes;  // what it holds the channel for, in bytes at the channel's rate
+  };
+  struct Channel {
+    RateServer server;
+    std::vector<HeldWrite> held_writes;
+    bool read_since_writes = false;
+  };
+  // Serves `channel`'s held writes from `now` on, as one batch.
+  void serve_writes(std::size_t channel, Cycle now);
+  std::vector<Channel> channels_;
+  std::vector<std::uint32_t> channels_holding_;     // channels with writes held back
   // Per port, the start cycles of its requests the channels hold, earliest first.
   std::vector<std::priority_queue<Cycle, std::vector<Cycle>, std::greater<>>> scheduled_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> in_flight_;

@@ -19,7 +19,7 @@ L2Slice::L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::ui
       rop_returns_(p.rop_units_per_slice, RateServer(p.rop_ops_per_cycle)),
       max_dirty_lines_(static_cast<std::uint64_t>(p.dirty_fraction * static_cast<double>(p.slice_bytes / p.line_bytes))),
       cleaning_draw_(0x9e3779b97f4a7c15ull ^ index),
-      line_sectors_(tags_.all_sectors()) {
+      line_sectors_(tags_.all_sectors()), fetch_sectors_(p.fetch_bytes / p.sector_bytes) {
   StatGroup& g = stats.group("l2_slice", basename());
   requests_.register_stats(g, "input");
   from_other_partition_.register_stats(g, "input_from_other_partition");
@@ -270,8 +270,14 @@ SectorMask L2Slice::sectors_to_read(const MemPacket& packet, SectorMask valid) {
       if (auto victim = tags_.allocate(packet.line); victim && victim->dirty) write_back(*victim);
     return packet.partial_sectors & ~valid;
   }
-  // A read or an atomic lacking any of its sectors reads all the line lacks.
-  return (packet.sector_mask & ~valid) ? line_sectors_ & ~valid : 0;
+  // A read or an atomic reads what its line lacks of each aligned piece that
+  // holds a sector it lacks (dram_mix probe: a 32-byte load that misses reads
+  // 64 bytes, with the fetch granularity at 32 bytes its sector alone).
+  const unsigned piece = (1u << fetch_sectors_) - 1;
+  unsigned pieces = 0;
+  for (unsigned lacking = packet.sector_mask & ~valid & 0xFFu; lacking; lacking &= lacking - 1)
+    pieces |= piece << (static_cast<unsigned>(std::countr_zero(lacking)) / fetch_sectors_ * fetch_sectors_);
+  return static_cast<SectorMask>(pieces & line_sectors_ & ~valid);
 }
 
 bool L2Slice::fetch(const MemPacket& packet, SectorMask sectors) {

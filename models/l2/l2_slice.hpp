@@ -28,6 +28,7 @@ struct L2Params {
   std::uint64_t slice_bytes = 1 << 20;
   std::uint32_t line_bytes = 128;
   std::uint32_t sector_bytes = 32;
+  std::uint32_t fetch_bytes = 128;
   std::uint32_t interleave_bytes = 128;
   std::uint32_t ways = 16;
   std::string hash = "xor";
@@ -55,6 +56,10 @@ struct L2Params {
     b.integer("line_bytes", line_bytes, 32, 1024, "line size");
     b.integer("sector_bytes", sector_bytes, 4, 1024,
               "sector size: what a line's data is held, read from DRAM and written back in (at most 8 a line)");
+    b.integer("fetch_bytes", fetch_bytes, 4, 1024,
+              "what a load or an atomic that misses reads from DRAM: the sectors its line lacks in each aligned piece of "
+              "this many bytes that holds a sector it needs (a power of two from a sector to a line); a store written in "
+              "part reads only the sectors it writes in part");
     b.integer("interleave_bytes", interleave_bytes, 32, 1 << 20,
               "consecutive bytes one slice holds before the address hash moves to another (a power of two, at least a line)");
     b.integer("ways", ways, 1, 256, "associativity");
@@ -191,6 +196,7 @@ class L2Slice : public Unit {
   const std::uint64_t max_dirty_lines_;
   std::uint64_t cleaning_draw_;  // xorshift state: which dirty line goes back next
   const SectorMask line_sectors_;
+  const std::uint32_t fetch_sectors_;  // sectors in an aligned piece a miss reads whole
   std::vector<MemPacket> refilled_;  // packets whose line arrived, replayed before new requests
   std::priority_queue<Reply, std::vector<Reply>, std::greater<>> pending_replies_;
   std::uint64_t reply_sequence_ = 0;

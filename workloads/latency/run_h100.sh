@@ -17,6 +17,10 @@
 # which runs these alone) and ncu-stores-split-breakdown.csv (what limits each
 # split point); ncu-stores-split-run2..4.csv (`stores_split_again`: DRAM's
 # counts of the split points in three more runs of the program),
+# dram_mix.json with ncu-dram-mix.csv (DRAM's accesses a nanosecond at mixes of
+# random reads and writes of 32, 64 and 128 bytes, from reads alone to writes
+# alone, and of REDs to lines no launch touched, dram_mix.cu), and dram_mix-32.json with ncu-dram-mix-32.csv (the same
+# with the L2's fetch granularity at 32 bytes),
 # lds_stores.json (shared loads behind scattered stores, as in a radix sort's
 # scatter loop, lds_stores.cu), convergence.json (what WARPSYNC and a divergent
 # branch's BSSY/BSYNC add to one warp's loop trip, convergence.cu),
@@ -98,6 +102,23 @@ if [[ " ${probes[*]} " == *" stores_split "* ]]; then
   ncu --cache-control none --replay-mode application --kernel-name regex:split_stores --csv \
     --metrics breakdown:gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed "$bin/stores" split ncu |
     sed -n '/^"ID"/,$p' > "$out/ncu-stores-split-breakdown.csv" || true
+fi
+if [[ " ${probes[*]} " == *" dram_mix "* ]]; then
+  # Again with the L2's fetch granularity at 32 bytes (a load that misses reads
+  # its sector alone); then DRAM's sectors read and written at each point of
+  # both, and the time, for the second launch of each point (after its clean
+  # flush, as the timed launches).
+  "$bin/dram_mix" 32 | tee "$out/dram_mix-32.json"
+  for granularity in "" 32; do
+    # A metric set a run, each small enough for one pass (a replay would find
+    # the L2 as the pass before left it).
+    for metrics in gpu__time_duration.sum,sm__cycles_elapsed.max,dram__sectors_read.sum,dram__sectors_write.sum \
+                   lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__m_xbar2l1tex_read_sectors.sum; do
+      ncu --cache-control none --kernel-name 'regex:mixed_sectors|scattered_reds' --csv --metrics "$metrics" "$bin/dram_mix" ncu $granularity |
+        sed -n '/^"ID"/,$p' | { [ -s "$out/ncu-dram-mix${granularity:+-$granularity}.csv" ] && sed 1d || cat; } \
+        >> "$out/ncu-dram-mix${granularity:+-$granularity}.csv" || true
+    done
+  done
 fi
 if [[ " ${probes[*]} " == *" stores_split_again "* ]]; then
   # The split points' DRAM counts in more runs of the program, each a fresh
