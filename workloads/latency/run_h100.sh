@@ -33,7 +33,7 @@ set -euo pipefail
 out=${1:?usage: run_h100.sh OUTDIR [PROBE...]}
 shift
 probes=("$@")
-[ ${#probes[@]} -gt 0 ] || probes=(latency loaded load_spread shared_banks red_issue pending_line cta_launch stores lds_stores convergence)
+[ ${#probes[@]} -gt 0 ] || probes=(latency loaded load_spread shared_banks red_issue pending_line cta_launch stores lds_stores convergence dram_mix)
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(mktemp -d)
