@@ -224,6 +224,38 @@ TEST_CASE("DRAM: a channel moves bytes at its rate, then adds its latency", "[mo
   REQUIRE(arrival_cycles(sink.received) == std::vector<Cycle>{106, 110, 114, 118});
 }
 
+TEST_CASE("DRAM: a channel holds writes back while it serves reads, and a batch after reads costs the turnaround", "[models][dram]") {
+  // One channel of 32 bytes a cycle, requests of 128 bytes (4 cycles each),
+  // all sent at cycle 0 and taken at 1, in order; the reads' replies arrive
+  // 100 + 1 cycles after their access ends.
+  auto reads_back = [](std::uint32_t batch, double turnaround, const std::vector<bool>& writes) {
+    reset_simulation_context();
+    StatRegistry stats;
+    DramParams p{1, 32.0, 100, 64, 256};
+    p.write_batch = batch;
+    p.write_turnaround_cycles = turnaround;
+    Dram dram("dram", p, 1, stats);
+    Source<DramRequest> source("source");
+    Sink<DramRequest> sink("sink", 16);
+    source.out.bind(dram.request(0), 1);
+    dram.reply(0).bind(sink.in, 1);
+    for (std::size_t i = 0; i < writes.size(); ++i) source.schedule(0, DramRequest{writes[i], 0, 512u * i, 128});
+    source.start();
+    sc_core::sc_start();
+    return arrival_cycles(sink.received);
+  };
+  const std::vector<bool> mixed{false, true, false, true, false};
+  // Batches of two: the first write waits behind the second read; the two
+  // then go together after it, 8 cycles and one turnaround of 10.
+  REQUIRE(reads_back(2, 10, mixed) == std::vector<Cycle>{106, 110, 132});
+  REQUIRE(reads_back(2, 0, mixed) == std::vector<Cycle>{106, 110, 122});
+  // Served as they come, each write after a read pays the turnaround.
+  REQUIRE(reads_back(1, 10, mixed) == std::vector<Cycle>{106, 124, 142});
+  // Writes alone never turn the bus: the first goes at once (the channel is
+  // free), the next two as a batch, and the read after them.
+  REQUIRE(reads_back(2, 10, {true, true, true, false}) == std::vector<Cycle>{118});
+}
+
 TEST_CASE("L2 slice: a request from the other partition costs its fraction of extra lookups", "[models][l2]") {
   // Eight reads of a cached line from an SM of the other partition, all at once:
   // the last reply's distance from the first is the tag pipeline's time for the rest.
