@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <functional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -37,39 +38,26 @@ std::uint64_t mix_address(const MixPoint& m, std::uint64_t n, std::uint64_t warp
   return 0x100000000ull + ((store ? kWindowLines : 0) + line) * 128 + lane % lanes_per_line * 16;
 }
 
-// Every SM's 32 warps (CTAs of 8) run mixed_sectors<reads, writes, bytes>'s
-// loop; the difference between two lengths, so that the launch, the L2's
-// first filling with written lines and the last drain drop out. The L2 is cut
-// to a tenth, so that lines pass through it sooner (no line is touched twice,
-// so DRAM's rates do not depend on its size).
-MixRun mixed_sectors(GpuParams params, const MixPoint& m) {
+constexpr std::uint32_t kSms = 132, kWarpsPerSm = 32, kWarpsPerCta = 8;
+constexpr std::uint64_t kWarps = std::uint64_t(kSms) * kWarpsPerSm;
+
+// Every SM's 32 warps (CTAs of 8) run the probe loop `body` of `function`,
+// touching `lines_a_trip` lines a trip, each warp's records of `trips` trips
+// from `warp_records(trips, warp)`; the difference between two lengths, so
+// that the launch, the L2's first filling with written lines and the last
+// drain drop out. The L2 is cut to a tenth, so that lines pass through it
+// sooner (no line is touched twice, so DRAM's rates do not depend on its
+// size). Returns the lines a nanosecond at 1,980 MHz, and DRAM's sectors read
+// a line of those `reading` of each trip's lines.
+using WarpRecords = std::function<std::vector<trace::WarpInst>(std::uint32_t trips, std::uint64_t warp)>;
+MixRun two_lengths(GpuParams params, const std::string& function, const std::vector<trace::StaticInst>& body, std::uint64_t lines_a_trip,
+                   double reading, const WarpRecords& warp_records) {
   params.l2.slice_bytes = 65536;
-  const std::string function = fmt::format("_Z13mixed_sectorsILi{}ELi{}ELi{}EEvPjiPxS0_", m.reads, m.writes, m.bytes);
-  const auto body = innermost_loop("dram_mix.sass", function);
-  const std::uint32_t sms = 132, warps_per_sm = 32, warps_per_cta = 8, lines_per_inst = 32 / (m.bytes / 16);
-  const std::uint64_t warps = std::uint64_t(sms) * warps_per_sm;
   const std::uint64_t l2_lines = std::uint64_t(params.l2.slices) * params.l2.slice_bytes / params.l2.line_bytes;
-  const std::uint64_t lines_a_trip = warps * lines_per_inst * (m.reads + m.writes);
   const auto short_trips = static_cast<std::uint32_t>(std::max<std::uint64_t>(2, (2 * l2_lines + lines_a_trip - 1) / lines_a_trip));
   auto run = [&](std::uint32_t trips) {
-    auto path = write_program(function, body, sms * (warps_per_sm / warps_per_cta), warps_per_cta, [&](std::uint64_t warp) {
-      std::vector<trace::WarpInst> s;
-      for (std::uint32_t t = 0; t < trips; ++t) {
-        std::uint32_t load = 0, store = 0;
-        for (std::uint32_t i = 0; i < body.size(); ++i) {
-          trace::WarpInst inst = record(i);
-          const bool is_load = body[i].op == trace::OpClass::LoadGlobal, is_store = body[i].op == trace::OpClass::StoreGlobal;
-          if (is_load || is_store) {
-            const std::uint64_t n = std::uint64_t(t) * (is_load ? m.reads : m.writes) + (is_load ? load++ : store++);
-            for (std::uint32_t lane = 0; lane < 32; ++lane) inst.address[lane] = mix_address(m, n, warps, warp, lane, is_store);
-          }
-          s.push_back(inst);
-        }
-        REQUIRE(load == std::uint32_t(m.reads));
-        REQUIRE(store == std::uint32_t(m.writes));
-      }
-      return s;
-    });
+    auto path = write_program(function, body, kSms * (kWarpsPerSm / kWarpsPerCta), kWarpsPerCta,
+                              [&](std::uint64_t warp) { return warp_records(trips, warp); });
     KernelRun r = run_one(params, path, false);
     std::remove(path.c_str());
     return r;
@@ -78,52 +66,62 @@ MixRun mixed_sectors(GpuParams params, const MixPoint& m) {
   const double lines = double(lines_a_trip) * short_trips;
   auto more = [&](const char* name) { return total(longer, "dram", name) - total(shorter, "dram", name); };
   const double sectors_read = (more("bytes") - more("bytes_written")) / params.l2.sector_bytes;
-  const double loads = m.reads ? lines * m.reads / (m.reads + m.writes) : 0;
-  return {lines / static_cast<double>(longer.cycles - shorter.cycles) * 1.98, loads ? sectors_read / loads : 0};
+  return {lines / static_cast<double>(longer.cycles - shorter.cycles) * 1.98, reading > 0 ? sectors_read / (lines * reading) : 0};
 }
 
-// The probe's last point: every lane of every SM's 32 warps adds to the first
-// word of a line of its own (scattered_reds's loop of 4 REDs), the lines
-// scattered over a gigabyte no launch touched, measured as mixed_sectors.
-MixRun scattered_reds(GpuParams params) {
-  params.l2.slice_bytes = 65536;
+// mixed_sectors<reads, writes, bytes>'s loop.
+MixRun mixed_sectors(const GpuParams& params, const MixPoint& m) {
+  const std::string function = fmt::format("_Z13mixed_sectorsILi{}ELi{}ELi{}EEvPjiPxS0_", m.reads, m.writes, m.bytes);
+  const auto body = innermost_loop("dram_mix.sass", function);
+  const std::uint64_t lines_per_inst = 32 / (m.bytes / 16);
+  return two_lengths(params, function, body, kWarps * lines_per_inst * (m.reads + m.writes), double(m.reads) / (m.reads + m.writes),
+                     [&](std::uint32_t trips, std::uint64_t warp) {
+                       std::vector<trace::WarpInst> s;
+                       for (std::uint32_t t = 0; t < trips; ++t) {
+                         std::uint32_t load = 0, store = 0;
+                         for (std::uint32_t i = 0; i < body.size(); ++i) {
+                           trace::WarpInst inst = record(i);
+                           const bool is_load = body[i].op == trace::OpClass::LoadGlobal, is_store = body[i].op == trace::OpClass::StoreGlobal;
+                           if (is_load || is_store) {
+                             const std::uint64_t n = std::uint64_t(t) * (is_load ? m.reads : m.writes) + (is_load ? load++ : store++);
+                             for (std::uint32_t lane = 0; lane < 32; ++lane) inst.address[lane] = mix_address(m, n, kWarps, warp, lane, is_store);
+                           }
+                           s.push_back(inst);
+                         }
+                         REQUIRE(load == std::uint32_t(m.reads));
+                         REQUIRE(store == std::uint32_t(m.writes));
+                       }
+                       return s;
+                     });
+}
+
+// The probe's last point: every lane adds to the first word of a line of its
+// own (scattered_reds's loop of 4 REDs), the lines scattered over a gigabyte
+// no launch touched.
+MixRun scattered_reds(const GpuParams& params) {
   const std::string function = "_Z14scattered_redsPjiPx";
   const auto body = innermost_loop("dram_mix.sass", function);
-  const std::uint32_t sms = 132, warps_per_sm = 32, warps_per_cta = 8, reds = 4;
-  const std::uint64_t warps = std::uint64_t(sms) * warps_per_sm;
-  const std::uint64_t l2_lines = std::uint64_t(params.l2.slices) * params.l2.slice_bytes / params.l2.line_bytes;
-  const std::uint64_t lines_a_trip = warps * 32 * reds;
-  const auto short_trips = static_cast<std::uint32_t>(std::max<std::uint64_t>(2, (2 * l2_lines + lines_a_trip - 1) / lines_a_trip));
-  auto run = [&](std::uint32_t trips) {
-    auto path = write_program(function, body, sms * (warps_per_sm / warps_per_cta), warps_per_cta, [&](std::uint64_t warp) {
-      std::vector<trace::WarpInst> s;
-      for (std::uint32_t t = 0; t < trips; ++t) {
-        std::uint32_t red = 0;
-        for (std::uint32_t i = 0; i < body.size(); ++i) {
-          trace::WarpInst inst = record(i);
-          if (body[i].op == trace::OpClass::Red) {
-            const std::uint64_t n = std::uint64_t(t) * reds + red++;
-            for (std::uint32_t lane = 0; lane < 32; ++lane) {
-              const auto sequence = static_cast<std::uint32_t>((n * warps + warp) * 32 + lane);
-              inst.address[lane] = 0x100000000ull + ((sequence * 2654435761u) & (kWindowLines - 1)) * 128;
-              inst.value[lane] = 1;
-            }
+  const std::uint32_t reds = 4;
+  return two_lengths(params, function, body, kWarps * 32 * reds, 1, [&](std::uint32_t trips, std::uint64_t warp) {
+    std::vector<trace::WarpInst> s;
+    for (std::uint32_t t = 0; t < trips; ++t) {
+      std::uint32_t red = 0;
+      for (std::uint32_t i = 0; i < body.size(); ++i) {
+        trace::WarpInst inst = record(i);
+        if (body[i].op == trace::OpClass::Red) {
+          const std::uint64_t n = std::uint64_t(t) * reds + red++;
+          for (std::uint32_t lane = 0; lane < 32; ++lane) {
+            const auto sequence = static_cast<std::uint32_t>((n * kWarps + warp) * 32 + lane);
+            inst.address[lane] = 0x100000000ull + ((sequence * 2654435761u) & (kWindowLines - 1)) * 128;
+            inst.value[lane] = 1;
           }
-          s.push_back(inst);
         }
-        REQUIRE(red == reds);
+        s.push_back(inst);
       }
-      return s;
-    });
-    KernelRun r = run_one(params, path, false);
-    std::remove(path.c_str());
-    return r;
-  };
-  const KernelRun shorter = run(short_trips), longer = run(2 * short_trips);
-  const double lines = double(lines_a_trip) * short_trips;
-  auto more = [&](const char* name) { return total(longer, "dram", name) - total(shorter, "dram", name); };
-  return {lines / static_cast<double>(longer.cycles - shorter.cycles) * 1.98,
-          (more("bytes") - more("bytes_written")) / params.l2.sector_bytes / lines};
+      REQUIRE(red == reds);
+    }
+    return s;
+  });
 }
 
 // The H100's line accesses a nanosecond at a point (events, the whole launch),

@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "workloads/latency/probe.cuh"
@@ -67,35 +68,6 @@ __global__ void mixed_sectors(unsigned* data, int iterations, long long* cycles,
   if (lane == 0) cycles[warp] = t1 - t0;
 }
 
-// 512 load or store instructions a warp (8,192 line accesses an SM of 32-byte
-// points, 34.6 M sectors on 132 SMs, over a gigabyte each way at the mixes of
-// both): long enough that the L2's first filling with written lines, and the
-// dirty lines it holds at the end, are a few percent.
-template <int READS, int WRITES, int BYTES>
-void run_point(const StreamedMemory& memory, int sms, long long* d_cycles, int repeats, bool ncu_only, int granularity,
-               const char*& separator) {
-  const int ctas = sms * (kWarpsPerSm / kWarpsPerCta), warps = ctas * kWarpsPerCta;
-  const int iterations = 512 / (READS + WRITES);
-  const double accesses_per_sm = double(kWarpsPerSm) * iterations * (32 * 16 / BYTES) * (READS + WRITES);
-  std::vector<long long> c(warps);
-  std::vector<double> per_cycle, per_ns;
-  for (int r = 0; r < repeats; ++r) {
-    memory.flush_l2_clean(sms);
-    const float ms = timed_launch(
-        [&] { mixed_sectors<READS, WRITES, BYTES><<<ctas, 32 * kWarpsPerCta>>>(memory.data, iterations, d_cycles, memory.scratch); },
-        d_cycles, c);
-    if (r == 0 && repeats > 1) continue;
-    std::sort(c.begin(), c.end());
-    per_cycle.push_back(accesses_per_sm / static_cast<double>(c[c.size() / 2]));
-    per_ns.push_back(accesses_per_sm * sms / (ms * 1e6));
-  }
-  if (ncu_only) return;
-  std::printf("%s    {\"granularity\": %d, \"bytes\": %d, \"reads\": %d, \"writes\": %d, \"accesses_per_sm\": %.0f, "
-              "\"accesses_per_sm_cycle\": %.4f, \"accesses_per_ns\": %.3f}",
-              separator, granularity, BYTES, READS, WRITES, accesses_per_sm, median(per_cycle), median(per_ns));
-  separator = ",\n";
-}
-
 __global__ void scattered_reds(unsigned* data, int iterations, long long* cycles) {
   const unsigned warps = gridDim.x * blockDim.x / 32, warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
   unsigned sequence = warp * 32 + lane;
@@ -112,27 +84,54 @@ __global__ void scattered_reds(unsigned* data, int iterations, long long* cycles
   if (lane == 0) cycles[warp] = t1 - t0;
 }
 
-// As run_point, for the REDs: 64 trips of 4 REDs a warp, 262,144 lines an SM.
-void run_reds(const StreamedMemory& memory, int sms, long long* d_cycles, int repeats, bool ncu_only, int granularity,
-              const char*& separator) {
-  const int ctas = sms * (kWarpsPerSm / kWarpsPerCta), warps = ctas * kWarpsPerCta, iterations = 64;
-  const double accesses_per_sm = double(kWarpsPerSm) * iterations * 4 * 32;
-  std::vector<long long> c(warps);
-  std::vector<double> per_cycle, per_ns;
-  for (int r = 0; r < repeats; ++r) {
-    memory.flush_l2_clean(sms);
-    const float ms = timed_launch([&] { scattered_reds<<<ctas, 32 * kWarpsPerCta>>>(memory.data, iterations, d_cycles); }, d_cycles, c);
-    if (r == 0 && repeats > 1) continue;
-    std::sort(c.begin(), c.end());
-    per_cycle.push_back(accesses_per_sm / static_cast<double>(c[c.size() / 2]));
-    per_ns.push_back(accesses_per_sm * sms / (ms * 1e6));
+// Runs each point after a clean flush, the first launch a warm-up, and
+// prints the median warp's line accesses an SM cycle and the GPU's a
+// nanosecond (events) with the point's own fields.
+struct Runner {
+  const StreamedMemory& memory;
+  int sms;
+  long long* d_cycles;
+  int repeats;
+  bool ncu_only;
+  int granularity;
+  const char* separator = "";
+
+  int ctas() const { return sms * (kWarpsPerSm / kWarpsPerCta); }
+  template <class Launch>
+  void point(Launch launch, double accesses_per_sm, const std::string& fields) {
+    std::vector<long long> c(size_t(ctas()) * kWarpsPerCta);
+    std::vector<double> per_cycle, per_ns;
+    for (int r = 0; r < repeats; ++r) {
+      memory.flush_l2_clean(sms);
+      const float ms = timed_launch(launch, d_cycles, c);
+      if (r == 0 && repeats > 1) continue;
+      std::sort(c.begin(), c.end());
+      per_cycle.push_back(accesses_per_sm / static_cast<double>(c[c.size() / 2]));
+      per_ns.push_back(accesses_per_sm * sms / (ms * 1e6));
+    }
+    if (ncu_only) return;
+    std::printf("%s    {\"granularity\": %d, %s, \"accesses_per_sm\": %.0f, \"accesses_per_sm_cycle\": %.4f, \"accesses_per_ns\": %.3f}",
+                separator, granularity, fields.c_str(), accesses_per_sm, median(per_cycle), median(per_ns));
+    separator = ",\n";
   }
-  if (ncu_only) return;
-  std::printf("%s    {\"granularity\": %d, \"op\": \"red\", \"bytes\": 4, \"reads\": 0, \"writes\": 0, \"accesses_per_sm\": %.0f, "
-              "\"accesses_per_sm_cycle\": %.4f, \"accesses_per_ns\": %.3f}",
-              separator, granularity, accesses_per_sm, median(per_cycle), median(per_ns));
-  separator = ",\n";
-}
+  // 512 load or store instructions a warp (8,192 line accesses an SM of
+  // 32-byte points, 34.6 M sectors on 132 SMs, over a gigabyte each way at the
+  // mixes of both): long enough that the L2's first filling with written
+  // lines, and the dirty lines it holds at the end, are a few percent.
+  template <int READS, int WRITES, int BYTES>
+  void mixed() {
+    const int iterations = 512 / (READS + WRITES);
+    point([&] { mixed_sectors<READS, WRITES, BYTES><<<ctas(), 32 * kWarpsPerCta>>>(memory.data, iterations, d_cycles, memory.scratch); },
+          double(kWarpsPerSm) * iterations * (32 * 16 / BYTES) * (READS + WRITES),
+          "\"bytes\": " + std::to_string(BYTES) + ", \"reads\": " + std::to_string(READS) + ", \"writes\": " + std::to_string(WRITES));
+  }
+  // 64 trips of 4 REDs a warp, 262,144 lines an SM.
+  void reds() {
+    const int iterations = 64;
+    point([&] { scattered_reds<<<ctas(), 32 * kWarpsPerCta>>>(memory.data, iterations, d_cycles); },
+          double(kWarpsPerSm) * iterations * 4 * 32, "\"op\": \"red\", \"bytes\": 4, \"reads\": 0, \"writes\": 0");
+  }
+};
 
 int main(int argc, char** argv) {
   atomsim::workload::program_name() = "dram_mix";
@@ -158,22 +157,21 @@ int main(int argc, char** argv) {
   WORKLOAD_CHECK(cudaMalloc(&d_cycles, size_t(sms) * kWarpsPerSm * sizeof(long long)));
   const int repeats = ncu_only ? 2 : 6;
   if (!ncu_only) std::printf("{\n  \"sms\": %d,\n  \"warps_per_sm\": %d,\n  \"points\": [\n", sms, kWarpsPerSm);
-  const char* separator = "";
-  auto point = [&](auto run) { run(memory, sms, d_cycles, repeats, ncu_only, granularity, separator); };
-  point(run_point<4, 0, 32>);
-  point(run_point<3, 1, 32>);
-  point(run_point<2, 1, 32>);
-  point(run_point<1, 1, 32>);
-  point(run_point<1, 2, 32>);
-  point(run_point<1, 3, 32>);
-  point(run_point<0, 2, 32>);
-  point(run_point<4, 0, 64>);
-  point(run_point<1, 1, 64>);
-  point(run_point<0, 2, 64>);
-  point(run_point<4, 0, 128>);
-  point(run_point<1, 1, 128>);
-  point(run_point<0, 2, 128>);
-  point(run_reds);
+  Runner run{memory, sms, d_cycles, repeats, ncu_only, granularity};
+  run.mixed<4, 0, 32>();
+  run.mixed<3, 1, 32>();
+  run.mixed<2, 1, 32>();
+  run.mixed<1, 1, 32>();
+  run.mixed<1, 2, 32>();
+  run.mixed<1, 3, 32>();
+  run.mixed<0, 2, 32>();
+  run.mixed<4, 0, 64>();
+  run.mixed<1, 1, 64>();
+  run.mixed<0, 2, 64>();
+  run.mixed<4, 0, 128>();
+  run.mixed<1, 1, 128>();
+  run.mixed<0, 2, 128>();
+  run.reds();
   if (!ncu_only) std::printf("\n  ]\n}\n");
   return 0;
 }
