@@ -69,6 +69,11 @@ TEST_CASE("CLI: configuration errors name the key and the file", "[cli][errors]"
   REQUIRE(r.err_lines() == 1);
   REQUIRE(r.err.find("'interconnect.request.latency' = 75 is too short for 'gpu.lookahead_cycles' = 40") != std::string::npos);
 
+  r = cli("run -q --trace " + trace + " --set l2.fetch_bytes=48");  // a miss reads aligned pieces of a line
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err_lines() == 1);
+  REQUIRE(r.err.find("'l2.fetch_bytes' = 48 must be a power of two from 'l2.sector_bytes' = 32 to 'l2.line_bytes' = 128") != std::string::npos);
+
   r = cli("run -q --trace " + trace + " --set l2.rop_unitz=2");
   REQUIRE(r.code == 1);
   REQUIRE(r.err.find("unknown key 'l2.rop_unitz'") != std::string::npos);
