@@ -28,14 +28,20 @@ Cycle Dram::after_refresh(std::size_t channel, Cycle cycle) const {
   return phase < params_.refresh_cycles ? cycle + params_.refresh_cycles - phase : cycle;
 }
 
+Dram::Occupied Dram::occupy(std::size_t c, Cycle now, double bytes) {
+  RateServer& server = channels_[c].server;
+  const std::uint64_t before = *server.busy_scaled();
+  const Cycle start = after_refresh(c, std::max(now, server.free_at()));
+  const Cycle done = server.occupy(start, 1, bytes);
+  busy_scaled_ += (*server.busy_scaled() - before) / channels_.size();
+  return {start, done};
+}
+
 void Dram::serve_writes(std::size_t c, Cycle now) {
   Channel& channel = channels_[c];
   double bytes = channel.read_since_writes ? params_.write_turnaround_cycles * params_.bytes_per_cycle_per_channel : 0;
   for (const HeldWrite& w : channel.held_writes) bytes += w.bytes;
-  const std::uint64_t before = *channel.server.busy_scaled();
-  const Cycle start = after_refresh(c, std::max(now, channel.server.free_at()));
-  channel.server.occupy(start, 1, bytes);
-  busy_scaled_ += (*channel.server.busy_scaled() - before) / channels_.size();
+  const Cycle start = occupy(c, now, bytes).start;
   for (const HeldWrite& w : channel.held_writes) scheduled_[w.port].push(start);
   channel.held_writes.clear();
   channel.read_since_writes = false;
@@ -83,13 +89,10 @@ void Dram::evaluate() {
         continue;
       }
       ++reads_;
-      const std::uint64_t before = *channel.server.busy_scaled();
-      const Cycle start = after_refresh(c, std::max(now, channel.server.free_at()));
-      scheduled.push(start);
-      const Cycle done = channel.server.occupy(start, 1, held);
-      busy_scaled_ += (*channel.server.busy_scaled() - before) / channels_.size();
+      const Occupied read = occupy(c, now, held);
+      scheduled.push(read.start);
       channel.read_since_writes = true;
-      in_flight_.push(Pending{done + params_.latency, sequence_++, r});
+      in_flight_.push(Pending{read.done + params_.latency, sequence_++, r});
     }
     if (!blocked) next = std::min(next, port.next_ready());
   }

@@ -89,10 +89,16 @@ class Dram : public Unit {
     std::vector<HeldWrite> held_writes;
     bool read_since_writes = false;
   };
+  // Holds `channel` for `bytes` at its rate from `now` on (after a refresh),
+  // counting its busy time: when that starts and ends.
+  struct Occupied {
+    Cycle start, done;
+  };
+  Occupied occupy(std::size_t channel, Cycle now, double bytes);
   // Serves `channel`'s held writes from `now` on, as one batch.
   void serve_writes(std::size_t channel, Cycle now);
   std::vector<Channel> channels_;
-  std::vector<std::uint32_t> channels_holding_;     // channels with writes held back
+  std::vector<std::uint32_t> channels_holding_;  // channels with writes held back
   // Per port, the start cycles of its requests the channels hold, earliest first.
   std::vector<std::priority_queue<Cycle, std::vector<Cycle>, std::greater<>>> scheduled_;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<>> in_flight_;

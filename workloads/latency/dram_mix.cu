@@ -20,7 +20,6 @@
 // atomic that misses reads from DRAM.
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -84,9 +83,9 @@ __global__ void scattered_reds(unsigned* data, int iterations, long long* cycles
   if (lane == 0) cycles[warp] = t1 - t0;
 }
 
-// Runs each point after a clean flush, the first launch a warm-up, and
-// prints the median warp's line accesses an SM cycle and the GPU's a
-// nanosecond (events) with the point's own fields.
+// Runs each point after a clean flush (repeated_launches: the first launch a
+// warm-up) and prints the median warp's line accesses an SM cycle and the
+// GPU's a nanosecond (events) with the point's own fields.
 struct Runner {
   const StreamedMemory& memory;
   int sms;
@@ -100,18 +99,15 @@ struct Runner {
   template <class Launch>
   void point(Launch launch, double accesses_per_sm, const std::string& fields) {
     std::vector<long long> c(size_t(ctas()) * kWarpsPerCta);
-    std::vector<double> per_cycle, per_ns;
-    for (int r = 0; r < repeats; ++r) {
-      memory.flush_l2_clean(sms);
-      const float ms = timed_launch(launch, d_cycles, c);
-      if (r == 0 && repeats > 1) continue;
-      std::sort(c.begin(), c.end());
-      per_cycle.push_back(accesses_per_sm / static_cast<double>(c[c.size() / 2]));
-      per_ns.push_back(accesses_per_sm * sms / (ms * 1e6));
-    }
+    const LaunchRates rates = repeated_launches(
+        [&](int) {
+          memory.flush_l2_clean(sms);
+          return timed_launch(launch, d_cycles, c);
+        },
+        repeats, c, accesses_per_sm, accesses_per_sm * sms, 1);
     if (ncu_only) return;
     std::printf("%s    {\"granularity\": %d, %s, \"accesses_per_sm\": %.0f, \"accesses_per_sm_cycle\": %.4f, \"accesses_per_ns\": %.3f}",
-                separator, granularity, fields.c_str(), accesses_per_sm, median(per_cycle), median(per_ns));
+                separator, granularity, fields.c_str(), accesses_per_sm, rates.units_per_sm_cycle, rates.amount_per_ns);
     separator = ",\n";
   }
   // 512 load or store instructions a warp (8,192 line accesses an SM of

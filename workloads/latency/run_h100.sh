@@ -19,8 +19,9 @@
 # counts of the split points in three more runs of the program),
 # dram_mix.json with ncu-dram-mix.csv (DRAM's accesses a nanosecond at mixes of
 # random reads and writes of 32, 64 and 128 bytes, from reads alone to writes
-# alone, and of REDs to lines no launch touched, dram_mix.cu), and dram_mix-32.json with ncu-dram-mix-32.csv (the same
-# with the L2's fetch granularity at 32 bytes),
+# alone, and of REDs to lines no launch touched, dram_mix.cu), and
+# dram_mix-32.json with ncu-dram-mix-32.csv (the same with the L2's fetch
+# granularity at 32 bytes),
 # lds_stores.json (shared loads behind scattered stores, as in a radix sort's
 # scatter loop, lds_stores.cu), convergence.json (what WARPSYNC and a divergent
 # branch's BSSY/BSYNC add to one warp's loop trip, convergence.cu),

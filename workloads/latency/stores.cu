@@ -121,30 +121,8 @@ struct Shape {
   int width_words, lanes_per_line, active_sms;
 };
 
-struct Point {
-  double requests_per_sm_cycle, bytes_per_sm_cycle, bytes_per_ns;
-};
-
-// The median of the repeats' figures, the first launch a warm-up: each SM's
-// line requests per cycle (its warps' median clock64 span) and the GPU's
-// bytes per nanosecond (events).
-template <class Launch>
-Point repeated(Launch launch, int repeats, std::vector<long long>& warp_cycles, double requests_per_sm,
-               double bytes, double bytes_per_request) {
-  std::vector<double> per_cycle, per_ns;
-  for (int r = 0; r < repeats; ++r) {
-    const float ms = launch(r);
-    if (r == 0 && repeats > 1) continue;
-    std::sort(warp_cycles.begin(), warp_cycles.end());
-    per_cycle.push_back(requests_per_sm / static_cast<double>(warp_cycles[warp_cycles.size() / 2]));
-    per_ns.push_back(bytes / (ms * 1e6));
-  }
-  const double requests = median(per_cycle);
-  return {requests, requests * bytes_per_request, median(per_ns)};
-}
-
 template <int WIDTH>
-Point measure(const StreamedMemory& memory, const Shape& s, long long* d_cycles, int repeats) {
+LaunchRates measure(const StreamedMemory& memory, const Shape& s, long long* d_cycles, int repeats) {
   const int ctas = s.active_sms * (kWarpsPerSm / kWarpsPerCta), warps = ctas * kWarpsPerCta;
   const unsigned lines_per_store = 32 / s.lanes_per_line;
   // About 64K line requests per SM, at least 4 trips.
@@ -154,7 +132,7 @@ Point measure(const StreamedMemory& memory, const Shape& s, long long* d_cycles,
   const std::size_t window_bytes = s.to_dram ? StreamedMemory::kDramBytes : StreamedMemory::kL2WindowBytes;
   const unsigned window_lines_mask = unsigned(window_bytes / 128 - 1);
   std::vector<long long> c(warps);
-  return repeated(
+  return repeated_launches(
       [&](int r) {
         if (s.to_dram) memory.flush_l2(r);
         return timed_launch(
@@ -172,7 +150,7 @@ struct SplitShape {
 
 // 65,536 line requests an SM (the mixed point's warps of whole sectors a half
 // of it each), after a flush that leaves the L2 holding clean lines only.
-Point measure_split(const StreamedMemory& memory, const SplitShape& s, int sms, long long* d_cycles, int repeats) {
+LaunchRates measure_split(const StreamedMemory& memory, const SplitShape& s, int sms, long long* d_cycles, int repeats) {
   const int ctas = sms * (s.warps_per_sm / kWarpsPerCta), warps = ctas * kWarpsPerCta;
   const int iterations = 65536 / (s.warps_per_sm * kStores * 32);
   const int whole_sector_warps = s.mixed ? warps - (warps + 2) / 3 : 0;
@@ -180,7 +158,7 @@ Point measure_split(const StreamedMemory& memory, const SplitShape& s, int sms, 
   const double bytes = double(iterations) * kStores * 32 * 4 * (warps - whole_sector_warps) + double(iterations) * kStores * 32 * 16 * whole_sector_warps;
   const unsigned window_lines = unsigned((s.window_mb << 20) / 128);
   std::vector<long long> c(warps);
-  return repeated(
+  return repeated_launches(
       [&](int) {
         memory.flush_l2_clean(sms);
         return timed_launch([&] { split_stores<<<ctas, 32 * kWarpsPerCta>>>(memory.data, window_lines, iterations, d_cycles, s.mixed); },
@@ -226,20 +204,20 @@ int main(int argc, char** argv) {
   if (!ncu_only) std::printf("{\n  \"sms\": %d,\n  \"warps_per_sm\": %d,\n  \"stores_in_flight\": %d,\n  \"points\": [\n", sms, kWarpsPerSm, kStores);
   const int repeats = ncu_only ? 2 : 8;
   const char* separator = "";
-  auto print = [&](const Point& p) {
-    std::printf("\"requests_per_sm_cycle\": %.4f, \"bytes_per_sm_cycle\": %.2f, \"bytes_per_ns\": %.1f}", p.requests_per_sm_cycle,
-                p.bytes_per_sm_cycle, p.bytes_per_ns);
+  auto print = [&](const LaunchRates& p) {
+    std::printf("\"requests_per_sm_cycle\": %.4f, \"bytes_per_sm_cycle\": %.2f, \"bytes_per_ns\": %.1f}", p.units_per_sm_cycle,
+                p.amount_per_sm_cycle, p.amount_per_ns);
     separator = ",\n";
   };
   for (const Shape& s : shapes) {
-    const Point p = s.width_words == 1 ? measure<1>(memory, s, d_cycles, repeats) : measure<4>(memory, s, d_cycles, repeats);
+    const LaunchRates p = s.width_words == 1 ? measure<1>(memory, s, d_cycles, repeats) : measure<4>(memory, s, d_cycles, repeats);
     if (ncu_only) continue;
     std::printf("%s    {\"target\": \"%s\", \"bytes_per_lane\": %d, \"lanes_per_line\": %d, \"active_sms\": %d, ", separator,
                 s.to_dram ? "dram" : "l2", 4 * s.width_words, s.lanes_per_line, s.active_sms);
     print(p);
   }
   for (const SplitShape& s : split_shapes) {
-    const Point p = measure_split(memory, s, sms, d_cycles, repeats);
+    const LaunchRates p = measure_split(memory, s, sms, d_cycles, repeats);
     if (ncu_only) continue;
     std::printf("%s    {\"target\": \"split\", \"window_mb\": %zu, \"warps_per_sm\": %d, \"mixed\": %s, \"active_sms\": %d, ", separator,
                 s.window_mb, s.warps_per_sm, s.mixed ? "true" : "false", sms);

@@ -6,10 +6,12 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
 #include "workloads/common/runner.cuh"
+#include "workloads/latency/probe.cuh"
 
 // Reads `count` 16-byte words, so that the L2 holds them, clean.
 __global__ void read_words(const uint4* words, std::size_t count, unsigned* sink) {
@@ -54,4 +56,29 @@ float timed_launch(Launch launch, const long long* d_cycles, std::vector<long lo
   const float ms = atomsim::workload::event_milliseconds(launch);
   WORKLOAD_CHECK(cudaMemcpy(cycles.data(), d_cycles, cycles.size() * sizeof(long long), cudaMemcpyDeviceToHost));
   return ms;
+}
+
+// What repeated_launches measures: each SM's units (line requests, accesses)
+// per cycle, from its warps' median clock64 span, the amount (bytes, accesses)
+// they move per SM cycle, and the GPU's amount per nanosecond (events).
+struct LaunchRates {
+  double units_per_sm_cycle, amount_per_sm_cycle, amount_per_ns;
+};
+
+// The median of `repeats` launches' figures, the first a warm-up: `launch(r)`
+// runs the r-th and returns its milliseconds, having copied each warp's
+// cycles into `warp_cycles`.
+template <class Launch>
+LaunchRates repeated_launches(Launch launch, int repeats, std::vector<long long>& warp_cycles, double units_per_sm, double amount,
+                              double amount_per_unit) {
+  std::vector<double> per_cycle, per_ns;
+  for (int r = 0; r < repeats; ++r) {
+    const float ms = launch(r);
+    if (r == 0 && repeats > 1) continue;
+    std::sort(warp_cycles.begin(), warp_cycles.end());
+    per_cycle.push_back(units_per_sm / static_cast<double>(warp_cycles[warp_cycles.size() / 2]));
+    per_ns.push_back(amount / (ms * 1e6));
+  }
+  const double units = median(per_cycle);
+  return {units, units * amount_per_unit, median(per_ns)};
 }
