@@ -288,6 +288,7 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
     u.sms[i]->set_hooks(std::move(hooks));
   }
   auto before = stats_.snapshot();
+  set_host_profiling(options.host_profile);
   u.dispatcher->begin_kernel(info.grid.count(), run.ctas_per_sm, info.warps_per_cta(), info.cta_order);
 
   using clock = std::chrono::steady_clock;
@@ -319,6 +320,10 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
   }
   run.cycles = current_cycle() - run.start;
   run.stats = stats_.summarize(before, stats_.snapshot(), run.cycles);
+  if (options.host_profile) {
+    run.host_profile = take_host_profile();
+    set_host_profiling(false);
+  }
   if (options.profile_instructions) {
     // Only an instruction that ran can be what another waited for.
     auto ran = [&run](std::size_t i) {

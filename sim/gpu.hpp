@@ -61,6 +61,9 @@ struct KernelRun {
     Cycle end = 0;
   };
   std::vector<CtaSpan> ctas;
+  // With RunOptions::host_profile: the host time the simulation took, by
+  // unit and thread (not a result: it varies from run to run).
+  HostProfile host_profile;
 };
 
 struct RunOptions {
@@ -68,6 +71,7 @@ struct RunOptions {
   bool profile_instructions = false;
   bool record_ctas = false;
   bool progress = true;
+  bool host_profile = false;  // measure the host time each unit takes (KernelRun::host_profile)
   unsigned threads = 1;  // threads evaluating the units of a cycle; results do not depend on it
   std::string label;  // shown in progress lines
   std::string counters;  // a capture's counters.json: measured costs of the kernel's instructions (empty: none)

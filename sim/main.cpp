@@ -42,6 +42,8 @@ int sc_main(int argc, char** argv) {
                   "shared-memory and MATCH instructions")
       ->check(CLI::ExistingFile);
   run->add_flag("--ctas", sim.record_ctas, "every CTA's SM, start and end cycle in the JSON (docs/output-schema.md)");
+  run->add_flag("--host-profile", sim.host_profile,
+                "print the host time each kind of unit took, and each thread (docs/performance.md); not in the JSON");
   run->add_flag("--quiet,-q", quiet, "no progress lines");
   run->add_option("--threads", sim.threads,
                   "threads evaluating the units of a cycle (0: one per core); the results do not depend on it")

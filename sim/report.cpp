@@ -3,7 +3,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <map>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -156,6 +159,67 @@ nlohmann::json run_json(const std::vector<KernelRun>& runs, const GpuParams& par
   doc["kernels"] = nlohmann::json::array();
   for (const auto& r : runs) doc["kernels"].push_back(kernel_json(r, params));
   return doc;
+}
+
+namespace {
+// A unit's kind: its name without its hierarchy and its index ("l1_12",
+// "l2_slice3": "l1", "l2_slice").
+std::string unit_kind(const std::string& name) {
+  std::string kind = name.substr(name.rfind('.') + 1);
+  const std::size_t digits = kind.find_last_not_of("0123456789") + 1;
+  if (digits == 0 || digits == kind.size()) return kind;
+  kind.resize(kind[digits - 1] == '_' ? digits - 1 : digits);
+  return kind;
+}
+}  // namespace
+
+void print_host_profile(std::ostream& out, const HostProfile& profile) {
+  struct Kind {
+    std::size_t units = 0;
+    std::uint64_t evaluations = 0;
+    double evaluate = 0, apply = 0;
+  };
+  std::map<std::string, Kind> kinds;
+  std::map<std::uint32_t, std::map<std::string, double>> by_thread;  // each thread's units' time, by kind
+  double total = 0;
+  for (const UnitHostCost& u : profile.units) {
+    Kind& k = kinds[unit_kind(u.unit)];
+    ++k.units;
+    k.evaluations += u.evaluations;
+    k.evaluate += u.evaluate_seconds;
+    k.apply += u.apply_seconds;
+    by_thread[u.thread][unit_kind(u.unit)] += u.evaluate_seconds + u.apply_seconds;
+    total += u.evaluate_seconds + u.apply_seconds;
+  }
+  std::vector<std::pair<std::string, Kind>> ranked(kinds.begin(), kinds.end());
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return a.second.evaluate + a.second.apply > b.second.evaluate + b.second.apply;
+  });
+  out << fmt::format("  host time by unit ({} threads, {} windows taking {:.2f} s):\n", profile.thread_busy_seconds.size(),
+                     profile.windows, profile.window_seconds);
+  out << fmt::format("  {:<20}{:>6}{:>13}{:>12}{:>10}{:>8}{:>16}\n", "unit", "units", "evaluations", "evaluate s", "apply s",
+                     "share", "us/evaluation");
+  for (const auto& [name, k] : ranked)
+    out << fmt::format("  {:<20}{:>6}{:>13}{:>12.3f}{:>10.3f}{:>7.1f}%{:>16.3f}\n", name, k.units, k.evaluations, k.evaluate,
+                       k.apply, total > 0 ? 100 * (k.evaluate + k.apply) / total : 0.0,
+                       k.evaluations ? 1e6 * k.evaluate / static_cast<double>(k.evaluations) : 0.0);
+  if (profile.thread_busy_seconds.size() < 2) return;
+  // A window lasts as long as its busiest thread: the threads' spread says
+  // how evenly the units are dealt, and the busiest thread's largest kind
+  // what bounds it.
+  std::vector<double> busy = profile.thread_busy_seconds;
+  const std::size_t busiest = static_cast<std::size_t>(std::max_element(busy.begin(), busy.end()) - busy.begin());
+  std::string largest;
+  double largest_time = 0, busiest_units = 0;
+  for (const auto& [kind, time] : by_thread[static_cast<std::uint32_t>(busiest)]) {
+    busiest_units += time;
+    if (time > largest_time) largest_time = time, largest = kind;
+  }
+  std::sort(busy.begin(), busy.end());
+  out << fmt::format("  threads busy {:.2f} / {:.2f} / {:.2f} s (least / median / most) of the windows' {:.2f} s; the "
+                     "busiest, thread {}, spends {:.0f}% of its units' time on {}\n",
+                     busy.front(), busy[busy.size() / 2], busy.back(), profile.window_seconds, busiest,
+                     busiest_units > 0 ? 100 * largest_time / busiest_units : 0.0, largest.empty() ? "-" : largest);
 }
 
 void print_kernel_table(std::ostream& out, const KernelRun& run, const GpuParams& params) {

@@ -26,6 +26,7 @@ std::vector<KernelRun> simulate_trace(const GpuParams& params, const std::string
     ro.profile_instructions = options.profile_instructions;
     ro.record_ctas = options.record_ctas;
     ro.threads = options.threads;
+    ro.host_profile = options.host_profile;
     if (k == 0) ro.counters = options.counters;
     ro.label = fmt::format("[{}]", params.name);
     runs.push_back(gpu.run_kernel(reader, k, ro));
@@ -101,6 +102,7 @@ int run_job(const std::string& trace_path, const SimulateOptions& options, std::
   for (const auto& r : runs) {
     out << "\n";
     print_kernel_table(out, r, params);
+    if (options.host_profile) print_host_profile(out, r.host_profile);
     all_passed &= !r.checked || r.check.passed();
     auto j = kernel_json(r, params);
     instructions += j["warp_instructions"].get<std::uint64_t>();

@@ -20,6 +20,7 @@ struct SimulateOptions {
   bool record_ctas = false;           // every CTA's SM and span in the results
   std::string counters;               // a capture's counters.json for the trace's first kernel (empty: none)
   unsigned threads = 1;               // threads evaluating a cycle's units (RunOptions::threads)
+  bool host_profile = false;          // print where the host's time went, by kind of unit (RunOptions::host_profile)
 };
 
 // Runs every kernel of a trace on one GPU configuration.

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -83,6 +84,52 @@ TEST_CASE("the results do not depend on the threads evaluating a cycle's units",
   INFO(cycles["gpu.lookahead_cycles=1"] << " and " << cycles["gpu.lookahead_cycles=4"] << " cycles");
   REQUIRE(cycles["gpu.lookahead_cycles=4"] != cycles["gpu.lookahead_cycles=1"]);
   REQUIRE(std::abs(double(cycles["gpu.lookahead_cycles=4"]) / double(cycles["gpu.lookahead_cycles=1"]) - 1) < 0.02);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("the host profile accounts every unit's evaluations and leaves the results alone", "[sim][host-profile]") {
+  std::string path = small_microbench("host_profile.trace", workloads::MicrobenchVariant::Baseline);
+  std::vector<std::string> set = kSmall;
+  set.push_back("gpu.lookahead_cycles=4");
+  auto params = h100_with(set);
+  SimulateOptions options;
+  options.progress = false;
+  options.threads = 2;
+  const std::string plain = run_json(simulate_trace(params, path, options), params, set, path).dump();
+  options.host_profile = true;
+  auto profiled = simulate_trace(params, path, options);
+  REQUIRE(run_json(profiled, params, set, path).dump() == plain);
+  const HostProfile& profile = profiled[0].host_profile;
+  std::map<std::string, std::uint64_t> evaluations;
+  double units_seconds = 0;
+  for (const UnitHostCost& u : profile.units) {
+    evaluations[u.unit.substr(u.unit.rfind('.') + 1)] += u.evaluations;
+    units_seconds += u.evaluate_seconds + u.apply_seconds;
+    REQUIRE(u.thread < 2);
+  }
+  // Every SM ran warps, every slice took their REDs, and both crossbars
+  // carried them; the units' time lies within the threads' time, which lies
+  // within the windows' (each window waits for its busiest thread).
+  for (const std::string unit : {"sm0", "sm7", "l1_0", "l2_slice0", "l2_slice7", "request_network", "reply_network"}) {
+    INFO(unit);
+    REQUIRE(evaluations[unit] > 0);
+  }
+  REQUIRE(profile.thread_busy_seconds.size() == 2);
+  REQUIRE(profile.windows > 0);
+  const double busy = profile.thread_busy_seconds[0] + profile.thread_busy_seconds[1];
+  REQUIRE(units_seconds > 0);
+  REQUIRE(units_seconds <= busy * 1.001);
+  REQUIRE(*std::max_element(profile.thread_busy_seconds.begin(), profile.thread_busy_seconds.end()) <=
+          profile.window_seconds * 1.001);
+  std::ostringstream text;
+  print_host_profile(text, profile);
+  INFO(text.str());
+  REQUIRE(text.str().find("  l2_slice ") != std::string::npos);
+  REQUIRE(text.str().find("  l1 ") != std::string::npos);
+  REQUIRE(text.str().find("threads busy") != std::string::npos);
+  // Without profiling there is nothing to report.
+  options.host_profile = false;
+  REQUIRE(simulate_trace(params, path, options)[0].host_profile.units.empty());
   std::remove(path.c_str());
 }
 

@@ -110,6 +110,7 @@ class EvaluationWorkers {
 
 unsigned requested_threads = 1;
 Cycle requested_window = 1;
+bool host_profiling = false;
 std::atomic<std::uint64_t> dealings{0};
 
 // A cheap host clock for weighing evaluations (its unit does not matter: only
@@ -200,6 +201,22 @@ class WakeCalendar : public sc_core::sc_module {
     plan_stale_ = true;
   }
 
+  // What host profiling measured since it was last taken (see
+  // take_host_profile), in ticks; measuring goes on afresh.
+  HostProfile take_profile(double seconds_per_tick) {
+    HostProfile profile;
+    for (Unit* unit : units_) {
+      if (!unit) continue;
+      const Unit::HostUse use = std::exchange(unit->host_use_, Unit::HostUse{});
+      profile.units.push_back({unit->name(), unit->thread_, use.evaluations, use.evaluate_ticks * seconds_per_tick,
+                               use.apply_ticks * seconds_per_tick});
+    }
+    for (ThreadBusy& busy : thread_busy_) profile.thread_busy_seconds.push_back(std::exchange(busy.ticks, 0) * seconds_per_tick);
+    profile.window_seconds = std::exchange(window_ticks_, 0) * seconds_per_tick;
+    profile.windows = std::exchange(windows_, 0);
+    return profile;
+  }
+
   void schedule(Unit& unit, Cycle cycle) {
     // Inside a window each thread knows its own cycle without asking SystemC.
     const Cycle now = running_ != kNever ? detail::evaluation_cycle : current_cycle();
@@ -233,6 +250,9 @@ class WakeCalendar : public sc_core::sc_module {
   struct Link {
     std::uint32_t sender, receiver;
     Cycle latency;
+  };
+  struct alignas(64) ThreadBusy {  // a line each: written by its thread
+    std::uint64_t ticks = 0;
   };
 
   // One thread's wake-ups.
@@ -287,13 +307,16 @@ class WakeCalendar : public sc_core::sc_module {
 
   static void apply(detail::StagedEffects::Effects& effects, bool weighing) {
     const std::uint64_t* payloads = effects.payloads.data();
-    if (weighing) {
+    if (weighing || host_profiling) {
       // What others do to a unit costs its thread too (a crossbar takes in
       // the packets of a hundred senders): it is charged to the unit.
       for (auto& e : effects.list) {
         const std::uint64_t begun = host_ticks();
         e.effect->apply_at_cycle_end(e.value, payloads);
-        if (e.changed) e.changed->cost_ += host_ticks() - begun;
+        if (!e.changed) continue;
+        const std::uint64_t spent = host_ticks() - begun;
+        if (weighing) e.changed->cost_ += spent;
+        if (host_profiling) e.changed->host_use_.apply_ticks += spent;
       }
     } else {
       for (auto& e : effects.list) e.effect->apply_at_cycle_end(e.value, payloads);
@@ -309,6 +332,8 @@ class WakeCalendar : public sc_core::sc_module {
     Lane& lane = calendar.lanes_[thread];
     detail::StagedEffects& staged = calendar.workers_->staged()[thread];
     const bool weighing = calendar.weighing_;
+    const bool timing = weighing || host_profiling;
+    const std::uint64_t part_begun = host_profiling ? host_ticks() : 0;
     Cycle last = 0;
     lane.bring_near(calendar.running_);
     while (lane.next < end) {
@@ -325,13 +350,20 @@ class WakeCalendar : public sc_core::sc_module {
           unit->pending_wake_ = kNever;
           staged.evaluating_domain = unit->domain_;
           last = now;
-          const std::uint64_t begun = weighing ? host_ticks() : 0;
+          const std::uint64_t begun = timing ? host_ticks() : 0;
           try {
             unit->evaluate();
           } catch (...) {
             staged.failures.emplace_back(unit->order_, std::current_exception());
           }
-          if (weighing) unit->cost_ += host_ticks() - begun;
+          if (timing) {
+            const std::uint64_t spent = host_ticks() - begun;
+            if (weighing) unit->cost_ += spent;
+            if (host_profiling) {
+              ++unit->host_use_.evaluations;
+              unit->host_use_.evaluate_ticks += spent;
+            }
+          }
         }
         detail::staged_effects = nullptr;
         apply(staged.within_domain, weighing);
@@ -341,11 +373,13 @@ class WakeCalendar : public sc_core::sc_module {
     }
     detail::evaluation_cycle = end - 1;
     calendar.workers_->report(thread)[2] = last;
+    if (host_profiling) calendar.thread_busy_[thread].ticks += host_ticks() - part_begun;
   }
   // ...then what the window's evaluations did to its units from other
   // domains, and when it next has units due.
   static void apply_part(void* context, unsigned thread) {
     auto& calendar = *static_cast<WakeCalendar*>(context);
+    const std::uint64_t part_begun = host_profiling ? host_ticks() : 0;
     std::vector<detail::StagedEffects>& staged = calendar.workers_->staged();
     const Cycle end = calendar.running_ + calendar.window_;
     detail::evaluation_cycle = end - 1;
@@ -357,6 +391,7 @@ class WakeCalendar : public sc_core::sc_module {
     std::uint64_t* report = calendar.workers_->report(thread);
     report[0] = lane.next;
     report[1] = lane.due_at_next(end) | (staged[thread].failures.empty() ? 0 : kFailed);
+    if (host_profiling) calendar.thread_busy_[thread].ticks += host_ticks() - part_begun;
   }
 
   void run() {
@@ -386,7 +421,8 @@ class WakeCalendar : public sc_core::sc_module {
       }
       woken_from_outside_ = false;
     }
-    const std::uint64_t window_begun = weighing_ ? host_ticks() : 0;
+    const std::uint64_t window_begun = weighing_ || host_profiling ? host_ticks() : 0;
+    if (host_profiling && thread_busy_.size() != threads) thread_busy_.assign(threads, ThreadBusy{});
     if (threads > 1 && due * window_ >= kSmallestSharedWindow) {
       workers_->run_on_all(&WakeCalendar::evaluate_part, this);
       workers_->run_on_all(&WakeCalendar::apply_part, this);
@@ -395,6 +431,10 @@ class WakeCalendar : public sc_core::sc_module {
       for (unsigned t = 0; t < threads; ++t) apply_part(this, t);
     }
     if (weighing_) calendar_cost_ -= host_ticks() - window_begun;
+    if (host_profiling) {
+      window_ticks_ += host_ticks() - window_begun;
+      ++windows_;
+    }
     // The first cycle any lane has a unit due in, and how many units it has
     // due then (entries since skipped count too: an estimate).
     Cycle next = kNever;
@@ -539,6 +579,9 @@ class WakeCalendar : public sc_core::sc_module {
   std::uint64_t windows_to_next_weighing_ = kWindowsBeforeFirstWeighing;
   bool weighing_ = false;  // evaluations are being timed
   std::uint64_t calendar_cost_ = 0;  // the calendar's own time outside windows while weighing
+  std::vector<ThreadBusy> thread_busy_;  // while host profiling: each thread's time in its parts of windows
+  std::uint64_t window_ticks_ = 0;
+  std::uint64_t windows_ = 0;
   bool woken_from_outside_ = true;
   Cycle running_ = kNever;  // the first cycle of the window running
   Cycle planned_ = kNever;
@@ -548,6 +591,31 @@ class WakeCalendar : public sc_core::sc_module {
 void set_evaluation_threads(unsigned threads) {
   requested_threads = std::max(1u, threads);
   if (WakeCalendar* calendar = WakeCalendar::existing()) calendar->assign_threads(requested_threads);
+}
+
+namespace {
+// Where host profiling began, to turn ticks into seconds.
+struct ProfileClock {
+  std::uint64_t ticks = 0;
+  std::chrono::steady_clock::time_point time;
+};
+ProfileClock profile_start;
+}  // namespace
+
+void set_host_profiling(bool on) {
+  if (WakeCalendar* calendar = WakeCalendar::existing()) calendar->take_profile(0);  // starts afresh
+  host_profiling = on;
+  profile_start = {host_ticks(), std::chrono::steady_clock::now()};
+}
+
+HostProfile take_host_profile() {
+  WakeCalendar* calendar = WakeCalendar::existing();
+  if (!host_profiling || !calendar) return {};
+  const ProfileClock now{host_ticks(), std::chrono::steady_clock::now()};
+  const double seconds = std::chrono::duration<double>(now.time - profile_start.time).count();
+  const double seconds_per_tick = now.ticks > profile_start.ticks ? seconds / static_cast<double>(now.ticks - profile_start.ticks) : 0;
+  profile_start = now;
+  return calendar->take_profile(seconds_per_tick);
 }
 
 void set_window_cycles(Cycle cycles) {

@@ -112,6 +112,28 @@ std::uint64_t units_dealt_by_cost();
 // be called only from the calendar's thread).
 void request_stop();
 
+// Host time, per unit and per thread, for finding where a simulation's host
+// time goes. Not a result: it differs from run to run, and the results never
+// depend on whether it is measured.
+struct UnitHostCost {
+  std::string unit;     // the unit's name
+  std::uint32_t thread;  // the thread that evaluated it last
+  std::uint64_t evaluations;
+  double evaluate_seconds;  // its evaluations
+  double apply_seconds;     // what other units' evaluations did to it, applied on its thread
+};
+struct HostProfile {
+  std::vector<UnitHostCost> units;
+  std::vector<double> thread_busy_seconds;  // each thread's evaluations and applications, bookkeeping included
+  double window_seconds = 0;                // the windows from first to last, as the calendar's thread saw them
+  std::uint64_t windows = 0;
+};
+// Starts measuring afresh (or stops).
+void set_host_profiling(bool on);
+// What was measured since profiling started or was last taken; measuring
+// goes on afresh. Empty when profiling is off.
+HostProfile take_host_profile();
+
 // What a unit's input buffer says about the messages it holds, for the
 // deadlock report (the ports themselves are typed by message; see port.hpp).
 class MessageBuffer {
@@ -169,6 +191,11 @@ class Unit : public sc_core::sc_module {
   // Host time its evaluations and the effects applied to it took while the
   // calendar weighed them: bookkeeping of the schedule, not the unit's state.
   mutable std::uint64_t cost_ = 0;
+  // The same, and its evaluations, while host profiling is on.
+  struct HostUse {
+    std::uint64_t evaluations = 0, evaluate_ticks = 0, apply_ticks = 0;
+  };
+  mutable HostUse host_use_;
 };
 
 // Applies `effect` with `value` at the end of the current cycle, or of the
