@@ -138,26 +138,28 @@ void request_stop() { stop_requested = true; }
 
 std::uint64_t units_dealt_by_cost() { return dealings.load(); }
 
-// Units due per window. A window of W cycles runs in two steps. In the first,
-// each thread runs the window's cycles for the units it keeps, one cycle after
-// another; in each cycle it evaluates its units due, then applies what they did
-// to units of their own domain (a unit that asked to run again in the same
-// cycle does so in another round). In the second, each thread applies what the
-// window's evaluations did to its units from other domains. A unit keeps its
-// thread (its state stays in that core's caches), and all units of a domain
-// share one, so nothing but the second step crosses threads. Each thread keeps
-// the wake-ups of its own units (a ring of buckets for the next kRingCycles
-// cycles, a map beyond), so that no thread touches another's units to schedule
-// them; entries whose unit has since asked for an earlier cycle are skipped.
-// A window starts at the first cycle any unit is due in.
+// Domains due per window. A window of W cycles runs in two steps. In the
+// first, each thread takes the domains of its own due in the window and runs
+// each one's cycles: in each cycle the domain's units due, then what they did
+// to each other (a unit that asked to run again in the same cycle does so in
+// another round). In the second, each thread applies what the window's
+// evaluations did to the units of its domains from other domains, and files
+// its domains again by when they are next due. A domain has a home thread
+// (its state stays in that core's caches), which alone keeps its wake-ups (a
+// ring of buckets for the next kRingCycles cycles, a map beyond; entries
+// whose domain has since been filed earlier are skipped) and applies what is
+// done to it, so nothing but the second step crosses threads. A window
+// starts at the first cycle any domain is due in.
 //
 // A window takes as long as its busiest thread, and units differ by tens of
 // times in what an evaluation costs (a crossbar with a hundred inputs against
 // an idle SM's). With several threads the calendar therefore times the
-// evaluations of a stretch of windows now and then and deals the domains
-// out again, the costliest first, each to the thread with the least so far.
-// Results do not depend on which thread runs a domain, so neither the host's
-// timing nor this dealing can change them.
+// evaluations of a stretch of windows now and then and deals the domains out
+// again, the costliest first, each to the thread with the least so far; and
+// in long windows a thread that has run its own domains runs those other
+// threads have not begun, as which thread is busiest changes from window to
+// window. Results do not depend on which thread runs a domain, so neither
+// the host's timing nor this dealing can change them.
 class WakeCalendar : public sc_core::sc_module {
  public:
   explicit WakeCalendar(const sc_core::sc_module_name& name) : sc_core::sc_module(name) {
@@ -185,7 +187,10 @@ class WakeCalendar : public sc_core::sc_module {
     units_.push_back(&unit);
     plan_stale_ = true;
   }
-  void remove(const Unit& unit) { units_[unit.order_] = nullptr; }
+  void remove(const Unit& unit) {
+    units_[unit.order_] = nullptr;
+    plan_stale_ = true;  // its domain forgets it
+  }
   void link(const Unit& sender, const Unit& receiver, Cycle latency) {
     links_.push_back({sender.order_, receiver.order_, latency});
     plan_stale_ = true;
@@ -223,23 +228,39 @@ class WakeCalendar : public sc_core::sc_module {
     if (cycle < now) cycle = now;
     if (cycle >= unit.pending_wake_) return;
     unit.pending_wake_ = cycle;
-    // Inside a window only the unit's own thread asks (for the unit itself,
-    // or applying what another did to it): it files the wake-up in its own
-    // lane, and the calendar learns of it at the window's end.
-    if (!plan_stale_) lanes_[unit.thread_].place(unit, cycle, now);  // else filed when the plan is made
+    if (plan_stale_) {  // filed when the plan is made
+      note_woken_from_outside(cycle, now);
+      return;
+    }
+    Domain& domain = domains_[unit.domain_];
+    domain.next = std::min(domain.next, cycle);
+    // While a domain's cycles run only its own units ask (for themselves, or
+    // taking what another unit of the domain did to them); its loop sees
+    // them, and its home thread files the domain again after the window.
+    if (detail::running_domain) return;
+    // Otherwise it is the domain's home thread (applying what another domain
+    // did to it) or the calendar between windows: the wake-up goes into the
+    // home thread's lane, and the calendar learns of it at the window's end.
+    file(unit.domain_, now);
     if (running_ != kNever) return;
+    note_woken_from_outside(cycle, now);
+  }
+
+ private:
+  void note_woken_from_outside(Cycle cycle, Cycle now) {
     woken_from_outside_ = true;
     if (cycle >= planned_) return;
     planned_ = cycle;
     tick_.notify(sc_core::sc_time::from_value((cycle - now) * kPicosecondsPerCycle));
   }
 
- private:
   static constexpr Cycle kRingCycles = 4096;
   // Windows with fewer units due at their start than this run on the
   // calendar's thread alone: handing a few units to other threads costs more
   // than it saves.
   static constexpr std::size_t kSmallestSharedWindow = 6;
+  // Windows of fewer cycles than this keep each domain on its own thread.
+  static constexpr Cycle kShortestWindowShared = 8;
   static constexpr std::uint64_t kFailed = std::uint64_t(1) << 63;  // in a lane's report: an evaluation threw
   // Windows run between weighings, and how many windows a weighing times:
   // about 1.5% of windows pay for the clock reads.
@@ -255,55 +276,88 @@ class WakeCalendar : public sc_core::sc_module {
     std::uint64_t ticks = 0;
   };
 
-  // One thread's wake-ups.
-  struct alignas(64) Lane {
-    std::vector<std::vector<Unit*>> buckets = std::vector<std::vector<Unit*>>(kRingCycles);
-    std::map<Cycle, std::vector<Unit*>> far;
-    std::size_t in_buckets = 0;
-    std::size_t taken = 0;  // entries of the current cycle's bucket already evaluated
-    Cycle next = kNever;    // no unit is due before it (entries since skipped may make it early)
+  // Units joined by short links, whose cycles of a window run together on
+  // one thread. Written by whichever thread runs it, a line of its own.
+  struct alignas(64) Domain {
+    std::uint32_t first = 0, count = 0;  // its units in domain_units_, in construction order
+    Cycle next = kNever;       // no unit of it is due before it
+    Cycle filed = kNever;      // the cycle its live entry in its home lane is filed at
+    std::uint32_t home = 0;    // the thread that applies what is done to its units
+  };
 
-    void place(Unit& unit, Cycle cycle, Cycle now) {
+  // One thread's wake-ups: its home domains by the cycle they are next due.
+  // An entry is live while its domain is still filed at that cycle.
+  struct alignas(64) Lane {
+    std::vector<std::vector<std::uint32_t>> buckets = std::vector<std::vector<std::uint32_t>>(kRingCycles);
+    std::map<Cycle, std::vector<std::uint32_t>> far;
+    std::size_t in_buckets = 0;
+    Cycle next = kNever;  // no domain is due before it (entries since skipped may make it early)
+
+    void place(std::uint32_t domain, Cycle cycle, Cycle now) {
       if (cycle - now < kRingCycles) {
-        buckets[cycle % kRingCycles].push_back(&unit);
+        buckets[cycle % kRingCycles].push_back(domain);
         ++in_buckets;
       } else {
-        far[cycle].push_back(&unit);
+        far[cycle].push_back(domain);
       }
       next = std::min(next, cycle);
     }
-    // Far wakes that have come within the ring join their buckets before
-    // the cycle runs: the calendar may jump straight to a far wake.
+    // Far wakes that have come within the ring join their buckets: the
+    // calendar may jump straight to a far wake.
     void bring_near(Cycle now) {
       while (!far.empty() && far.begin()->first - now < kRingCycles) {
-        for (Unit* unit : far.begin()->second) {
-          buckets[far.begin()->first % kRingCycles].push_back(unit);
+        for (std::uint32_t domain : far.begin()->second) {
+          buckets[far.begin()->first % kRingCycles].push_back(domain);
           ++in_buckets;
         }
         far.erase(far.begin());
       }
     }
-    // Units due at `next` (those asked for again in the current cycle, when it is `now`).
-    std::size_t due_at_next(Cycle now) const {
+    // Entries due at `next` (an estimate: some may have been passed over since).
+    std::size_t due_at_next() const {
       if (next == kNever) return 0;
-      if (next - now < kRingCycles) return buckets[next % kRingCycles].size() - (next == now ? taken : 0);
-      return far.begin()->second.size();
+      if (!far.empty() && far.begin()->first == next) return far.begin()->second.size();
+      return buckets[next % kRingCycles].size();
     }
-    // After the last round of cycle `now`: where the lane's next unit due is.
-    void find_next(Cycle now) {
-      if (next != now) return;
-      std::vector<Unit*>& bucket = buckets[now % kRingCycles];
-      bucket.clear();
-      taken = 0;
-      next = kNever;
-      if (in_buckets > 0) {
-        for (Cycle c = now + 1; c < now + kRingCycles; ++c)
-          if (!buckets[c % kRingCycles].empty()) { next = c; break; }
-      } else if (!far.empty()) {
-        next = far.begin()->first;
+    // Takes out every live entry due before `end`, in cycle order.
+    template <class Live, class Take>
+    void take_due(Cycle end, Live live, Take take) {
+      while (next < end) {
+        const Cycle now = next;
+        bring_near(now);
+        std::vector<std::uint32_t>& bucket = buckets[now % kRingCycles];
+        for (std::uint32_t domain : bucket)
+          if (live(domain, now)) take(domain);
+        in_buckets -= bucket.size();
+        bucket.clear();
+        next = kNever;
+        if (in_buckets > 0) {
+          for (Cycle c = now + 1; c < now + kRingCycles; ++c)
+            if (!buckets[c % kRingCycles].empty()) { next = c; break; }
+        }
+        if (!far.empty()) next = std::min(next, far.begin()->first);
       }
     }
   };
+
+  // The domains a thread takes due at a window's start, which other threads
+  // may run too once they have run their own: each is claimed through the
+  // cursor. `window` says which window the list is for, so that a thread
+  // that looks early takes nothing from the window before.
+  struct alignas(64) DueList {
+    std::vector<std::uint32_t> domains;
+    std::atomic<std::uint32_t> cursor{0};
+    std::atomic<std::uint64_t> window{0};
+  };
+
+  // Files a domain in its home lane at its next cycle, unless it is filed
+  // there already as early.
+  void file(std::uint32_t d, Cycle now) {
+    Domain& domain = domains_[d];
+    if (domain.next >= domain.filed) return;
+    lanes_[domain.home].place(d, domain.next, now);
+    domain.filed = domain.next;
+  }
 
   static void apply(detail::StagedEffects::Effects& effects, bool weighing) {
     const std::uint64_t* payloads = effects.payloads.data();
@@ -325,58 +379,94 @@ class WakeCalendar : public sc_core::sc_module {
     effects.payloads.clear();
   }
 
-  // Thread `thread`'s part of a window: its units' cycles...
+  // One domain's cycles of the window, on the calling thread: each cycle the
+  // units due, then what they did to each other (a unit that asked to run
+  // again in the same cycle does so in another round).
+  void run_domain(std::uint32_t d, Cycle end, detail::StagedEffects& staged, bool weighing, Cycle& last) {
+    Domain& domain = domains_[d];
+    Unit* const* const units = domain_units_.data() + domain.first;
+    Unit* const* const units_end = units + domain.count;
+    staged.evaluating_domain = d;
+    detail::running_domain = true;
+    while (domain.next < end && staged.failures.empty()) {
+      const Cycle now = domain.next;
+      detail::evaluation_cycle = now;
+      last = std::max(last, now);
+      Cycle next;
+      do {
+        detail::staged_effects = &staged;
+        for (Unit* const* u = units; u != units_end; ++u)
+          if ((*u)->pending_wake_ == now) evaluate(**u, staged, weighing);
+        detail::staged_effects = nullptr;
+        if (!staged.within_domain.list.empty()) apply(staged.within_domain, weighing);
+        next = kNever;
+        for (Unit* const* u = units; u != units_end; ++u) next = std::min(next, (*u)->pending_wake_);
+      } while (next == now);
+      domain.next = next;
+    }
+    detail::running_domain = false;
+  }
+
+  static void evaluate(Unit& unit, detail::StagedEffects& staged, bool weighing) {
+    unit.pending_wake_ = kNever;
+    const bool timing = weighing || host_profiling;
+    const std::uint64_t begun = timing ? host_ticks() : 0;
+    try {
+      unit.evaluate();
+    } catch (...) {
+      staged.failures.emplace_back(unit.order_, std::current_exception());
+    }
+    if (!timing) return;
+    const std::uint64_t spent = host_ticks() - begun;
+    if (weighing) unit.cost_ += spent;
+    if (host_profiling) {
+      ++unit.host_use_.evaluations;
+      unit.host_use_.evaluate_ticks += spent;
+    }
+  }
+
+  // Thread `thread`'s part of a window: the domains due in it from its own
+  // lane, then those other threads have not begun yet...
   static void evaluate_part(void* context, unsigned thread) {
     auto& calendar = *static_cast<WakeCalendar*>(context);
     const Cycle end = calendar.running_ + calendar.window_;
-    Lane& lane = calendar.lanes_[thread];
+    const std::uint64_t window = calendar.window_serial_;
     detail::StagedEffects& staged = calendar.workers_->staged()[thread];
     const bool weighing = calendar.weighing_;
-    const bool timing = weighing || host_profiling;
     const std::uint64_t part_begun = host_profiling ? host_ticks() : 0;
     Cycle last = 0;
-    lane.bring_near(calendar.running_);
-    while (lane.next < end) {
-      const Cycle now = lane.next;
-      lane.bring_near(now);
-      detail::evaluation_cycle = now;
-      std::vector<Unit*>& bucket = lane.buckets[now % kRingCycles];
-      while (lane.taken < bucket.size()) {  // a round; a unit may ask to run again in this cycle
-        detail::staged_effects = &staged;
-        for (const std::size_t round_end = bucket.size(); lane.taken < round_end; ++lane.taken) {
-          Unit* unit = bucket[lane.taken];
-          --lane.in_buckets;
-          if (unit->pending_wake_ != now) continue;
-          unit->pending_wake_ = kNever;
-          staged.evaluating_domain = unit->domain_;
-          last = now;
-          const std::uint64_t begun = timing ? host_ticks() : 0;
-          try {
-            unit->evaluate();
-          } catch (...) {
-            staged.failures.emplace_back(unit->order_, std::current_exception());
-          }
-          if (timing) {
-            const std::uint64_t spent = host_ticks() - begun;
-            if (weighing) unit->cost_ += spent;
-            if (host_profiling) {
-              ++unit->host_use_.evaluations;
-              unit->host_use_.evaluate_ticks += spent;
-            }
-          }
-        }
-        detail::staged_effects = nullptr;
-        apply(staged.within_domain, weighing);
-      }
-      lane.find_next(now);
-      if (!staged.failures.empty()) break;
+    DueList& own = calendar.due_[thread];
+    own.domains.clear();
+    calendar.lanes_[thread].take_due(
+        end, [&calendar](std::uint32_t d, Cycle at) { return calendar.domains_[d].filed == at; },
+        [&calendar, &own](std::uint32_t d) {
+          calendar.domains_[d].filed = kNever;
+          own.domains.push_back(d);
+        });
+    own.cursor.store(0, std::memory_order_relaxed);
+    own.window.store(window, std::memory_order_release);
+    const auto size = static_cast<std::uint32_t>(own.domains.size());
+    for (std::uint32_t i; (i = own.cursor.fetch_add(1, std::memory_order_relaxed)) < size && staged.failures.empty();)
+      calendar.run_domain(own.domains[i], end, staged, weighing, last);
+    // A window lasts as long as its busiest thread: one that has run its own
+    // domains runs those others have not begun. Which thread runs a domain
+    // never changes what it does. In short windows a domain's state moving
+    // to another core costs more than the wait it saves (the sparse write
+    // baseline on 16 threads at lookahead 1: 3.1-3.5 s without, 4.9-5.0 s with).
+    const auto threads = calendar.window_ >= kShortestWindowShared ? static_cast<unsigned>(calendar.due_.size()) : 1u;
+    for (unsigned k = 1; k < threads && staged.failures.empty(); ++k) {
+      DueList& other = calendar.due_[(thread + k) % threads];
+      if (other.window.load(std::memory_order_acquire) != window) continue;
+      const auto others = static_cast<std::uint32_t>(other.domains.size());
+      for (std::uint32_t i; (i = other.cursor.fetch_add(1, std::memory_order_relaxed)) < others && staged.failures.empty();)
+        calendar.run_domain(other.domains[i], end, staged, weighing, last);
     }
     detail::evaluation_cycle = end - 1;
     calendar.workers_->report(thread)[2] = last;
     if (host_profiling) calendar.thread_busy_[thread].ticks += host_ticks() - part_begun;
   }
   // ...then what the window's evaluations did to its units from other
-  // domains, and when it next has units due.
+  // domains, and when it next has domains due.
   static void apply_part(void* context, unsigned thread) {
     auto& calendar = *static_cast<WakeCalendar*>(context);
     const std::uint64_t part_begun = host_profiling ? host_ticks() : 0;
@@ -387,10 +477,12 @@ class WakeCalendar : public sc_core::sc_module {
       auto& effects = from.effects_for[thread];
       if (!effects.list.empty()) apply(effects, calendar.weighing_);  // read, not written, when empty: the line stays shared
     }
+    // Its domains that ran, whichever thread ran them, are filed again.
+    for (std::uint32_t d : calendar.due_[thread].domains) calendar.file(d, end - 1);
     Lane& lane = calendar.lanes_[thread];
     std::uint64_t* report = calendar.workers_->report(thread);
     report[0] = lane.next;
-    report[1] = lane.due_at_next(end) | (staged[thread].failures.empty() ? 0 : kFailed);
+    report[1] = lane.due_at_next() | (staged[thread].failures.empty() ? 0 : kFailed);
     if (host_profiling) calendar.thread_busy_[thread].ticks += host_ticks() - part_begun;
   }
 
@@ -417,12 +509,13 @@ class WakeCalendar : public sc_core::sc_module {
       due = 0;
       for (Lane& lane : lanes_) {
         lane.bring_near(now);
-        if (lane.next == now) due += lane.due_at_next(now);
+        if (lane.next == now) due += lane.due_at_next();
       }
       woken_from_outside_ = false;
     }
     const std::uint64_t window_begun = weighing_ || host_profiling ? host_ticks() : 0;
     if (host_profiling && thread_busy_.size() != threads) thread_busy_.assign(threads, ThreadBusy{});
+    ++window_serial_;
     if (threads > 1 && due * window_ >= kSmallestSharedWindow) {
       workers_->run_on_all(&WakeCalendar::evaluate_part, this);
       workers_->run_on_all(&WakeCalendar::apply_part, this);
@@ -485,14 +578,25 @@ class WakeCalendar : public sc_core::sc_module {
       if (a != b) root[std::max(a, b)] = std::min(a, b);  // the first unit built names the domain
     }
     std::vector<std::uint32_t> index(units_.size(), UINT32_MAX);
-    domains_ = 0;
+    domains_.clear();
     for (Unit* unit : units_) {
       if (!unit) continue;
       std::uint32_t& domain = index[find(unit->order_)];
-      if (domain == UINT32_MAX) domain = domains_++;
+      if (domain == UINT32_MAX) {
+        domain = static_cast<std::uint32_t>(domains_.size());
+        domains_.emplace_back();
+        domains_.back().home = domain % threads_wanted_;
+      }
       unit->domain_ = domain;
-      unit->thread_ = domain % threads_wanted_;
+      unit->thread_ = domains_[domain].home;
+      ++domains_[domain].count;
     }
+    // Every domain's units side by side, read by whichever thread runs it.
+    domain_units_.assign(units_.size(), nullptr);
+    for (std::uint32_t d = 0, at = 0; d < domains_.size(); at += domains_[d++].count) domains_[d].first = at;
+    std::vector<std::uint32_t> placed(domains_.size(), 0);
+    for (Unit* unit : units_)
+      if (unit) domain_units_[domains_[unit->domain_].first + placed[unit->domain_]++] = unit;
     plan_stale_ = false;
     rebuild_lanes(threads_wanted_);
     windows_to_next_weighing_ = kWindowsBeforeFirstWeighing;
@@ -520,15 +624,16 @@ class WakeCalendar : public sc_core::sc_module {
   // thread with the least cost so far. Domains not evaluated while weighed
   // keep their thread.
   void deal_by_cost(unsigned threads) {
-    std::vector<std::uint64_t> cost(domains_, 0);
-    std::vector<std::uint32_t> thread_of(domains_, 0);
+    const auto domains = static_cast<std::uint32_t>(domains_.size());
+    std::vector<std::uint64_t> cost(domains, 0);
+    std::vector<std::uint32_t> thread_of(domains, 0);
     for (Unit* unit : units_) {
       if (!unit) continue;
       cost[unit->domain_] += std::exchange(unit->cost_, 0);
       thread_of[unit->domain_] = unit->thread_;
     }
-    std::vector<std::uint32_t> by_cost(domains_);
-    for (std::uint32_t d = 0; d < domains_; ++d) by_cost[d] = d;
+    std::vector<std::uint32_t> by_cost(domains);
+    for (std::uint32_t d = 0; d < domains; ++d) by_cost[d] = d;
     std::stable_sort(by_cost.begin(), by_cost.end(), [&cost](std::uint32_t a, std::uint32_t b) { return cost[a] > cost[b]; });
     std::vector<std::uint64_t> load(threads, 0);
     load[0] = std::exchange(calendar_cost_, 0);
@@ -538,19 +643,27 @@ class WakeCalendar : public sc_core::sc_module {
       thread_of[d] = static_cast<std::uint32_t>(least - load.begin());
       *least += cost[d];
     }
+    for (std::uint32_t d = 0; d < domains; ++d) domains_[d].home = thread_of[d];
     for (Unit* unit : units_)
       if (unit) unit->thread_ = thread_of[unit->domain_];
     rebuild_lanes(threads);
     ++dealings;
   }
 
-  // Each thread's lane filed anew from the units' threads and pending wake-ups.
+  // Each thread's lane filed anew from the domains' home threads and their
+  // units' pending wake-ups.
   void rebuild_lanes(unsigned threads) {
     lanes_.clear();
     lanes_.resize(threads);
+    due_ = std::vector<DueList>(threads);
     woken_from_outside_ = true;
-    for (Unit* unit : units_)
-      if (unit && unit->pending_wake_ != kNever) lanes_[unit->thread_].place(*unit, unit->pending_wake_, current_cycle());
+    for (std::uint32_t d = 0; d < domains_.size(); ++d) {
+      Domain& domain = domains_[d];
+      domain.next = domain.filed = kNever;
+      for (std::uint32_t u = domain.first; u < domain.first + domain.count; ++u)
+        domain.next = std::min(domain.next, domain_units_[u]->pending_wake_);
+      file(d, current_cycle());
+    }
   }
 
   // What a window's evaluations threw: the first unit's, in construction
@@ -572,7 +685,10 @@ class WakeCalendar : public sc_core::sc_module {
   std::vector<Lane> lanes_;   // by thread
   unsigned threads_wanted_ = 1;
   Cycle window_ = 1;
-  std::uint32_t domains_ = 0;
+  std::vector<Domain> domains_;
+  std::vector<Unit*> domain_units_;  // by domain (Domain::first, count)
+  std::vector<DueList> due_;  // by thread: the domains it took due for the window running
+  std::uint64_t window_serial_ = 0;
   bool plan_stale_ = true;  // units, links, threads or window changed since the domains were formed
   EvaluationWorkers* workers_ = nullptr;
   std::size_t expected_due_ = 0;

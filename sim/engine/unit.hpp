@@ -97,6 +97,9 @@ struct StagedEffects {
   std::vector<std::pair<std::uint32_t, std::exception_ptr>> failures;  // unit order, what it threw
 };
 inline thread_local StagedEffects* staged_effects = nullptr;
+// Whether this thread is running a domain's cycles of a window (its units'
+// wake-ups are then the domain's own business).
+inline thread_local bool running_domain = false;
 }  // namespace detail
 
 // Threads that evaluate the units due in a cycle (1: the calendar's own).
