@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <map>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -183,12 +183,13 @@ void print_host_profile(std::ostream& out, const HostProfile& profile) {
   std::map<std::uint32_t, std::map<std::string, double>> by_thread;  // each thread's units' time, by kind
   double total = 0;
   for (const UnitHostCost& u : profile.units) {
-    Kind& k = kinds[unit_kind(u.unit)];
+    const std::string kind = unit_kind(u.unit);
+    Kind& k = kinds[kind];
     ++k.units;
     k.evaluations += u.evaluations;
     k.evaluate += u.evaluate_seconds;
     k.apply += u.apply_seconds;
-    by_thread[u.thread][unit_kind(u.unit)] += u.evaluate_seconds + u.apply_seconds;
+    by_thread[u.thread][kind] += u.evaluate_seconds + u.apply_seconds;
     total += u.evaluate_seconds + u.apply_seconds;
   }
   std::vector<std::pair<std::string, Kind>> ranked(kinds.begin(), kinds.end());

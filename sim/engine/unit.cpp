@@ -399,12 +399,26 @@ class WakeCalendar : public sc_core::sc_module {
           if ((*u)->pending_wake_ == now) evaluate(**u, staged, weighing);
         detail::staged_effects = nullptr;
         if (!staged.within_domain.list.empty()) apply(staged.within_domain, weighing);
-        next = kNever;
-        for (Unit* const* u = units; u != units_end; ++u) next = std::min(next, (*u)->pending_wake_);
+        next = earliest_wake(domain);
       } while (next == now);
       domain.next = next;
     }
     detail::running_domain = false;
+  }
+
+  // The first cycle a unit of the domain asked to run in.
+  Cycle earliest_wake(const Domain& domain) const {
+    Cycle next = kNever;
+    for (std::uint32_t u = domain.first; u < domain.first + domain.count; ++u)
+      next = std::min(next, domain_units_[u]->pending_wake_);
+    return next;
+  }
+
+  // Runs the domains of `list` no thread has claimed yet, each claimed through its cursor.
+  void run_unclaimed(DueList& list, Cycle end, detail::StagedEffects& staged, bool weighing, Cycle& last) {
+    const auto size = static_cast<std::uint32_t>(list.domains.size());
+    for (std::uint32_t i; staged.failures.empty() && (i = list.cursor.fetch_add(1, std::memory_order_relaxed)) < size;)
+      run_domain(list.domains[i], end, staged, weighing, last);
   }
 
   static void evaluate(Unit& unit, detail::StagedEffects& staged, bool weighing) {
@@ -445,9 +459,7 @@ class WakeCalendar : public sc_core::sc_module {
         });
     own.cursor.store(0, std::memory_order_relaxed);
     own.window.store(window, std::memory_order_release);
-    const auto size = static_cast<std::uint32_t>(own.domains.size());
-    for (std::uint32_t i; (i = own.cursor.fetch_add(1, std::memory_order_relaxed)) < size && staged.failures.empty();)
-      calendar.run_domain(own.domains[i], end, staged, weighing, last);
+    calendar.run_unclaimed(own, end, staged, weighing, last);
     // A window lasts as long as its busiest thread: one that has run its own
     // domains runs those others have not begun. Which thread runs a domain
     // never changes what it does. In short windows a domain's state moving
@@ -456,10 +468,7 @@ class WakeCalendar : public sc_core::sc_module {
     const auto threads = calendar.window_ >= kShortestWindowShared ? static_cast<unsigned>(calendar.due_.size()) : 1u;
     for (unsigned k = 1; k < threads && staged.failures.empty(); ++k) {
       DueList& other = calendar.due_[(thread + k) % threads];
-      if (other.window.load(std::memory_order_acquire) != window) continue;
-      const auto others = static_cast<std::uint32_t>(other.domains.size());
-      for (std::uint32_t i; (i = other.cursor.fetch_add(1, std::memory_order_relaxed)) < others && staged.failures.empty();)
-        calendar.run_domain(other.domains[i], end, staged, weighing, last);
+      if (other.window.load(std::memory_order_acquire) == window) calendar.run_unclaimed(other, end, staged, weighing, last);
     }
     detail::evaluation_cycle = end - 1;
     calendar.workers_->report(thread)[2] = last;
@@ -659,9 +668,8 @@ class WakeCalendar : public sc_core::sc_module {
     woken_from_outside_ = true;
     for (std::uint32_t d = 0; d < domains_.size(); ++d) {
       Domain& domain = domains_[d];
-      domain.next = domain.filed = kNever;
-      for (std::uint32_t u = domain.first; u < domain.first + domain.count; ++u)
-        domain.next = std::min(domain.next, domain_units_[u]->pending_wake_);
+      domain.next = earliest_wake(domain);
+      domain.filed = kNever;
       file(d, current_cycle());
     }
   }

@@ -120,7 +120,7 @@ void request_stop();
 // depend on whether it is measured.
 struct UnitHostCost {
   std::string unit;     // the unit's name
-  std::uint32_t thread;  // the thread that evaluated it last
+  std::uint32_t thread;  // its home thread (in long windows others may run some of its evaluations)
   std::uint64_t evaluations;
   double evaluate_seconds;  // its evaluations
   double apply_seconds;     // what other units' evaluations did to it, applied on its thread
