@@ -2,6 +2,8 @@
 
 #include <deque>
 #include <memory>
+#include <queue>
+#include <random>
 #include <stdexcept>
 #include <string>
 
@@ -10,6 +12,7 @@
 #include "models/cache/tag_array.hpp"
 #include "models/l1/atomic_buffer.hpp"
 #include "sim/engine/params.hpp"
+#include "sim/engine/release_queue.hpp"
 #include "sim/engine/stats.hpp"
 
 using namespace atomsim;
@@ -111,6 +114,48 @@ TEST_CASE("what an evaluation throws on a helper thread reaches the simulation's
     REQUIRE_THROWS_WITH(sc_core::sc_start(), Catch::Contains("unit_7 failed"));
   }
   set_evaluation_threads(1);
+}
+
+TEST_CASE("a release queue gives its items in a priority queue's order, in order or not", "[engine]") {
+  // Interleaved streams, each in cycle order (a slice's atomic units), with
+  // ties; then more streams than the queue keeps runs for, and items in no
+  // order at all, which go to its heap.
+  for (const unsigned streams : {1u, 3u, 16u, 40u, 0u}) {
+    INFO("streams " << streams);
+    ReleaseQueue<std::uint32_t> queue;
+    using Item = std::pair<Cycle, std::uint32_t>;  // (ready, order scheduled): the order released
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> expected;
+    std::mt19937 draw(streams);
+    std::vector<Cycle> stream_at(std::max(streams, 1u), 0);
+    std::uint32_t scheduled = 0;
+    Cycle now = 0;
+    for (int step = 0; step < 20000; ++step) {
+      if (draw() % 3 != 0) {
+        Cycle ready;
+        if (streams == 0) {
+          ready = now + draw() % 500;
+        } else {
+          Cycle& at = stream_at[draw() % streams];
+          at = std::max(at, now) + draw() % 4;  // 0: a tie with the stream's last
+          ready = at;
+        }
+        queue.push(ready, scheduled);
+        expected.push({ready, scheduled++});
+      } else if (!expected.empty()) {
+        REQUIRE(queue.next_ready() == expected.top().first);
+        REQUIRE(queue.next() == expected.top().second);
+        now = expected.top().first;
+        queue.pop();
+        expected.pop();
+      }
+      REQUIRE(queue.size() == expected.size());
+    }
+    for (; !expected.empty(); expected.pop()) {
+      REQUIRE(queue.next() == expected.top().second);
+      queue.pop();
+    }
+    REQUIRE(queue.empty());
+  }
 }
 
 TEST_CASE("a ring buffer keeps its order as its storage grows to its bound, wrapped or not", "[engine][port]") {

@@ -122,12 +122,19 @@ TEST_CASE("the host profile accounts every unit's evaluations and leaves the res
   REQUIRE(units_seconds <= busy * 1.001);
   REQUIRE(*std::max_element(profile.thread_busy_seconds.begin(), profile.thread_busy_seconds.end()) <=
           profile.window_seconds * 1.001);
+  // Each thread's applying lies within its time, and the busiest applier's within the apply steps'.
+  REQUIRE(profile.thread_apply_seconds.size() == 2);
+  for (std::size_t t = 0; t < 2; ++t) REQUIRE(profile.thread_apply_seconds[t] <= profile.thread_busy_seconds[t]);
+  REQUIRE(profile.apply_step_seconds <= profile.window_seconds);
+  REQUIRE(*std::max_element(profile.thread_apply_seconds.begin(), profile.thread_apply_seconds.end()) <=
+          profile.apply_step_seconds * 1.001);
   std::ostringstream text;
   print_host_profile(text, profile);
   INFO(text.str());
   REQUIRE(text.str().find("  l2_slice ") != std::string::npos);
   REQUIRE(text.str().find("  l1 ") != std::string::npos);
   REQUIRE(text.str().find("threads busy") != std::string::npos);
+  REQUIRE(text.str().find("steps: evaluate") != std::string::npos);
   // Without profiling there is nothing to report.
   options.host_profile = false;
   REQUIRE(simulate_trace(params, path, options)[0].host_profile.units.empty());

@@ -50,7 +50,7 @@ L2Slice::L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::ui
 }
 
 void L2Slice::schedule_reply(Cycle ready, const MemPacket& packet) {
-  pending_replies_.push(Reply{ready, reply_sequence_++, packet});
+  pending_replies_.push(ready, packet);
 }
 
 void L2Slice::apply(AtomicCell& cell, const LaneOp& op, AtomicOp kind, DataType type) {
@@ -410,15 +410,15 @@ void L2Slice::evaluate() {
   // them into the host's cache while the other units run.
   if (!requests_.empty() && requests_.front().op_count) __builtin_prefetch(pool_.ops(requests_.front().ops));
 
-  while (!pending_replies_.empty() && pending_replies_.top().ready <= now) {
-    const MemPacket& reply = pending_replies_.top().packet;
+  while (!pending_replies_.empty() && pending_replies_.next_ready() <= now) {
+    const MemPacket& reply = pending_replies_.next();
     OutPort<MemPacket>& port = returns_over_link(reply) ? to_other_partition_ : replies_;
     if (!port.try_send(reply)) break;  // woken by the link's credit
     pending_replies_.pop();
   }
 
   Cycle next = kNever;
-  if (!pending_replies_.empty() && pending_replies_.top().ready > now) next = pending_replies_.top().ready;
+  if (!pending_replies_.empty() && pending_replies_.next_ready() > now) next = pending_replies_.next_ready();
   // A ready head left with the tag pipeline free was refused: it waits for a
   // line back from DRAM, or for credit on the DRAM queue or on the link between
   // the partitions, each of which wakes this slice.

@@ -8,7 +8,6 @@
 #include <bit>
 #include <cstdint>
 #include <deque>
-#include <queue>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "models/messages.hpp"
 #include "sim/engine/params.hpp"
 #include "sim/engine/port.hpp"
+#include "sim/engine/release_queue.hpp"
 
 namespace atomsim::model {
 
@@ -126,12 +126,6 @@ class L2Slice : public Unit {
   void evaluate() override;
 
  private:
-  struct Reply {
-    Cycle ready;
-    std::uint64_t sequence;
-    MemPacket packet;
-    bool operator>(const Reply& o) const { return ready != o.ready ? ready > o.ready : sequence > o.sequence; }
-  };
   // Returns false when the packet cannot be taken now (resources busy).
   bool accept(MemPacket& packet, Cycle now);
   // The sectors the packet's line, holding `valid`, must read from DRAM
@@ -198,8 +192,7 @@ class L2Slice : public Unit {
   const SectorMask line_sectors_;
   const std::uint32_t fetch_sectors_;  // sectors in an aligned piece a miss reads whole
   std::vector<MemPacket> refilled_;  // packets whose line arrived, replayed before new requests
-  std::priority_queue<Reply, std::vector<Reply>, std::greater<>> pending_replies_;
-  std::uint64_t reply_sequence_ = 0;
+  ReleaseQueue<MemPacket> pending_replies_;  // by cycle, then in the order scheduled
   bool far_turn_ = false;  // whether the other partition's atomics go first next
   AtomicMemory memory_;
   // The words that loads await which stores have written so far.

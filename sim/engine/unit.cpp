@@ -216,8 +216,15 @@ class WakeCalendar : public sc_core::sc_module {
       profile.units.push_back({unit->name(), unit->thread_, use.evaluations, use.evaluate_ticks * seconds_per_tick,
                                use.apply_ticks * seconds_per_tick});
     }
-    for (ThreadBusy& busy : thread_busy_) profile.thread_busy_seconds.push_back(std::exchange(busy.ticks, 0) * seconds_per_tick);
+    for (ThreadBusy& busy : thread_busy_) {
+      const std::uint64_t apply = std::exchange(busy.apply_ticks, 0);
+      profile.thread_busy_seconds.push_back((std::exchange(busy.evaluate_ticks, 0) + apply) * seconds_per_tick);
+      profile.thread_apply_seconds.push_back(apply * seconds_per_tick);
+    }
     profile.window_seconds = std::exchange(window_ticks_, 0) * seconds_per_tick;
+    profile.apply_step_seconds = std::exchange(apply_step_ticks_, 0) * seconds_per_tick;
+    profile.slowest_evaluate_seconds = std::exchange(slowest_evaluate_ticks_, 0) * seconds_per_tick;
+    profile.slowest_apply_seconds = std::exchange(slowest_apply_ticks_, 0) * seconds_per_tick;
     profile.windows = std::exchange(windows_, 0);
     return profile;
   }
@@ -273,8 +280,18 @@ class WakeCalendar : public sc_core::sc_module {
     Cycle latency;
   };
   struct alignas(64) ThreadBusy {  // a line each: written by its thread
-    std::uint64_t ticks = 0;
+    std::uint64_t evaluate_ticks = 0, apply_ticks = 0;
+    std::uint64_t last_part = 0;  // its part of the step just run
+    void note_evaluate(std::uint64_t ticks) { evaluate_ticks += ticks, last_part = ticks; }
+    void note_apply(std::uint64_t ticks) { apply_ticks += ticks, last_part = ticks; }
   };
+  // While host profiling: what the step just run took of the threads' time,
+  // the slowest thread's part when they ran it together, else all parts.
+  std::uint64_t step_parts(bool together) const {
+    std::uint64_t slowest = 0, all = 0;
+    for (const ThreadBusy& busy : thread_busy_) slowest = std::max(slowest, busy.last_part), all += busy.last_part;
+    return together ? slowest : all;
+  }
 
   // Units joined by short links, whose cycles of a window run together on
   // one thread. Written by whichever thread runs it, a line of its own.
@@ -472,7 +489,7 @@ class WakeCalendar : public sc_core::sc_module {
     }
     detail::evaluation_cycle = end - 1;
     calendar.workers_->report(thread)[2] = last;
-    if (host_profiling) calendar.thread_busy_[thread].ticks += host_ticks() - part_begun;
+    if (host_profiling) calendar.thread_busy_[thread].note_evaluate(host_ticks() - part_begun);
   }
   // ...then what the window's evaluations did to its units from other
   // domains, and when it next has domains due.
@@ -492,7 +509,7 @@ class WakeCalendar : public sc_core::sc_module {
     std::uint64_t* report = calendar.workers_->report(thread);
     report[0] = lane.next;
     report[1] = lane.due_at_next() | (staged[thread].failures.empty() ? 0 : kFailed);
-    if (host_profiling) calendar.thread_busy_[thread].ticks += host_ticks() - part_begun;
+    if (host_profiling) calendar.thread_busy_[thread].note_apply(host_ticks() - part_begun);
   }
 
   void run() {
@@ -525,12 +542,25 @@ class WakeCalendar : public sc_core::sc_module {
     const std::uint64_t window_begun = weighing_ || host_profiling ? host_ticks() : 0;
     if (host_profiling && thread_busy_.size() != threads) thread_busy_.assign(threads, ThreadBusy{});
     ++window_serial_;
-    if (threads > 1 && due * window_ >= kSmallestSharedWindow) {
+    std::uint64_t evaluated = 0;
+    const bool together = threads > 1 && due * window_ >= kSmallestSharedWindow;
+    auto evaluate_step_done = [&] {
+      if (!host_profiling) return;
+      evaluated = host_ticks();
+      slowest_evaluate_ticks_ += step_parts(together);
+    };
+    if (together) {
       workers_->run_on_all(&WakeCalendar::evaluate_part, this);
+      evaluate_step_done();
       workers_->run_on_all(&WakeCalendar::apply_part, this);
     } else {
       for (unsigned t = 0; t < threads; ++t) evaluate_part(this, t);
+      evaluate_step_done();
       for (unsigned t = 0; t < threads; ++t) apply_part(this, t);
+    }
+    if (host_profiling) {
+      apply_step_ticks_ += host_ticks() - evaluated;
+      slowest_apply_ticks_ += step_parts(together);
     }
     if (weighing_) calendar_cost_ -= host_ticks() - window_begun;
     if (host_profiling) {
@@ -705,6 +735,8 @@ class WakeCalendar : public sc_core::sc_module {
   std::uint64_t calendar_cost_ = 0;  // the calendar's own time outside windows while weighing
   std::vector<ThreadBusy> thread_busy_;  // while host profiling: each thread's time in its parts of windows
   std::uint64_t window_ticks_ = 0;
+  std::uint64_t apply_step_ticks_ = 0;
+  std::uint64_t slowest_evaluate_ticks_ = 0, slowest_apply_ticks_ = 0;  // each window's slowest thread in each step
   std::uint64_t windows_ = 0;
   bool woken_from_outside_ = true;
   Cycle running_ = kNever;  // the first cycle of the window running

@@ -128,7 +128,12 @@ struct UnitHostCost {
 struct HostProfile {
   std::vector<UnitHostCost> units;
   std::vector<double> thread_busy_seconds;  // each thread's evaluations and applications, bookkeeping included
+  std::vector<double> thread_apply_seconds; // the part of it spent applying what the windows staged
   double window_seconds = 0;                // the windows from first to last, as the calendar's thread saw them
+  double apply_step_seconds = 0;            // the part of it from the evaluate step's end to the apply step's
+  // Each window's slowest thread in each step, summed: what the steps would
+  // take if the threads met at no cost.
+  double slowest_evaluate_seconds = 0, slowest_apply_seconds = 0;
   std::uint64_t windows = 0;
 };
 // Starts measuring afresh (or stops).
