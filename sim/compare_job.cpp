@@ -50,9 +50,11 @@ compare::SimulatedKernel simulate_here(const compare::MeasuredKernel& k, const G
   quiet.counters = k.counters.string();
   auto runs = k.trace.empty() ? simulate_microbench(params, {k.params}, quiet)
                               : simulate_trace(params, k.trace.string(), quiet);
-  if (runs.at(0).checked && !runs[0].check.passed())
-    throw std::runtime_error(k.id + ": the simulated atomic memory image does not match the trace");
-  return summarize(kernel_json(runs[0], params));
+  for (const KernelRun& run : runs)
+    if (run.checked && !run.check.passed())
+      throw std::runtime_error(k.id + ": the simulated atomic memory image does not match the trace");
+  // A capture's trace may begin with the launches that ran before the one measured.
+  return summarize(kernel_json(runs.at(runs.size() - 1), params));
 }
 
 // One kernel as a child `atomsim run`, so that several run at once; a
@@ -83,7 +85,8 @@ compare::SimulatedKernel simulate_child(const compare::MeasuredKernel& k, const 
     throw std::runtime_error(fmt::format("{}: simulation failed (exit {}): {}", k.id, status, last));
   }
   std::ifstream in(json);
-  auto simulated = summarize(nlohmann::json::parse(in).at("kernels").at(0));
+  const auto kernels = nlohmann::json::parse(in).at("kernels");
+  auto simulated = summarize(kernels.at(kernels.size() - 1));
   if (k.trace.empty()) std::filesystem::remove(trace);
   return simulated;
 }

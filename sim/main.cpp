@@ -38,7 +38,7 @@ int sc_main(int argc, char** argv) {
   run->add_flag("--instructions", sim.profile_instructions,
                 "per instruction, warp-cycles by state in the JSON (docs/output-schema.md)");
   run->add_option("--counters", sim.counters,
-                  "a capture's counters.json (atomsim-capture --pass counters): measured costs of the first kernel's "
+                  "a capture's counters.json (atomsim-capture --pass counters): measured costs of the last kernel's "
                   "shared-memory and MATCH instructions")
       ->check(CLI::ExistingFile);
   run->add_flag("--ctas", sim.record_ctas, "every CTA's SM, start and end cycle in the JSON (docs/output-schema.md)");

@@ -27,7 +27,7 @@ std::vector<KernelRun> simulate_trace(const GpuParams& params, const std::string
     ro.record_ctas = options.record_ctas;
     ro.threads = options.threads;
     ro.host_profile = options.host_profile;
-    if (k == 0) ro.counters = options.counters;
+    if (k + 1 == reader.kernel_count()) ro.counters = options.counters;
     ro.label = fmt::format("[{}]", params.name);
     runs.push_back(gpu.run_kernel(reader, k, ro));
   }

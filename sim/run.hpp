@@ -18,7 +18,7 @@ struct SimulateOptions {
   bool progress = true;
   bool profile_instructions = false;  // warp-cycles by state per instruction in the results
   bool record_ctas = false;           // every CTA's SM and span in the results
-  std::string counters;               // a capture's counters.json for the trace's first kernel (empty: none)
+  std::string counters;               // a capture's counters.json for the trace's last kernel, the one it measured (empty: none)
   unsigned threads = 1;               // threads evaluating a cycle's units (RunOptions::threads)
   bool host_profile = false;          // print where the host's time went, by kind of unit (RunOptions::host_profile)
 };

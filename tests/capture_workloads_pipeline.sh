@@ -2,7 +2,8 @@
 # tools/capture/capture_h100_workloads.sh end to end without a GPU: a stand-in
 # for atomsim-capture "captures" the committed PyTorch scatter-add for two
 # kernels of the dataset (a baseline and its variant). Checks that each is
-# checked faithful and compared as soon as traced, that the run's table comes
+# checked faithful and compared as soon as traced (the restriction with the
+# write launch before it in its trace), that the run's table comes
 # from those saved comparisons with the variant's speedup, and that the
 # dataset's manifest keeps the kernels of earlier runs; then the same with
 # GPUS=2 (each kernel on a GPU of its own), and with one kernel's capture
@@ -17,9 +18,10 @@ mkdir -p "$work/cap" "$work/bin"
 # The stand-in notes which GPU each pass was given, and fails where FAIL_KERNEL names its folder.
 cat > "$work/cap/atomsim-capture" <<STANDIN
 #!/usr/bin/env bash
-while [ \$# -gt 0 ]; do case \$1 in --pass) pass=\$2; shift 2;; --out) out=\$2; shift 2;; --) break;; *) shift;; esac; done
+while [ \$# -gt 0 ]; do case \$1 in --pass) pass=\$2; shift 2;; --out) out=\$2; shift 2;; --kernel) kernel=\$2; shift 2;; --) break;; *) shift;; esac; done
 mkdir -p "\$out"
 echo "\$pass \${CUDA_VISIBLE_DEVICES:-none}" >> "\$out/gpus.txt"
+echo "\$pass \$kernel" >> "\$out/kernels.txt"
 if [ -n "\${FAIL_KERNEL:-}" ] && [[ \$out == *\$FAIL_KERNEL* ]]; then echo "atomsim-capture: stand-in failure" >&2; exit 1; fi
 zstd -dcq "$src/trace/count.json.zst" > "\$out/count.json"
 [[ \$pass == *trace* ]] && cp "$src/trace/trace.atr" "$src/trace/trace.json" "\$out/"
@@ -44,6 +46,9 @@ check_table() {  # DEST: both kernels traced, checked, compared on their own and
   for k in baseline warp; do
     grep -q "sparse/$k/restrict: faithful" "$work/log" || fail "sparse/$k/restrict not checked faithful"
     [ -f "$dest/sparse/$k/restrict/compare.json" ] || fail "sparse/$k/restrict not compared on its own"
+    # The restriction is traced after the write launch before it, in one trace.
+    grep -qx "trace (sparse_write|sparse_restrict)" "$dest/sparse/$k/restrict/trace/kernels.txt" ||
+      fail "sparse/$k/restrict not traced with the write before it"
   done
   grep -q "not simulated now" "$dest/compare.txt" || fail "the run's table was simulated again"
   python3 - "$dest" <<'PY' || fail "table or manifest wrong"

@@ -75,6 +75,9 @@ else
 fi
 
 # name | runner | kernel (regex over demangled names) | arguments | baseline (another name), if a variant.
+# A kernel written PRECEDING>KERNEL is traced together with the launch of PRECEDING just before it, in
+# one trace: simulated first, that launch leaves the caches as KERNEL found them on the GPU, and
+# `atomsim compare` compares the trace's last kernel.
 # H100 occupancy (registers, threads, shared memory per CTA) gives the CTAs per SM in the comment;
 # 132 SMs times that is a wave.
 kernels=(
@@ -88,8 +91,9 @@ kernels=(
   "sparse/baseline/write|sparse_grid|sparse_write|--variant baseline --points 1048576|"
   "sparse/warp/write|sparse_grid|sparse_write|--variant warp --points 1048576|sparse/baseline/write"
   # 8 CTAs/SM; the default 4 Mi points activate 3085 blocks: 2.9 waves
-  "sparse/baseline/restrict|sparse_grid|sparse_restrict|--variant baseline|"
-  "sparse/warp/restrict|sparse_grid|sparse_restrict|--variant warp|sparse/baseline/restrict"
+  # traced after the write launch before it, which leaves the L2 as the restriction finds it
+  "sparse/baseline/restrict|sparse_grid|sparse_write>sparse_restrict|--variant baseline|"
+  "sparse/warp/restrict|sparse_grid|sparse_write>sparse_restrict|--variant warp|sparse/baseline/restrict"
   # 128 threads, 71 / 46 registers: 7 / 10 CTAs/SM; grid 128: 438,976 particles, 3430 CTAs, 3.7 / 2.6 waves
   "mpm/3d-baseline/p2g|mpm|mpm_p2g<3,.false>|--dimensions 3 --grid 128 --variant baseline|"
   "mpm/3d-warp/p2g|mpm|mpm_p2g<3,.true>|--dimensions 3 --grid 128 --variant warp|mpm/3d-baseline/p2g"
@@ -141,7 +145,8 @@ launches() {  # runner, measure|trace
   case $1/$2 in
     mpm/measure) echo "--warmup 1 --steps 10" ;;            mpm/trace) echo "--warmup 1 --steps 1" ;;
     splat3d/measure) echo "--iterations 11 --warmup 0 --check 0" ;; splat3d/trace) echo "--iterations 2 --warmup 0 --check 0" ;;
-    */measure) echo "--warmup 1 --repeat 10" ;;             *) echo "--warmup 1 --repeat 1" ;;
+    */measure) echo "--warmup 1 --repeat 10" ;;             */pair) echo "--warmup 0 --repeat 1" ;;
+    *) echo "--warmup 1 --repeat 1" ;;
   esac
 }
 
@@ -153,7 +158,7 @@ run_capture() {  # name, folder, passes, runner, arguments...: one capture of $k
   shift 4
   mkdir -p "$out"
   # A trace buffer too small for the kernel is doubled and the capture run again, up to 64 GiB.
-  until "$capture" --pass "$passes" --kernel "$kernel" --launch 1 --timeout 600 --trace-buffer-mib "$buffer" --out "$out" -- \
+  until "$capture" --pass "$passes" "${selection[@]}" --timeout 600 --trace-buffer-mib "$buffer" --out "$out" -- \
           "$bin/$runner" "$@" > /dev/null 2> "$out/capture.log"; do
     if grep -q 'the trace buffer filled up' "$out/capture.log" && [ "$buffer" -lt 65536 ]; then
       buffer=$((buffer * 2))
@@ -172,8 +177,10 @@ run_capture() {  # name, folder, passes, runner, arguments...: one capture of $k
 # while the next kernel is captured; a kernel given a GPU of its own compares
 # in turn (other kernels hold the other GPUs meanwhile).
 capture_kernel() {  # index name runner kernel args (from the kernels table); marks the kernel done in $tally
-  local index=$1 name=$2 runner=$3 kernel=$4 args=$5 out n t verdict again
+  local index=$1 name=$2 runner=$3 kernel=$4 args=$5 out n t last verdict again preceding=
   [ "$runner" = splat3d ] && args="$args --mesh $mesh"
+  if [[ $kernel == *'>'* ]]; then preceding=${kernel%%>*}; kernel=${kernel#*>}; fi
+  local selection=(--kernel "$kernel" --launch 1)  # run_capture's: the kernel's second launch
   out=$dest/$name
   mkdir -p "$out"
   echo "capture_h100_workloads: $name${CUDA_VISIBLE_DEVICES:+ (GPU $CUDA_VISIBLE_DEVICES)}"
@@ -186,8 +193,22 @@ capture_kernel() {  # index name runner kernel args (from the kernels table); ma
   if [[ $phases == *,counters,* ]]; then
     run_capture "$name" "$out/trace" counters "$runner" $args $(launches $runner trace) || return 0
   fi
-  if [[ $phases == *,trace,* ]]; then
+  if [[ $phases == *,trace,* ]] && [ -n "$preceding" ]; then
+    # The runner's first iteration traced: the preceding kernel's launch, then the kernel's.
+    # The count and counters passes count the kernel's launch alone (a count pass counts
+    # one launch), which the check sets beside the trace's last kernel.
+    selection=(--kernel "($preceding|$kernel)")
+    run_capture "$name" "$out/trace" trace "$runner" $args $(launches $runner pair) || return 0
+    selection=(--kernel "$kernel" --launch 0)
+    run_capture "$name" "$out/trace/alone" count,counters "$runner" $args $(launches $runner pair) || return 0
+    for f in count.json counters.json; do
+      if [ -f "$out/trace/alone/$f" ]; then mv "$out/trace/alone/$f" "$out/trace/$f"; fi
+    done
+    rm -rf "$out/trace/alone"
+  elif [[ $phases == *,trace,* ]]; then
     run_capture "$name" "$out/trace" count,trace,counters "$runner" $args $(launches $runner trace) || return 0
+  fi
+  if [[ $phases == *,trace,* ]]; then
     again=()
     if [[ $name =~ $timing_dependent ]]; then
       for n in 1 2; do
@@ -198,7 +219,9 @@ capture_kernel() {  # index name runner kernel args (from the kernels table); ma
       done
     fi
     t=$out/trace
-    verdict=$("$atomsim" trace check "$t/trace.atr" --count "$t/count.json" "${again[@]}" --capture "$t/trace.json" \
+    # The launch compared is the trace's last (those before it set the caches it starts with).
+    last=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["kernels"]) - 1)' "$t/trace.json")
+    verdict=$("$atomsim" trace check "$t/trace.atr" --kernel "$last" --count "$t/count.json" "${again[@]}" --capture "$t/trace.json" \
               --report "$t/faithfulness.json" 2>&1 | tail -1) || true
     echo "capture_h100_workloads: $name: $verdict"
     [[ $verdict == faithful* ]] || failures=$((failures + 1))

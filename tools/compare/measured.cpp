@@ -32,6 +32,17 @@ const nlohmann::json& only_kernel(const nlohmann::json& doc, const std::filesyst
   return kernels[0];
 }
 
+// A capture's compared launch: the last its trace pass captured. Launches
+// captured before it (`--kernel` matching them too) are the ones that ran
+// just before it on the GPU; simulated first, they leave the caches as it
+// found them.
+const nlohmann::json& compared_kernel(const nlohmann::json& doc, const std::filesystem::path& file) {
+  if (!doc.contains("kernels")) throw DatasetError(file.string() + ": missing key 'kernels'");
+  const auto& kernels = doc["kernels"];
+  if (!kernels.is_array() || kernels.empty()) throw DatasetError(file.string() + ": no captured launch");
+  return kernels.back();
+}
+
 // A kernel in an anonymous namespace is mangled with a hash of the file it was
 // compiled from (_GLOBAL__N__<8 hex digits>_), which differs between builds of
 // the same source in another folder; launches are matched with it left out.
@@ -159,7 +170,7 @@ MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string&
   if (std::filesystem::exists(dir / "trace" / "counters.json")) k.counters = dir / "trace" / "counters.json";
   const auto capture_path = dir / "trace" / "trace.json";
   const auto capture_doc = read_json(capture_path);
-  const auto& traced = only_kernel(capture_doc, capture_path);
+  const auto& traced = compared_kernel(capture_doc, capture_path);
   const auto mangled = without_anonymous_namespace_hash(field<std::string>(traced, "mangled", capture_path));
   const auto grid = field<nlohmann::json>(traced, "grid", capture_path);
   const auto block = field<nlohmann::json>(traced, "block", capture_path);
@@ -179,7 +190,7 @@ MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string&
 
   read_stalls(k, dir / "stall.json");
   const auto count_path = dir / "trace" / "count.json";
-  k.warp_instructions = field<std::uint64_t>(only_kernel(read_json(count_path), count_path), "warp_instructions", count_path);
+  k.warp_instructions = field<std::uint64_t>(compared_kernel(read_json(count_path), count_path), "warp_instructions", count_path);
   return k;
 }
 
