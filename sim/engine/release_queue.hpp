@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <deque>
 #include <queue>
-#include <utility>
 #include <vector>
 
 #include "sim/engine/unit.hpp"
@@ -23,16 +22,18 @@ namespace atomsim {
 template <class T>
 class ReleaseQueue {
  public:
-  ReleaseQueue() { runs_.reserve(kMaxRuns); }
-  bool empty() const { return size_ == 0; }
-  std::size_t size() const { return size_; }
+  bool empty() const { return earliest_ == kNone; }
+  std::size_t size() const {
+    std::size_t items = out_of_order_.size();
+    for (const std::deque<Entry>& run : runs_) items += run.size();
+    return items;
+  }
   // The earliest item and its cycle; the queue must not be empty.
   Cycle next_ready() const { return earliest().ready; }
   const T& next() const { return earliest().item; }
 
   void push(Cycle ready, const T& item) {
     const Entry entry{ready, sequence_++, item};
-    ++size_;
     // The run whose last item is latest but not after `ready` keeps the runs
     // few when several in-order streams interleave.
     std::size_t fit = kNone, unused = kNone;
@@ -62,7 +63,6 @@ class ReleaseQueue {
   void pop() {
     if (earliest_ == kFromHeap) out_of_order_.pop();
     else runs_[earliest_].pop_front();
-    --size_;
     earliest_ = kNone;
     for (std::size_t r = 0; r < runs_.size(); ++r)
       if (!runs_[r].empty() && (earliest_ == kNone || Earlier{}(runs_[r].front(), earliest()))) earliest_ = r;
@@ -92,7 +92,6 @@ class ReleaseQueue {
   std::priority_queue<Entry, std::vector<Entry>, Later> out_of_order_;
   std::size_t earliest_ = kNone;  // the run whose head is the earliest item, or kFromHeap
   std::uint64_t sequence_ = 0;
-  std::size_t size_ = 0;
 };
 
 }  // namespace atomsim
