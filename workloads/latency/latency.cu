@@ -442,6 +442,12 @@ int main() {
   const double shfl_match_quarter = rate(kind_mix<4, 5, 1, 2>), shfl_match_three_quarters = rate(kind_mix<4, 5, 1, 6>),
                shfl_redux_quarter = rate(kind_mix<4, 3, 32, 2>), shfl_redux_three_quarters = rate(kind_mix<4, 3, 32, 6>),
                shfl_match_two_values = rate(kind_throughput<4, 5, 2>);
+  // Whether bit manipulation takes the MIO's dispatch slot a shuffle or a
+  // match takes: half and half cannot tell (the bits' own pipe takes 0.5 a
+  // cycle), a quarter can (more than one a cycle in all if not).
+  const double shfl_brev_eighth = rate(kind_mix<4, 0, 32, 1>), shfl_brev_three_eighths = rate(kind_mix<4, 0, 32, 3>),
+               shfl_brev_quarter = rate(kind_mix<4, 0, 32, 2>), shfl_flo_quarter = rate(kind_mix<4, 1, 32, 2>),
+               match_brev_quarter = rate(kind_mix<5, 0, 1, 2>), redux_brev_quarter = rate(kind_mix<3, 0, 32, 2>);
   // Peer iterations: active - 1 per round.
   auto sws_step = [&](auto kernel, int active) {
     return median_cycles([&] { kernel<<<1, 32>>>(d_fout, d_cycles, 3u); }, d_cycles, kRounds * (active - 1));
@@ -488,6 +494,7 @@ int main() {
               "\"shfl_redux\":%.3f,\"match_values_1_brev\":%.3f,\"match_values_1_redux\":%.3f,"
               "\"shfl_match_values_1_quarter\":%.3f,\"shfl_match_values_1_three_quarters\":%.3f,"
               "\"shfl_redux_quarter\":%.3f,\"shfl_redux_three_quarters\":%.3f,\"shfl_match_values_2\":%.3f,"
+              "\"shfl_brev_eighth\":%.3f,\"shfl_brev_three_eighths\":%.3f,\"shfl_brev_quarter\":%.3f,\"shfl_flo_quarter\":%.3f,\"match_values_1_brev_quarter\":%.3f,\"redux_brev_quarter\":%.3f,"
               "\"unit\":\"warp instructions per SM cycle, 32 warps of 8 chains, half of each kind unless named: quarter, three quarters of the second\"},"
               "\"partial_warp\":{\"shfl_step_lanes_16\":%.2f,\"shfl_per_sm_cycle_lanes_16\":%.3f,\"shfl_per_sm_cycle_lanes_32\":%.3f,"
               "\"unit\":\"SHFL.IDX in a branch with 16 (or all 32) lanes: SM cycles per dependent step; warp instructions per SM cycle\"},"
@@ -507,7 +514,7 @@ int main() {
               var_rate[2], var_rate[3], groups[0], match_rate[0], groups[1], match_rate[1], groups[2], match_rate[2],
               groups[3], match_rate[3], shfl_rate, brev_redux, brev_flo, shfl_match, shfl_brev, shfl_redux, match_brev,
               match_redux, shfl_match_quarter, shfl_match_three_quarters, shfl_redux_quarter, shfl_redux_three_quarters,
-              shfl_match_two_values, shfl_step_lanes_16, shfl_rate_lanes_16, shfl_rate_lanes_32, subcore[0][0], subcore[0][1], subcore[0][2], subcore[0][3],
+              shfl_match_two_values, shfl_brev_eighth, shfl_brev_three_eighths, shfl_brev_quarter, shfl_flo_quarter, match_brev_quarter, redux_brev_quarter, shfl_step_lanes_16, shfl_rate_lanes_16, shfl_rate_lanes_32, subcore[0][0], subcore[0][1], subcore[0][2], subcore[0][3],
               subcore[1][0], subcore[1][1], subcore[1][2], subcore[1][3], subcore[2][0], subcore[2][1], subcore[2][2], subcore[2][3],
               match_loaded_0, match_loaded_1, match_loaded_3, sws_step_16, sws_step_32, sws_rate_16, sws_rate_32,
               kernels_step_16, kernels_step_32, kernels_rate_16, kernels_rate_32,
