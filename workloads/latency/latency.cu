@@ -270,6 +270,33 @@ __global__ void match_under_shuffles(unsigned* out, long long* cycles, unsigned 
   out[threadIdx.x] = sum;
 }
 
+// The same with the shuffling warps in sub-core `subcore` (warps subcore + 4,
+// + 8, ...; 0 is the match's own): whether the match waits behind its own
+// sub-core's shuffles or behind every shuffle of the SM.
+template <int loaded, int subcore>
+__global__ void match_beside_shuffles(unsigned* out, long long* cycles, unsigned seed) {
+  const unsigned warp = threadIdx.x / 32;
+  unsigned x[8];
+  for (int c = 0; c < 8; ++c) x[c] = seed + 64u * c + threadIdx.x % 32;
+  unsigned m = seed;
+  __syncthreads();
+  if (warp == 0) {
+    const long long t0 = clock64();
+#pragma unroll 64
+    for (int i = 0; i < kChain; ++i) m = match_step(m, seed, 0xffffffffu);
+    const long long t1 = clock64();
+    if (threadIdx.x == 0) *cycles = t1 - t0;
+  } else if (warp % 4 == subcore && warp / 4 <= loaded && (subcore != 0 || warp >= 4) && (subcore == 0 || warp / 4 < loaded)) {
+#pragma unroll 4
+    for (int i = 0; i < kChain; ++i)
+#pragma unroll
+      for (int c = 0; c < 8; ++c) x[c] = shfl_step(x[c], seed);
+  }
+  unsigned sum = m;
+  for (int c = 0; c < 8; ++c) sum += x[c];
+  out[threadIdx.x] = sum;
+}
+
 // SW-S's reduction as the 3DGS and microbenchmark kernels run it: the lanes
 // of one primitive (`active` of the warp, in a branch the others skipped)
 // MATCH.ANY their primitive, then pass their 9 values to the lowest lane one
@@ -475,7 +502,9 @@ int main() {
     return median_cycles([&] { kernel<<<1, 128 * (loaded + 1)>>>(d_out, d_cycles, 3u); }, d_cycles, kChain);
   };
   const double match_loaded_0 = match_loaded(match_under_shuffles<0>, 0), match_loaded_1 = match_loaded(match_under_shuffles<1>, 1),
-               match_loaded_3 = match_loaded(match_under_shuffles<3>, 3);
+               match_loaded_3 = match_loaded(match_under_shuffles<3>, 3),
+               match_loaded_2 = match_loaded(match_beside_shuffles<2, 0>, 2),
+               match_other_subcore_3 = match_loaded(match_beside_shuffles<3, 1>, 3);
   const double shfl_step_lanes_16 = median_cycles([&] { partial_shfl_chain<16><<<1, 32>>>(d_out, d_cycles, 3u); }, d_cycles, kChain),
                shfl_rate_lanes_16 = rate(partial_shfl_rate<16>), shfl_rate_lanes_32 = rate(partial_shfl_rate<32>);
   cudaDeviceProp prop{};
@@ -502,8 +531,9 @@ int main() {
               "\"unit\":\"SHFL.IDX per cycle from the warps of one sub-core, 8 independent chains each\"},"
               "\"subcore_brev\":{\"warps_1\":%.3f,\"warps_2\":%.3f,\"warps_4\":%.3f,\"warps_8\":%.3f,\"unit\":\"the same, BREV\"},"
               "\"subcore_match\":{\"warps_1\":%.3f,\"warps_2\":%.3f,\"warps_4\":%.3f,\"warps_8\":%.3f,\"unit\":\"the same, MATCH.ANY of one value\"},"
-              "\"match_under_shuffles\":{\"loaded_0\":%.2f,\"loaded_1\":%.2f,\"loaded_3\":%.2f,"
-              "\"unit\":\"SM cycles per MATCH.ANY step (with its add) of one warp while 0, 1 or 3 more warps of its sub-core run 8 SHFL chains each\"},"
+              "\"match_under_shuffles\":{\"loaded_0\":%.2f,\"loaded_1\":%.2f,\"loaded_2\":%.2f,\"loaded_3\":%.2f,"
+              "\"other_subcore_loaded_3\":%.2f,"
+              "\"unit\":\"SM cycles per MATCH.ANY step (with its add) of one warp while 0, 1, 2 or 3 more warps of its sub-core (or 3 warps of another sub-core) run 8 SHFL chains each\"},"
               "\"sws_reduce\":{\"step_lanes_16\":%.2f,\"step_lanes_32\":%.2f,\"per_sm_cycle_lanes_16\":%.4f,\"per_sm_cycle_lanes_32\":%.4f,"
               "\"as_kernels_step_lanes_16\":%.2f,\"as_kernels_step_lanes_32\":%.2f,\"as_kernels_per_sm_cycle_lanes_16\":%.4f,\"as_kernels_per_sm_cycle_lanes_32\":%.4f,"
               "\"as_kernels_per_sm_cycle_lanes_16_warps_2\":%.4f,\"as_kernels_per_sm_cycle_lanes_16_warps_4\":%.4f,\"as_kernels_per_sm_cycle_lanes_16_warps_8\":%.4f,\"as_kernels_per_sm_cycle_lanes_16_warps_16\":%.4f,"
@@ -516,7 +546,7 @@ int main() {
               match_redux, shfl_match_quarter, shfl_match_three_quarters, shfl_redux_quarter, shfl_redux_three_quarters,
               shfl_match_two_values, shfl_brev_eighth, shfl_brev_three_eighths, shfl_brev_quarter, shfl_flo_quarter, match_brev_quarter, redux_brev_quarter, shfl_step_lanes_16, shfl_rate_lanes_16, shfl_rate_lanes_32, subcore[0][0], subcore[0][1], subcore[0][2], subcore[0][3],
               subcore[1][0], subcore[1][1], subcore[1][2], subcore[1][3], subcore[2][0], subcore[2][1], subcore[2][2], subcore[2][3],
-              match_loaded_0, match_loaded_1, match_loaded_3, sws_step_16, sws_step_32, sws_rate_16, sws_rate_32,
+              match_loaded_0, match_loaded_1, match_loaded_2, match_loaded_3, match_other_subcore_3, sws_step_16, sws_step_32, sws_rate_16, sws_rate_32,
               kernels_step_16, kernels_step_32, kernels_rate_16, kernels_rate_32,
               kernels_rate_16_warps_2, kernels_rate_16_warps_4, kernels_rate_16_warps_8, kernels_rate_16_warps_16);
   return 0;
