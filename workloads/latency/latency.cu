@@ -242,12 +242,11 @@ __global__ void subcore_kind(unsigned* out, long long* cycles, unsigned seed) {
   time_eight_chains(x, [seed](unsigned v, int) { return any_step<kind>(v, seed); }, out, cycles, warp % 4 == 0 && warp / 4 < warps);
 }
 
-// A match's latency beside shuffles of its own sub-core: warp 0 steps a
-// MATCH.ANY chain (one value) while `loaded` more warps of sub-core 0 (warps
-// 4, 8, 12) run 8 independent SHFL.IDX chains each, longer than the match
-// chain; warp 0's cycles per step.
-template <int loaded>
-__global__ void match_under_shuffles(unsigned* out, long long* cycles, unsigned seed) {
+// A match's latency beside shuffles: warp 0 steps a MATCH.ANY chain (one
+// value) while the warps `shuffling` picks run 8 independent SHFL.IDX chains
+// each, longer than the match chain; warp 0's cycles per step.
+template <class Shuffling>
+__device__ __forceinline__ void match_among_shuffles(unsigned* out, long long* cycles, unsigned seed, Shuffling shuffling) {
   const unsigned warp = threadIdx.x / 32;
   unsigned x[8];
   for (int c = 0; c < 8; ++c) x[c] = seed + 64u * c + threadIdx.x % 32;
@@ -259,7 +258,7 @@ __global__ void match_under_shuffles(unsigned* out, long long* cycles, unsigned 
     for (int i = 0; i < kChain; ++i) m = match_step(m, seed, 0xffffffffu);
     const long long t1 = clock64();
     if (threadIdx.x == 0) *cycles = t1 - t0;
-  } else if (warp % 4 == 0 && warp / 4 <= loaded) {
+  } else if (shuffling(warp)) {
 #pragma unroll 4
     for (int i = 0; i < kChain; ++i)
 #pragma unroll
@@ -269,32 +268,19 @@ __global__ void match_under_shuffles(unsigned* out, long long* cycles, unsigned 
   for (int c = 0; c < 8; ++c) sum += x[c];
   out[threadIdx.x] = sum;
 }
-
-// The same with the shuffling warps in sub-core `subcore` (warps subcore + 4,
-// + 8, ...; 0 is the match's own): whether the match waits behind its own
+// `loaded` more warps of the match's own sub-core (warps 4, 8, 12).
+template <int loaded>
+__global__ void match_under_shuffles(unsigned* out, long long* cycles, unsigned seed) {
+  match_among_shuffles(out, cycles, seed, [](unsigned warp) { return warp % 4 == 0 && warp / 4 <= loaded; });
+}
+// `loaded` warps of sub-core `subcore` (0, the match's own: warps 4, 8, ...;
+// another: subcore, subcore + 4, ...): whether the match waits behind its own
 // sub-core's shuffles or behind every shuffle of the SM.
 template <int loaded, int subcore>
 __global__ void match_beside_shuffles(unsigned* out, long long* cycles, unsigned seed) {
-  const unsigned warp = threadIdx.x / 32;
-  unsigned x[8];
-  for (int c = 0; c < 8; ++c) x[c] = seed + 64u * c + threadIdx.x % 32;
-  unsigned m = seed;
-  __syncthreads();
-  if (warp == 0) {
-    const long long t0 = clock64();
-#pragma unroll 64
-    for (int i = 0; i < kChain; ++i) m = match_step(m, seed, 0xffffffffu);
-    const long long t1 = clock64();
-    if (threadIdx.x == 0) *cycles = t1 - t0;
-  } else if (warp % 4 == subcore && warp / 4 <= loaded && (subcore != 0 || warp >= 4) && (subcore == 0 || warp / 4 < loaded)) {
-#pragma unroll 4
-    for (int i = 0; i < kChain; ++i)
-#pragma unroll
-      for (int c = 0; c < 8; ++c) x[c] = shfl_step(x[c], seed);
-  }
-  unsigned sum = m;
-  for (int c = 0; c < 8; ++c) sum += x[c];
-  out[threadIdx.x] = sum;
+  match_among_shuffles(out, cycles, seed, [](unsigned warp) {
+    return warp % 4 == subcore && (subcore == 0 ? warp / 4 <= loaded : warp / 4 < loaded);
+  });
 }
 
 // SW-S's reduction as the 3DGS and microbenchmark kernels run it: the lanes
