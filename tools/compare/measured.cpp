@@ -24,11 +24,16 @@ T field(const nlohmann::json& j, const char* key, const std::filesystem::path& f
   }
 }
 
-const nlohmann::json& only_kernel(const nlohmann::json& doc, const std::filesystem::path& file) {
+// The launches a capture document records (an array, perhaps empty).
+const nlohmann::json& captured_launches(const nlohmann::json& doc, const std::filesystem::path& file) {
   if (!doc.contains("kernels")) throw DatasetError(file.string() + ": missing key 'kernels'");
-  const auto& kernels = doc["kernels"];
-  if (!kernels.is_array() || kernels.size() != 1)
-    throw DatasetError(file.string() + ": expected exactly one captured launch");
+  if (!doc["kernels"].is_array()) throw DatasetError(file.string() + ": key 'kernels' has the wrong type");
+  return doc["kernels"];
+}
+
+const nlohmann::json& only_kernel(const nlohmann::json& doc, const std::filesystem::path& file) {
+  const auto& kernels = captured_launches(doc, file);
+  if (kernels.size() != 1) throw DatasetError(file.string() + ": expected exactly one captured launch");
   return kernels[0];
 }
 
@@ -37,9 +42,8 @@ const nlohmann::json& only_kernel(const nlohmann::json& doc, const std::filesyst
 // just before it on the GPU; simulated first, they leave the caches as it
 // found them.
 const nlohmann::json& compared_kernel(const nlohmann::json& doc, const std::filesystem::path& file) {
-  if (!doc.contains("kernels")) throw DatasetError(file.string() + ": missing key 'kernels'");
-  const auto& kernels = doc["kernels"];
-  if (!kernels.is_array() || kernels.empty()) throw DatasetError(file.string() + ": no captured launch");
+  const auto& kernels = captured_launches(doc, file);
+  if (kernels.empty()) throw DatasetError(file.string() + ": no captured launch");
   return kernels.back();
 }
 
