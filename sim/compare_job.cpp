@@ -93,17 +93,20 @@ compare::SimulatedKernel simulate_child(const compare::MeasuredKernel& k, const 
 
 // The simulation an earlier `atomsim compare` of the capture alone saved in
 // its folder (DIR/compare.json, as tools/capture/capture_h100_workloads.sh
-// writes it), with the configuration it names.
-compare::SimulatedKernel saved_simulation(const compare::MeasuredKernel& k, const std::string& config) {
+// writes it), with the configuration it names. Its overrides may only set
+// what that configuration (`params`, read from `config_source`) holds.
+compare::SimulatedKernel saved_simulation(const compare::MeasuredKernel& k, const GpuParams& params,
+                                          const std::string& config_source) {
   const auto path = k.trace.parent_path().parent_path() / "compare.json";
   if (!std::filesystem::exists(path)) throw compare::DatasetError(path.string() + ": no saved comparison of " + k.id);
   const auto doc = compare::read_json(path);
   const auto saved_config = doc.value("config", std::string());
-  if (saved_config != config)
-    throw compare::DatasetError(fmt::format("{}: simulated with '{}', not '{}'", path.string(), saved_config, config));
-  if (const auto overrides = doc.value("overrides", std::vector<std::string>()); !overrides.empty())
+  if (saved_config != params.name)
+    throw compare::DatasetError(fmt::format("{}: simulated with '{}', not '{}'", path.string(), saved_config, params.name));
+  if (const auto overrides = doc.value("overrides", std::vector<std::string>());
+      load_gpu_params(config_source, overrides).canonical != params.canonical)
     throw compare::DatasetError(fmt::format("{}: simulated with --set {}, not with '{}' as it is", path.string(),
-                                            fmt::join(overrides, " --set "), config));
+                                            fmt::join(overrides, " --set "), params.name));
   try {
     const auto& kernels = doc.at("kernels");
     if (kernels.size() != 1)
@@ -180,6 +183,10 @@ int compare_job(const CompareOptions& given, std::ostream& out) {
   if (options.saved && options.instructions > 0)
     throw std::invalid_argument("--saved has no per-instruction simulation to show: leave out --instructions");
   // Traces are needed only for the kernels --only keeps: a manifest may list kernels whose traces were not kept.
+  if (options.against != "median" && options.against != "traced")
+    throw std::invalid_argument("--against '" + options.against + "': give median or traced");
+  if (options.against == "traced" && !captured)
+    throw std::invalid_argument("--against traced compares with the launch a capture traced: give capture folders or --manifest");
   auto dataset = captured ? compare::load_captures(folders, options.manifest) : compare::load_dataset(options.dataset);
   std::vector<compare::MeasuredKernel> measured;
   std::regex only;
@@ -191,6 +198,8 @@ int compare_job(const CompareOptions& given, std::ostream& out) {
   for (const auto& k : dataset.kernels)
     if (std::regex_search(k.id, only)) measured.push_back(k);
   if (measured.empty()) throw std::invalid_argument("--only '" + options.only + "' matches no kernel given");
+  if (options.against == "traced")
+    for (auto& k : measured) compare::measure_traced_launch(k);
   if (captured && !options.saved)
     for (const auto& k : measured) compare::require_trace(k);
 
@@ -198,7 +207,7 @@ int compare_job(const CompareOptions& given, std::ostream& out) {
   if (options.saved) {
     std::map<std::string, std::size_t> by_revision;
     for (const auto& k : measured) {
-      simulated.push_back(saved_simulation(k, params.name));
+      simulated.push_back(saved_simulation(k, params, options.simulate.config));
       ++by_revision[simulated.back().revision];
     }
     out << "note: simulated results as each capture's compare.json saved them, not simulated now\n";

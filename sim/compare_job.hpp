@@ -23,6 +23,7 @@ struct CompareOptions {
   std::size_t instructions = 0;  // per kernel, the hottest instructions set side by side; 0: none
   std::string executable;  // the atomsim those children run (this one)
   bool saved = false;      // captures: take the simulation each capture's compare.json holds instead of simulating
+  std::string against = "median";  // captures: measured cycles from the median of the timed launches, or the traced launch's ("traced")
 };
 
 int compare_job(const CompareOptions& options, std::ostream& out);

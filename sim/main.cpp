@@ -68,6 +68,9 @@ int sc_main(int argc, char** argv) {
   compare->add_flag("--saved", cmp.saved,
                     "take each capture's simulation from the compare.json an earlier compare of it alone wrote "
                     "(for captures whose traces are not kept); no per-instruction view");
+  compare->add_option("--against", cmp.against,
+                      "captures: measured cycles from the median of the timed launches (median), or from the launch "
+                      "each trace holds (traced: for kernels whose launches do different work, as a training step's)");
   bool compare_quiet = false;
   compare->add_flag("--quiet,-q", compare_quiet, "no progress lines");
   compare->add_option("--threads", cmp.simulate.threads,

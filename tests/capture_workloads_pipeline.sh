@@ -7,7 +7,8 @@
 # from those saved comparisons with the variant's speedup, and that the
 # dataset's manifest keeps the kernels of earlier runs; then the same with
 # GPUS=2 (each kernel on a GPU of its own), and with one kernel's capture
-# failing (counted, and left out of the run's table).
+# failing (counted, and left out of the run's table); and a kernel named with
+# template arguments traced alone.
 # Usage: capture_workloads_pipeline.sh SOURCE_DIR ATOMSIM
 set -euo pipefail
 root=$1 atomsim=$2
@@ -82,4 +83,11 @@ assert [k["id"] for k in json.load(open(f"{dest}/compare.json"))["kernels"]] == 
 ids = [k["id"] for k in json.load(open(f"{dest}/manifest.json"))["kernels"]]
 assert ids == ["earlier/kernel", "sparse/baseline/restrict"], ids
 PY
+# A kernel named with template arguments (whose '>' is no preceding kernel's mark) is traced alone, by its name.
+mkdir -p "$work/template/mpm/2d-baseline/p2g"
+cp "$src/timing.json" "$src/stall.json" "$work/template/mpm/2d-baseline/p2g/"
+WORKLOADS_BIN=$work/bin "$root/tools/capture/capture_h100_workloads.sh" "$work/cap" "$work/template" '^mpm/2d-baseline/p2g$' trace \
+  > "$work/log" 2>&1 || fail "the capture script failed on a kernel named with template arguments"
+grep -qx "count,trace,counters mpm_p2g<2,.false>" "$work/template/mpm/2d-baseline/p2g/trace/kernels.txt" ||
+  fail "mpm_p2g<2,.false> was not traced alone by its name"
 echo "capture pipeline: traced, checked, compared and tabled without re-simulating, on one GPU and a kernel per GPU"

@@ -318,6 +318,41 @@ TEST_CASE("CLI: compare simulates kernels captured from any program, with speedu
   std::remove(manifest.c_str());
 }
 
+TEST_CASE("CLI: compare --against traced sets each kernel beside the launch its trace holds", "[cli][compare]") {
+  // The 3DGS regime's training steps get faster launch by launch: the traced
+  // second step is not the median of the eleven.
+  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/workloads";
+  const std::string capture = dir + "/splat3d-volume/sws/backward";
+  const std::string json = testing::temp_trace("compare-against-traced.json");
+  CliResult r = cli("compare -q --saved --against traced " + capture + " --json " + json);
+  REQUIRE(r.code == 0);
+  REQUIRE(r.out.find("measured cycles: each kernel's traced launch, not the median of its timed launches\n") != std::string::npos);
+  const auto measured = nlohmann::json::parse(slurp(json))["kernels"][0]["measured"];
+  std::remove(json.c_str());
+  const auto traced = nlohmann::json::parse(slurp(capture + "/trace/trace.json"))["kernels"].back();
+  const auto timing = nlohmann::json::parse(slurp(capture + "/timing.json"));
+  double duration = 0;
+  for (const auto& launch : timing["kernels"])
+    if (launch["launch"] == traced["launch"]) duration = launch["duration_ns"].get<double>();
+  REQUIRE(duration > 0);
+  REQUIRE(measured["traced_launch"] == traced["launch"]);
+  REQUIRE(measured["time_ns"].get<double>() == duration);
+  REQUIRE(measured["cycles"].get<double>() == Approx(duration * measured["sm_clock_mhz"].get<double>() / 1000));
+  CliResult median = cli("compare -q --saved " + capture);
+  REQUIRE(median.out.find("traced launch") == std::string::npos);
+  // A restriction traced after its write launch, with other runner arguments than its timing pass's: no such launch there.
+  CliResult other_sequence = cli("compare -q --saved --against traced " + dir + "/sparse/baseline/restrict");
+  REQUIRE(other_sequence.code == 1);
+  REQUIRE(other_sequence.err_lines() == 1);
+  REQUIRE(other_sequence.err.find("sparse/baseline/restrict/timing.json: no timed launch 1 of the kernel") != std::string::npos);
+  CliResult grid = cli("compare -q --against traced --dataset " + std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/grid");
+  REQUIRE(grid.code == 1);
+  REQUIRE(grid.err.find("--against traced compares with the launch a capture traced") != std::string::npos);
+  CliResult unknown = cli("compare -q --saved --against mean " + capture);
+  REQUIRE(unknown.code == 1);
+  REQUIRE(unknown.err == "atomsim: error: --against 'mean': give median or traced\n");
+}
+
 TEST_CASE("CLI: compare --saved sets captures' saved simulations beside their measurements without their traces", "[cli][compare]") {
   // The full-size dataset keeps no traces; each folder keeps the comparison made where it was traced.
   const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/workloads";
@@ -387,7 +422,11 @@ TEST_CASE("CLI: compare --saved sets captures' saved simulations beside their me
   // Simulated with an override, it is not the configuration's own simulation.
   REQUIRE(cli("compare -q " + copy + " --json " + copy + "/compare.json --set gpu.lookahead_cycles=4").code == 0);
   CliResult overridden = cli("compare -q --saved " + copy);
+  // An override that sets what the configuration holds leaves it the configuration's own.
+  REQUIRE(cli("compare -q " + copy + " --json " + copy + "/compare.json --set gpu.lookahead_cycles=1").code == 0);
+  CliResult same_as_config = cli("compare -q --saved " + copy);
   std::filesystem::remove_all(copy);
+  REQUIRE(same_as_config.code == 0);
   REQUIRE(again.code == 0);
   REQUIRE(again.out.find("note: 1 kernel(s) simulated by atomsim " + revision + "\n") != std::string::npos);
   REQUIRE(overridden.code == 1);

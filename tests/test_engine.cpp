@@ -215,6 +215,25 @@ class Stuck : public Unit {
 };
 }  // namespace
 
+TEST_CASE("a port brings forward the first arrived message a pick takes, the others keeping their order", "[engine][port]") {
+  reset_simulation_context();
+  Stuck unit("unit", 8);
+  for (int id : {0, 1, 2, 3}) unit.in.deliver(Token{id}, id == 3 ? 5 : 0);  // 3 arrives at cycle 5
+  auto ids = [&] {
+    std::vector<int> out;
+    while (!unit.in.empty()) {
+      out.push_back(unit.in.front().id);
+      unit.in.pop();
+    }
+    return out;
+  };
+  CHECK_FALSE(unit.in.bring_forward(0, [](const Token& t) { return t.id == 0 || t.id == 3; }));  // the head itself, one not yet arrived
+  REQUIRE(unit.in.bring_forward(0, [](const Token& t) { return t.id >= 1; }));
+  CHECK(unit.in.front().id == 1);
+  REQUIRE(unit.in.bring_forward(5, [](const Token& t) { return t.id == 3; }));
+  CHECK(ids() == std::vector<int>{3, 1, 0, 2});
+}
+
 TEST_CASE("A stalled simulation names the units holding the oldest waiting messages", "[engine][port]") {
   reset_simulation_context();
   REQUIRE(describe_waiting_messages().empty());

@@ -1094,17 +1094,34 @@ std::map<std::string, double> h100_sample_shares(const std::string& function, st
 }
 }  // namespace
 
-TEST_CASE("SM: a MATCH.ANY beside a warp of shuffles on its sub-core takes the H100's step", "[models][sm]") {
-  // With two and three warps of shuffles beside it the H100 takes 90 and 124
-  // cycles a step and the model 47 and 64 (docs/validation.md, "Where SW-S's
-  // warps wait at the MIO"); three warps of shuffles on another sub-core leave
-  // it at its step alone, on an H200 (the H100's SM) as in the model.
+TEST_CASE("SM: a MATCH.ANY among warps of shuffles takes the H100's step", "[models][sm]") {
+  // With two and three warps of shuffles beside it on its sub-core the H100
+  // takes 90 and 124 cycles a step; three warps of shuffles on another
+  // sub-core leave it at its step alone, on an H200 (the H100's SM) as in the
+  // model. In order (the configuration) the model's match waits 47 and 64
+  // cycles; with the 16 shuffles queued behind it going first
+  // (mio.passing_a_match, not adopted: docs/validation.md, "Where a match
+  // waits among shuffles") it takes the H100's steps, two warps' within 20%
+  // (the H100's match waits for about 14 shuffles that take longer: 74 cycles
+  // against 90).
   const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h200/latency/latency.json"))["match_under_shuffles"];
-  const auto params = h100_with(kOneSm);
-  for (const auto& [loaded, subcore, key] : {std::tuple{0, 0u, "loaded_0"}, {1, 0u, "loaded_1"}, {3, 1u, "other_subcore_loaded_3"}}) {
+  auto passing = kOneSm;
+  passing.push_back("mio.passing_a_match=16");
+  const auto in_order = h100_with(kOneSm), with_passing = h100_with(passing);
+  struct Point {
+    const GpuParams* params;
+    int loaded;
+    std::uint32_t subcore;
+    const char* key;
+    double tolerance;
+  };
+  for (const Point& point : {Point{&in_order, 0, 0, "loaded_0", 0.10}, Point{&in_order, 1, 0, "loaded_1", 0.10},
+                             Point{&in_order, 3, 1, "other_subcore_loaded_3", 0.10}, Point{&with_passing, 0, 0, "loaded_0", 0.10},
+                             Point{&with_passing, 1, 0, "loaded_1", 0.10}, Point{&with_passing, 2, 0, "loaded_2", 0.20},
+                             Point{&with_passing, 3, 0, "loaded_3", 0.10}, Point{&with_passing, 3, 1, "other_subcore_loaded_3", 0.10}}) {
     // Warp 0's warp-cycles in its loop, and the matches a trip of it holds.
     auto match_warp_cycles = [&](int trips) {
-      const auto probe = match_under_shuffles(params, loaded, trips, subcore);
+      const auto probe = match_under_shuffles(*point.params, point.loaded, trips, point.subcore);
       double cycles = 0;
       for (const auto& inst : probe.run.instructions)
         if (inst.pc >= probe.match.first && inst.pc <= probe.match.last)
@@ -1114,9 +1131,10 @@ TEST_CASE("SM: a MATCH.ANY beside a warp of shuffles on its sub-core takes the H
       return std::pair{cycles, matches};
     };
     const auto [long_run, matches] = match_warp_cycles(8);
-    const double step = (long_run - match_warp_cycles(4).first) / (4 * matches), on_h100 = measured[key];
-    INFO(key << ": " << step << " cycles a match step against " << on_h100);
-    CHECK(std::abs(step - on_h100) <= 0.10 * on_h100);
+    const double step = (long_run - match_warp_cycles(4).first) / (4 * matches), on_h100 = measured[point.key];
+    INFO(point.key << (point.params == &with_passing ? ", 16 passing" : ", in order") << ": " << step
+                   << " cycles a match step against " << on_h100);
+    CHECK(std::abs(step - on_h100) <= point.tolerance * on_h100);
   }
 }
 

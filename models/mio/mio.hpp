@@ -35,8 +35,12 @@ struct MioParams {
   double subcore_shuffles_per_cycle = 1;
   double subcore_matches_per_cycle = 1;
   double subcore_bits_per_cycle = 1;
+  std::uint32_t passing_a_match = 0;
   void declare(ParamBinder b) {
     b.integer("queue_depth", queue_depth, 1, 256, "per sub-core, instructions the MIO holds after their operands were read");
+    b.integer("passing_a_match", passing_a_match, 0, 1024,
+              "shuffles and BREV, FLO, POPC that go before a MATCH or REDUX at the head of a sub-core's input, from "
+              "behind it (0: the input is in order)");
     b.real("dispatch_per_cycle", dispatch_per_cycle, 0.01, 16, "instructions the MIO takes from its queues per cycle (whole SM)");
     b.real("subcore_shuffles_per_cycle", subcore_shuffles_per_cycle, 0.01, 16, "warp shuffles the MIO takes from one sub-core per cycle");
     b.real("subcore_matches_per_cycle", subcore_matches_per_cycle, 0.01, 16,
@@ -80,14 +84,18 @@ class Mio : public Unit {
   RateServer& pipe_for(MioPipe pipe);
   Cycle result_latency(const MioOp& op) const;
   RateServer* subcore_limit(std::uint32_t subcore, MioPipe pipe);
+  void let_pass_a_match(std::uint32_t subcore, Cycle now);
   const MioParams params_;
   std::vector<std::unique_ptr<InPort<MioOp>>> queues_;
   OutPort<Completion> to_sm_;
   // Per sub-core, what it may pass of each pipe that has a limit of its own: shuffles, matches, bits.
   std::vector<std::array<RateServer, 3>> subcore_limits_;
+  // Per sub-core, how many have gone before the MATCH or REDUX at its head.
+  std::vector<std::uint32_t> passed_match_;
   RateServer dispatch_, shuffle_, match_, shared_, sfu_, bits_;
   std::uint32_t round_robin_ = 0;
   std::uint64_t instructions_ = 0;
+  std::uint64_t passes_ = 0;
 };
 
 }  // namespace atomsim::model

@@ -191,6 +191,20 @@ class InPort final : public MessageBuffer, public CycleEndEffect {
   bool empty() const { return buffer_.empty(); }
   Msg& front() { return buffer_.front().msg; }
 
+  // Moves the first message behind the head that has arrived by `now` and
+  // for which `pick(msg)` holds to the head, the ones it passes keeping
+  // their order; false if there is none.
+  template <class Pick>
+  bool bring_forward(Cycle now, Pick pick) {
+    for (std::size_t i = 1; i < buffer_.size() && buffer_.at(i).ready <= now; ++i) {
+      if (!pick(buffer_.at(i).msg)) continue;
+      for (; i > 0; --i) std::swap(buffer_.at(i), buffer_.at(i - 1));
+      head_ready_ = buffer_.front().ready;
+      return true;
+    }
+    return false;
+  }
+
   void pop() {
     Cycle now = Unit::now();
     track_level(now);

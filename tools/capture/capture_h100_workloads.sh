@@ -75,7 +75,7 @@ else
 fi
 
 # name | runner | kernel (regex over demangled names) | arguments | baseline (another name), if a variant.
-# A kernel written PRECEDING>KERNEL is traced together with the launch of PRECEDING just before it, in
+# A kernel written PRECEDING~>KERNEL (not '>', which closes a template's arguments) is traced together with the launch of PRECEDING just before it, in
 # one trace: simulated first, that launch leaves the caches as KERNEL found them on the GPU, and
 # `atomsim compare` compares the trace's last kernel.
 # H100 occupancy (registers, threads, shared memory per CTA) gives the CTAs per SM in the comment;
@@ -92,8 +92,8 @@ kernels=(
   "sparse/warp/write|sparse_grid|sparse_write|--variant warp --points 1048576|sparse/baseline/write"
   # 8 CTAs/SM; the default 4 Mi points activate 3085 blocks: 2.9 waves
   # traced after the write launch before it, which leaves the L2 as the restriction finds it
-  "sparse/baseline/restrict|sparse_grid|sparse_write>sparse_restrict|--variant baseline|"
-  "sparse/warp/restrict|sparse_grid|sparse_write>sparse_restrict|--variant warp|sparse/baseline/restrict"
+  "sparse/baseline/restrict|sparse_grid|sparse_write~>sparse_restrict|--variant baseline|"
+  "sparse/warp/restrict|sparse_grid|sparse_write~>sparse_restrict|--variant warp|sparse/baseline/restrict"
   # 128 threads, 71 / 46 registers: 7 / 10 CTAs/SM; grid 128: 438,976 particles, 3430 CTAs, 3.7 / 2.6 waves
   "mpm/3d-baseline/p2g|mpm|mpm_p2g<3,.false>|--dimensions 3 --grid 128 --variant baseline|"
   "mpm/3d-warp/p2g|mpm|mpm_p2g<3,.true>|--dimensions 3 --grid 128 --variant warp|mpm/3d-baseline/p2g"
@@ -179,7 +179,7 @@ run_capture() {  # name, folder, passes, runner, arguments...: one capture of $k
 capture_kernel() {  # index name runner kernel args (from the kernels table); marks the kernel done in $tally
   local index=$1 name=$2 runner=$3 kernel=$4 args=$5 out n t last verdict again preceding=
   [ "$runner" = splat3d ] && args="$args --mesh $mesh"
-  if [[ $kernel == *'>'* ]]; then preceding=${kernel%%>*}; kernel=${kernel#*>}; fi
+  if [[ $kernel == *'~>'* ]]; then preceding=${kernel%%'~>'*}; kernel=${kernel#*'~>'}; fi
   local selection=(--kernel "$kernel" --launch 1)  # run_capture's: the kernel's second launch
   out=$dest/$name
   mkdir -p "$out"

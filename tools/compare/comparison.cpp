@@ -152,6 +152,8 @@ void print_comparison(std::ostream& out, const Comparison& c) {
   std::string set;
   for (const auto& o : c.overrides) set += (set.empty() ? " (--set " : ", --set ") + o;
   out << fmt::format("measured on {}, simulated with {}{}\n", c.device, c.config, set.empty() ? "" : set + ")");
+  const bool traced = std::any_of(c.rows.begin(), c.rows.end(), [](const ComparisonRow& r) { return r.measured.traced_launch.has_value(); });
+  if (traced) out << "measured cycles: each kernel's traced launch, not the median of its timed launches\n";
   out << fmt::format("{:<28}{:>12}{:>12}{:>9}{:>10}{:>10}{:>9}  {}\n", "kernel", "meas cyc", "sim cyc", "error",
                      "meas spd", "sim spd", "stall d", "launches");
   for (const auto& r : c.rows) {
@@ -172,9 +174,9 @@ void print_comparison(std::ostream& out, const Comparison& c) {
       "stall distance mean {:.3f}, worst {:.3f} ({})\n",
       100 * s.mean_abs_cycle_error, 100 * s.worst_cycle_error, s.worst_cycle_id, 100 * s.mean_abs_speedup_error,
       100 * s.worst_speedup_error, s.worst_speedup_id, s.mean_stall_distance, s.worst_stall_distance, s.worst_stall_id);
-  out << fmt::format("launches: the timed launches' fastest and slowest around their median; * the simulated cycles within "
+  out << fmt::format("launches: the timed launches' fastest and slowest around {}; * the simulated cycles within "
                      "them ({} of {} kernels)\n",
-                     s.within_launches, c.rows.size());
+                     traced ? "the traced launch" : "their median", s.within_launches, c.rows.size());
   for (const auto& r : c.rows) {
     if (r.hottest.empty()) continue;
     out << fmt::format("\n{}: hottest instructions, share of PC samples (measured) and of warp-cycles (simulated), "
@@ -215,6 +217,7 @@ nlohmann::json comparison_json(const Comparison& c) {
                         {"within_launches", r.within_launches},
                         {"stall_distance", r.stall_distance}};
     if (!r.simulated.revision.empty()) j["simulated"]["revision"] = r.simulated.revision;
+    if (r.measured.traced_launch) j["measured"]["traced_launch"] = *r.measured.traced_launch;
     if (r.measured_speedup) {
       j["measured"]["speedup"] = *r.measured_speedup;
       j["simulated"]["speedup"] = *r.simulated_speedup;

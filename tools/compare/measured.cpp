@@ -165,6 +165,24 @@ void require_trace(const MeasuredKernel& k) {
   if (!std::filesystem::exists(k.trace)) throw DatasetError(k.trace.string() + ": no trace (capture --pass count,trace into DIR/trace)");
 }
 
+namespace {
+// The timing pass's launches of the kernel a capture traced: the same kernel
+// (its mangled name, the anonymous namespace's hash left out) with the same
+// grid and block.
+std::vector<nlohmann::json> traced_kernel_launches(const nlohmann::json& timing, const std::filesystem::path& timing_path,
+                                                   const nlohmann::json& traced, const std::filesystem::path& capture_path) {
+  const auto mangled = without_anonymous_namespace_hash(field<std::string>(traced, "mangled", capture_path));
+  const auto grid = field<nlohmann::json>(traced, "grid", capture_path);
+  const auto block = field<nlohmann::json>(traced, "block", capture_path);
+  std::vector<nlohmann::json> launches;
+  for (const auto& launch : field<nlohmann::json>(timing, "kernels", timing_path))
+    if (without_anonymous_namespace_hash(field<std::string>(launch, "mangled", timing_path)) == mangled &&
+        launch.value("grid", nlohmann::json()) == grid && launch.value("block", nlohmann::json()) == block)
+      launches.push_back(launch);
+  return launches;
+}
+}  // namespace
+
 MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string& id) {
   MeasuredKernel k;
   k.id = id;
@@ -175,17 +193,11 @@ MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string&
   const auto capture_path = dir / "trace" / "trace.json";
   const auto capture_doc = read_json(capture_path);
   const auto& traced = compared_kernel(capture_doc, capture_path);
-  const auto mangled = without_anonymous_namespace_hash(field<std::string>(traced, "mangled", capture_path));
-  const auto grid = field<nlohmann::json>(traced, "grid", capture_path);
-  const auto block = field<nlohmann::json>(traced, "block", capture_path);
-
   const auto timing_path = dir / "timing.json";
   auto timing = read_json(timing_path);
   std::vector<double> durations;
-  for (const auto& launch : field<nlohmann::json>(timing, "kernels", timing_path))
-    if (without_anonymous_namespace_hash(field<std::string>(launch, "mangled", timing_path)) == mangled && launch.value("grid", nlohmann::json()) == grid &&
-        launch.value("block", nlohmann::json()) == block)
-      durations.push_back(static_cast<double>(field<std::uint64_t>(launch, "duration_ns", timing_path)));
+  for (const auto& launch : traced_kernel_launches(timing, timing_path, traced, capture_path))
+    durations.push_back(static_cast<double>(field<std::uint64_t>(launch, "duration_ns", timing_path)));
   if (durations.size() < 2)
     throw DatasetError(timing_path.string() + ": " + std::to_string(durations.size()) +
                        " launches of the traced kernel with its grid and block; at least 2 are needed (one warms up)");
@@ -196,6 +208,26 @@ MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string&
   const auto count_path = dir / "trace" / "count.json";
   k.warp_instructions = field<std::uint64_t>(compared_kernel(read_json(count_path), count_path), "warp_instructions", count_path);
   return k;
+}
+
+void measure_traced_launch(MeasuredKernel& k) {
+  const auto dir = k.trace.parent_path().parent_path();
+  const auto capture_path = dir / "trace" / "trace.json";
+  const auto capture_doc = read_json(capture_path);
+  const auto& traced = compared_kernel(capture_doc, capture_path);
+  const auto index = field<std::uint64_t>(traced, "launch", capture_path);
+  const auto timing_path = dir / "timing.json";
+  const auto launches = traced_kernel_launches(read_json(timing_path), timing_path, traced, capture_path);
+  // The first launch warms up, and a capture traces a later one.
+  for (std::size_t i = 1; i < launches.size(); ++i)
+    if (field<std::uint64_t>(launches[i], "launch", timing_path) == index) {
+      k.time_ns = static_cast<double>(field<std::uint64_t>(launches[i], "duration_ns", timing_path));
+      k.cycles = k.time_ns * k.sm_clock_mhz / 1000.0;
+      k.traced_launch = index;
+      return;
+    }
+  throw DatasetError(timing_path.string() + ": no timed launch " + std::to_string(index) +
+                     " of the kernel " + capture_path.string() + " traced (the timing pass ran another sequence of launches)");
 }
 
 MeasuredDataset load_captures(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& manifest) {

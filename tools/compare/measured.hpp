@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <nlohmann/json_fwd.hpp>
 #include <stdexcept>
 #include <string>
@@ -25,7 +26,8 @@ struct MeasuredKernel {
   std::filesystem::path trace;          // captured kernels: the trace to simulate (its kernel 0)
   std::filesystem::path counters;       // captured kernels: the traced launch's counters pass, if taken
   std::string baseline;                 // captured kernels: id of the kernel its speedup is over, if any
-  double time_ns = 0;                   // median GPU duration of the timed launches
+  double time_ns = 0;                   // median GPU duration of the timed launches, or the traced launch's (traced_launch)
+  std::optional<std::uint64_t> traced_launch;  // set when time_ns is the traced launch's own: its index in the program
   double fastest_ns = 0, slowest_ns = 0;  // the timed launches' extremes: the GPU's own spread
   std::uint32_t timed_launches = 0;
   double sm_clock_mhz = 0;              // read during the timing pass
@@ -59,6 +61,12 @@ MeasuredDataset load_dataset(const std::filesystem::path& dir);
 // missing (a kept comparison is read from DIR/compare.json): simulating it
 // first checks require_trace.
 MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string& id);
+// Sets a loaded capture's measured time to the duration of the launch its
+// trace holds, the timing pass's launch of the same index in the program (the
+// runner run with the same arguments up to it), for kernels whose launches do
+// different work, as a training step's. Throws DatasetError naming the timing
+// file where it has no such launch.
+void measure_traced_launch(MeasuredKernel& k);
 // Throws DatasetError naming the trace a captured kernel lacks.
 void require_trace(const MeasuredKernel& k);
 
