@@ -7,8 +7,9 @@
 # from those saved comparisons with the variant's speedup, and that the
 # dataset's manifest keeps the kernels of earlier runs; then the same with
 # GPUS=2 (each kernel on a GPU of its own), and with one kernel's capture
-# failing (counted, and left out of the run's table); and a kernel named with
-# template arguments traced alone.
+# failing (counted, and left out of the run's table); each kernel compared
+# again with COMPARE_ALSO's overrides; and a kernel named with template
+# arguments traced alone.
 # Usage: capture_workloads_pipeline.sh SOURCE_DIR ATOMSIM
 set -euo pipefail
 root=$1 atomsim=$2
@@ -65,9 +66,20 @@ PY
   [ ! -e "$dest/manifest-run.json" ] || fail "the run's manifest was left behind"
 }
 
-run_pipeline "$work/one" || fail "the capture script failed"
+COMPARE_ALSO="lookahead-2=gpu.lookahead_cycles=2 two-sets=gpu.lookahead_cycles=2,mio.passing_a_match=16" run_pipeline "$work/one" ||
+  fail "the capture script failed"
 check_table "$work/one"
 grep -q " none$" "$work/one/sparse/warp/restrict/trace/gpus.txt" || fail "one GPU: a capture was pinned to a GPU"
+# Each COMPARE_ALSO entry is one more comparison of each kernel, with its overrides.
+python3 - "$work/one" <<'PY' || fail "COMPARE_ALSO's comparisons missing or without their overrides"
+import json, sys
+dest = sys.argv[1]
+for k in ("baseline", "warp"):
+    for label, sets in (("lookahead-2", ["gpu.lookahead_cycles=2"]),
+                        ("two-sets", ["gpu.lookahead_cycles=2", "mio.passing_a_match=16"])):
+        doc = json.load(open(f"{dest}/sparse/{k}/restrict/compare-{label}.json"))
+        assert doc["overrides"] == sets, (k, label, doc["overrides"])
+PY
 
 GPUS=2 run_pipeline "$work/two" || fail "the capture script failed with GPUS=2"
 check_table "$work/two"

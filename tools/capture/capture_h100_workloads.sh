@@ -42,7 +42,10 @@
 #   1; `atomsim run --threads`, the results do not depend on it). GPUS: kernels
 #   captured at once, each on a GPU of its own (CUDA_VISIBLE_DEVICES 0 to
 #   GPUS-1; default 1), each compared on its GPU's turn; give each SIM_THREADS
-#   of the cores divided among them.
+#   of the cores divided among them. COMPARE_ALSO: more comparisons of each
+#   kernel on the same trace, each LABEL=KEY=VALUE[,KEY=VALUE...] (spaces between
+#   them), written to LABEL/compare-LABEL.{txt,json} with those `--set`s: a model
+#   change tried on the whole dataset at once, against the configuration.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 usage="usage: capture_h100_workloads.sh CAPTURE_DIR DEST [FILTER] [PHASES]"
@@ -173,6 +176,26 @@ run_capture() {  # name, folder, passes, runner, arguments...: one capture of $k
   rm -f "$out/capture.log" "$out"/cubin-*.cubin "$out"/cubin-*.sass
 }
 
+# A traced kernel compared with the configuration, then with each of
+# COMPARE_ALSO's overrides, one after another (each on SIM_THREADS threads).
+compare_kernel() {  # name, folder
+  local name=$1 out=$2 begun also label pair
+  # From DEST, so that the comparison names the kernel as the dataset does, not by this machine's path.
+  cd "$dest"
+  begun=$(date +%s)
+  "$atomsim" compare -q "$name" --instructions 8 --threads "$sim_threads" --config "$root/configs/h100.toml" \
+    --json "$out/compare.json" > "$out/compare.txt" 2>&1 &&
+    echo "$name compare $(( $(date +%s) - begun )) s on $sim_threads threads" >> "$times"
+  for also in ${COMPARE_ALSO:-}; do
+    label=${also%%=*}
+    local sets=() pairs=()
+    IFS=, read -ra pairs <<<"${also#*=}"
+    for pair in "${pairs[@]}"; do sets+=(--set "$pair"); done
+    "$atomsim" compare -q "$name" --instructions 8 --threads "$sim_threads" --config "$root/configs/h100.toml" "${sets[@]}" \
+      --json "$out/compare-$label.json" > "$out/compare-$label.txt" 2>&1 || true
+  done
+}
+
 # One kernel's phases. With one GPU the comparison runs in the background
 # while the next kernel is captured; a kernel given a GPU of its own compares
 # in turn (other kernels hold the other GPUs meanwhile).
@@ -226,11 +249,7 @@ capture_kernel() {  # index name runner kernel args (from the kernels table); ma
     echo "capture_h100_workloads: $name: $verdict"
     [[ $verdict == faithful* ]] || failures=$((failures + 1))
     if [[ $phases == *,compare,* ]] && [ -f "$out/timing.json" ]; then
-      # From DEST, so that the comparison names the kernel as the dataset does, not by this machine's path.
-      (cd "$dest" && begun=$(date +%s) &&
-       "$atomsim" compare -q "$name" --instructions 8 --threads "$sim_threads" --config "$root/configs/h100.toml" \
-         --json "$out/compare.json" &&
-       echo "$name compare $(( $(date +%s) - begun )) s on $sim_threads threads" >> "$times") > "$out/compare.txt" 2>&1 &
+      compare_kernel "$name" "$out" &
       [ "$gpus" -eq 1 ] || wait
     fi
   fi
