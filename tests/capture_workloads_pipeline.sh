@@ -95,6 +95,12 @@ assert [k["id"] for k in json.load(open(f"{dest}/compare.json"))["kernels"]] == 
 ids = [k["id"] for k in json.load(open(f"{dest}/manifest.json"))["kernels"]]
 assert ids == ["earlier/kernel", "sparse/baseline/restrict"], ids
 PY
+# A COMPARE_ALSO entry that is not LABEL=KEY=VALUE is refused before anything is captured.
+if COMPARE_ALSO="no-value=gpu.lookahead_cycles" run_pipeline "$work/bad-also"; then fail "a malformed COMPARE_ALSO was accepted"; fi
+grep -qx "capture_h100_workloads: COMPARE_ALSO entry 'no-value=gpu.lookahead_cycles' is not LABEL=KEY=VALUE\[,KEY=VALUE...\]" "$work/log" ||
+  fail "a malformed COMPARE_ALSO was not named in one line"
+[ ! -e "$work/bad-also/sparse/baseline/restrict/trace" ] || fail "a malformed COMPARE_ALSO let a capture start"
+
 # A kernel named with template arguments (whose '>' is no preceding kernel's mark) is traced alone, by its name.
 mkdir -p "$work/template/mpm/2d-baseline/p2g"
 cp "$src/timing.json" "$src/stall.json" "$work/template/mpm/2d-baseline/p2g/"

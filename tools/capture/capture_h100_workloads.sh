@@ -55,6 +55,10 @@ filter=${3:-'^(sort|sparse|mpm|splat3d|splat3d-volume)/'}
 phases=,${4:-measure,trace,compare},
 capture=$tools/atomsim-capture atomsim=$tools/atomsim
 sim_threads=${SIM_THREADS:-1}
+for also in ${COMPARE_ALSO:-}; do
+  [[ $also =~ ^[A-Za-z0-9._-]+=[^=,]+=[^=,]+(,[^=,]+=[^=,]+)*$ ]] ||
+    { echo "capture_h100_workloads: COMPARE_ALSO entry '$also' is not LABEL=KEY=VALUE[,KEY=VALUE...]" >&2; exit 1; }
+done
 gpus=${GPUS:-1}
 [[ $gpus =~ ^[1-9][0-9]*$ ]] || { echo "capture_h100_workloads: GPUS must be a positive number, not '$gpus'" >&2; exit 1; }
 [ -x "$capture" ] || { echo "capture_h100_workloads: $capture not found" >&2; exit 1; }
@@ -192,7 +196,8 @@ compare_kernel() {  # name, folder
     IFS=, read -ra pairs <<<"${also#*=}"
     for pair in "${pairs[@]}"; do sets+=(--set "$pair"); done
     "$atomsim" compare -q "$name" --instructions 8 --threads "$sim_threads" --config "$root/configs/h100.toml" "${sets[@]}" \
-      --json "$out/compare-$label.json" > "$out/compare-$label.txt" 2>&1 || true
+      --json "$out/compare-$label.json" > "$out/compare-$label.txt" 2>&1 ||
+      echo "capture_h100_workloads: $name: compare-$label failed: $(tail -1 "$out/compare-$label.txt")" >&2
   done
 }
 
