@@ -200,6 +200,13 @@ int compare_job(const CompareOptions& given, std::ostream& out) {
   if (measured.empty()) throw std::invalid_argument("--only '" + options.only + "' matches no kernel given");
   if (options.against == "traced")
     for (auto& k : measured) compare::measure_traced_launch(k);
+  else
+    for (const auto& k : measured)
+      if (compare::launches_drift(k))
+        out << fmt::format("note: {}: its timed launches get steadily {} (rank correlation {:+.2f} with their order, {:+.0f}..{:+.0f}% "
+                           "of the median): they do different work, and --against traced compares with the launch traced\n",
+                           k.id, k.launch_trend < 0 ? "faster" : "slower", k.launch_trend, 100 * (k.fastest_ns / k.time_ns - 1),
+                           100 * (k.slowest_ns / k.time_ns - 1));
   if (captured && !options.saved)
     for (const auto& k : measured) compare::require_trace(k);
 

@@ -206,6 +206,7 @@ nlohmann::json comparison_json(const Comparison& c) {
                         {"measured", {{"cycles", r.measured.cycles}, {"time_ns", r.measured.time_ns},
                                       {"fastest_ns", r.measured.fastest_ns}, {"slowest_ns", r.measured.slowest_ns},
                                       {"timed_launches", r.measured.timed_launches},
+                                      {"launch_trend", r.measured.launch_trend},
                                       {"sm_clock_mhz", r.measured.sm_clock_mhz},
                                       {"warp_instructions", r.measured.warp_instructions},
                                       {"stall_samples", r.measured.stall_samples},

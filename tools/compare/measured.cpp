@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <numeric>
 #include <regex>
 #include <set>
 
@@ -55,9 +56,28 @@ std::string without_anonymous_namespace_hash(const std::string& mangled) {
   return std::regex_replace(mangled, hash, "_GLOBAL__N__");
 }
 
-// The median of the timed launches' durations, in cycles at the SM clock the timing pass read.
+// Spearman's rank correlation of values with their order (ties ranked in
+// order of appearance; 0 for fewer than 3).
+double rank_correlation_with_order(const std::vector<double>& values) {
+  const std::size_t n = values.size();
+  if (n < 3) return 0;
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
+  double squared = 0;  // of the rank differences; the ranks are a permutation of the positions
+  for (std::size_t rank = 0; rank < n; ++rank) {
+    const double d = static_cast<double>(order[rank]) - static_cast<double>(rank);
+    squared += d * d;
+  }
+  const double m = static_cast<double>(n);
+  return 1 - 6 * squared / (m * (m * m - 1));
+}
+
+// The median of the timed launches' durations (given in launch order), in
+// cycles at the SM clock the timing pass read.
 void set_time(MeasuredKernel& k, std::vector<double> durations, const nlohmann::json& timing,
               const std::filesystem::path& file) {
+  k.launch_trend = rank_correlation_with_order(durations);
   std::sort(durations.begin(), durations.end());
   k.time_ns = durations[durations.size() / 2];
   k.fastest_ns = durations.front();
@@ -159,6 +179,12 @@ MeasuredDataset load_dataset(const std::filesystem::path& dir) {
   }
   if (d.kernels.empty()) throw DatasetError(manifest_path.string() + ": no configurations");
   return d;
+}
+
+bool launches_drift(const MeasuredKernel& k) {
+  if (k.timed_launches < 5 || k.time_ns <= 0) return false;
+  return std::abs(k.launch_trend) > 1.96 / std::sqrt(static_cast<double>(k.timed_launches) - 1) &&
+         (k.slowest_ns - k.fastest_ns) / k.time_ns >= 0.1;
 }
 
 void require_trace(const MeasuredKernel& k) {

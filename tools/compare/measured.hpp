@@ -30,6 +30,7 @@ struct MeasuredKernel {
   std::optional<std::uint64_t> traced_launch;  // set when time_ns is the traced launch's own: its index in the program
   double fastest_ns = 0, slowest_ns = 0;  // the timed launches' extremes: the GPU's own spread
   std::uint32_t timed_launches = 0;
+  double launch_trend = 0;              // rank correlation of the timed launches' durations with their order (-1..1)
   double sm_clock_mhz = 0;              // read during the timing pass
   double cycles = 0;                    // time_ns x sm_clock_mhz / 1000
   std::uint64_t warp_instructions = 0;  // count pass
@@ -67,6 +68,10 @@ MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string&
 // different work, as a training step's. Throws DatasetError naming the timing
 // file where it has no such launch.
 void measure_traced_launch(MeasuredKernel& k);
+// Whether a kernel's timed launches get steadily faster or slower, more than
+// their order would by chance (rank correlation beyond 1.96 / sqrt(n - 1)) and
+// by a tenth of their median or more: launches doing different work.
+bool launches_drift(const MeasuredKernel& k);
 // Throws DatasetError naming the trace a captured kernel lacks.
 void require_trace(const MeasuredKernel& k);
 
