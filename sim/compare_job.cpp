@@ -182,11 +182,11 @@ int compare_job(const CompareOptions& given, std::ostream& out) {
     throw std::invalid_argument("--saved reads simulations made before: leave out --set, or simulate again without --saved");
   if (options.saved && options.instructions > 0)
     throw std::invalid_argument("--saved has no per-instruction simulation to show: leave out --instructions");
-  // Traces are needed only for the kernels --only keeps: a manifest may list kernels whose traces were not kept.
   if (options.against != "median" && options.against != "traced")
     throw std::invalid_argument("--against '" + options.against + "': give median or traced");
   if (options.against == "traced" && !captured)
     throw std::invalid_argument("--against traced compares with the launch a capture traced: give capture folders or --manifest");
+  // Traces are needed only for the kernels --only keeps: a manifest may list kernels whose traces were not kept.
   auto dataset = captured ? compare::load_captures(folders, options.manifest) : compare::load_dataset(options.dataset);
   std::vector<compare::MeasuredKernel> measured;
   std::regex only;

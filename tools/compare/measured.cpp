@@ -122,6 +122,22 @@ void read_stalls(MeasuredKernel& k, const std::filesystem::path& file) {
     }
 }
 
+// The timing pass's launches of the kernel a capture traced: the same kernel
+// (its mangled name, the anonymous namespace's hash left out) with the same
+// grid and block.
+std::vector<nlohmann::json> traced_kernel_launches(const nlohmann::json& timing, const std::filesystem::path& timing_path,
+                                                   const nlohmann::json& traced, const std::filesystem::path& capture_path) {
+  const auto mangled = without_anonymous_namespace_hash(field<std::string>(traced, "mangled", capture_path));
+  const auto grid = field<nlohmann::json>(traced, "grid", capture_path);
+  const auto block = field<nlohmann::json>(traced, "block", capture_path);
+  std::vector<nlohmann::json> launches;
+  for (const auto& launch : field<nlohmann::json>(timing, "kernels", timing_path))
+    if (without_anonymous_namespace_hash(field<std::string>(launch, "mangled", timing_path)) == mangled &&
+        launch.value("grid", nlohmann::json()) == grid && launch.value("block", nlohmann::json()) == block)
+      launches.push_back(launch);
+  return launches;
+}
+
 }  // namespace
 
 nlohmann::json read_json(const std::filesystem::path& path) {
@@ -190,24 +206,6 @@ bool launches_drift(const MeasuredKernel& k) {
 void require_trace(const MeasuredKernel& k) {
   if (!std::filesystem::exists(k.trace)) throw DatasetError(k.trace.string() + ": no trace (capture --pass count,trace into DIR/trace)");
 }
-
-namespace {
-// The timing pass's launches of the kernel a capture traced: the same kernel
-// (its mangled name, the anonymous namespace's hash left out) with the same
-// grid and block.
-std::vector<nlohmann::json> traced_kernel_launches(const nlohmann::json& timing, const std::filesystem::path& timing_path,
-                                                   const nlohmann::json& traced, const std::filesystem::path& capture_path) {
-  const auto mangled = without_anonymous_namespace_hash(field<std::string>(traced, "mangled", capture_path));
-  const auto grid = field<nlohmann::json>(traced, "grid", capture_path);
-  const auto block = field<nlohmann::json>(traced, "block", capture_path);
-  std::vector<nlohmann::json> launches;
-  for (const auto& launch : field<nlohmann::json>(timing, "kernels", timing_path))
-    if (without_anonymous_namespace_hash(field<std::string>(launch, "mangled", timing_path)) == mangled &&
-        launch.value("grid", nlohmann::json()) == grid && launch.value("block", nlohmann::json()) == block)
-      launches.push_back(launch);
-  return launches;
-}
-}  // namespace
 
 MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string& id) {
   MeasuredKernel k;
