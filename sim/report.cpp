@@ -204,6 +204,22 @@ void print_host_profile(std::ostream& out, const HostProfile& profile) {
     out << fmt::format("  {:<20}{:>6}{:>13}{:>12.3f}{:>10.3f}{:>7.1f}%{:>16.3f}\n", name, k.units, k.evaluations, k.evaluate,
                        k.apply, total > 0 ? 100 * (k.evaluate + k.apply) / total : 0.0,
                        k.evaluations ? 1e6 * k.evaluate / static_cast<double>(k.evaluations) : 0.0);
+  // A window lasts at least as long as its costliest unit, whichever thread
+  // runs it: with many threads the largest single units, not the kinds, bound it.
+  std::vector<const UnitHostCost*> costliest;
+  for (const UnitHostCost& u : profile.units) costliest.push_back(&u);
+  const std::size_t shown = std::min<std::size_t>(6, costliest.size());
+  std::partial_sort(costliest.begin(), costliest.begin() + static_cast<std::ptrdiff_t>(shown), costliest.end(),
+                    [](const UnitHostCost* a, const UnitHostCost* b) {
+                      return a->evaluate_seconds + a->apply_seconds > b->evaluate_seconds + b->apply_seconds;
+                    });
+  out << "  costliest units:";
+  for (std::size_t i = 0; i < shown; ++i) {
+    const UnitHostCost& u = *costliest[i];
+    out << fmt::format("{} {} {:.1f}%", i ? "," : "", u.unit,
+                       total > 0 ? 100 * (u.evaluate_seconds + u.apply_seconds) / total : 0.0);
+  }
+  out << '\n';
   if (profile.thread_busy_seconds.size() < 2) return;
   // A window lasts as long as its busiest thread: the threads' spread says
   // how evenly the units are dealt, and the busiest thread's largest kind
