@@ -135,6 +135,11 @@ TEST_CASE("the host profile accounts every unit's evaluations and leaves the res
   REQUIRE(text.str().find("  l1 ") != std::string::npos);
   REQUIRE(text.str().find("threads busy") != std::string::npos);
   REQUIRE(text.str().find("steps: evaluate") != std::string::npos);
+  // The costliest single unit leads its line, as a window's longest domain.
+  const UnitHostCost& costliest = *std::max_element(profile.units.begin(), profile.units.end(), [](const auto& a, const auto& b) {
+    return a.evaluate_seconds + a.apply_seconds < b.evaluate_seconds + b.apply_seconds;
+  });
+  REQUIRE(text.str().find("costliest units: " + costliest.unit + " ") != std::string::npos);
   // Without profiling there is nothing to report.
   options.host_profile = false;
   REQUIRE(simulate_trace(params, path, options)[0].host_profile.units.empty());
