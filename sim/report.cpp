@@ -249,6 +249,22 @@ void print_host_profile(std::ostream& out, const HostProfile& profile) {
                      profile.window_seconds - profile.apply_step_seconds, profile.slowest_evaluate_seconds,
                      evaluating.front(), evaluating[evaluating.size() / 2], evaluating.back(), profile.apply_step_seconds,
                      profile.slowest_apply_seconds, applying.front(), applying[applying.size() / 2], applying.back());
+  // A window's evaluate step lasts at least as long as its longest single
+  // domain run: where that sum comes near the slowest threads', the domains
+  // themselves, not how they are shared out, bound the windows.
+  std::map<std::string, std::uint64_t> longest_by_kind;
+  std::uint64_t longest_windows = 0;
+  for (const auto& [domain, windows] : profile.longest_domains) {
+    longest_by_kind[unit_kind(domain)] += windows;
+    longest_windows += windows;
+  }
+  std::vector<std::pair<std::string, std::uint64_t>> longest(longest_by_kind.begin(), longest_by_kind.end());
+  std::stable_sort(longest.begin(), longest.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  out << fmt::format("  each window's longest single domain: {:.2f} s summed; longest in most windows:", profile.longest_domain_seconds);
+  for (std::size_t i = 0; i < std::min<std::size_t>(4, longest.size()); ++i)
+    out << fmt::format("{} {} {:.0f}%", i ? "," : "", longest[i].first,
+                       100.0 * static_cast<double>(longest[i].second) / static_cast<double>(longest_windows));
+  out << '\n';
 }
 
 void print_kernel_table(std::ostream& out, const KernelRun& run, const GpuParams& params) {

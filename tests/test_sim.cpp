@@ -128,6 +128,13 @@ TEST_CASE("the host profile accounts every unit's evaluations and leaves the res
   REQUIRE(profile.apply_step_seconds <= profile.window_seconds);
   REQUIRE(*std::max_element(profile.thread_apply_seconds.begin(), profile.thread_apply_seconds.end()) <=
           profile.apply_step_seconds * 1.001);
+  // Each window's longest domain run lies within its slowest thread's part.
+  REQUIRE(profile.longest_domain_seconds > 0);
+  REQUIRE(profile.longest_domain_seconds <= profile.slowest_evaluate_seconds * 1.001);
+  std::uint64_t longest_windows = 0;
+  for (const auto& [domain, windows] : profile.longest_domains) longest_windows += windows;
+  REQUIRE(longest_windows > 0);
+  REQUIRE(longest_windows <= profile.windows);
   std::ostringstream text;
   print_host_profile(text, profile);
   INFO(text.str());
@@ -135,6 +142,7 @@ TEST_CASE("the host profile accounts every unit's evaluations and leaves the res
   REQUIRE(text.str().find("  l1 ") != std::string::npos);
   REQUIRE(text.str().find("threads busy") != std::string::npos);
   REQUIRE(text.str().find("steps: evaluate") != std::string::npos);
+  REQUIRE(text.str().find("longest single domain") != std::string::npos);
   // The costliest single unit leads its line, as a window's longest domain.
   const UnitHostCost& costliest = *std::max_element(profile.units.begin(), profile.units.end(), [](const auto& a, const auto& b) {
     return a.evaluate_seconds + a.apply_seconds < b.evaluate_seconds + b.apply_seconds;

@@ -226,6 +226,11 @@ class WakeCalendar : public sc_core::sc_module {
     profile.slowest_evaluate_seconds = std::exchange(slowest_evaluate_ticks_, 0) * seconds_per_tick;
     profile.slowest_apply_seconds = std::exchange(slowest_apply_ticks_, 0) * seconds_per_tick;
     profile.windows = std::exchange(windows_, 0);
+    profile.longest_domain_seconds = std::exchange(longest_run_ticks_, 0) * seconds_per_tick;
+    for (std::uint32_t d = 0; d < windows_longest_.size(); ++d)
+      if (windows_longest_[d] > 0 && domains_[d].count > 0)
+        profile.longest_domains.push_back({domain_units_[domains_[d].first]->name(), windows_longest_[d]});
+    windows_longest_.clear();
     return profile;
   }
 
@@ -282,6 +287,12 @@ class WakeCalendar : public sc_core::sc_module {
   struct alignas(64) ThreadBusy {  // a line each: written by its thread
     std::uint64_t evaluate_ticks = 0, apply_ticks = 0;
     std::uint64_t last_part = 0;  // its part of the step just run
+    // Its longest single domain run in the window's evaluate step, and which domain that was.
+    std::uint64_t longest_run = 0;
+    std::uint32_t longest_domain = 0;
+    void note_run(std::uint64_t ticks, std::uint32_t domain) {
+      if (ticks > longest_run) longest_run = ticks, longest_domain = domain;
+    }
     void note_evaluate(std::uint64_t ticks) { evaluate_ticks += ticks, last_part = ticks; }
     void note_apply(std::uint64_t ticks) { apply_ticks += ticks, last_part = ticks; }
   };
@@ -431,11 +442,15 @@ class WakeCalendar : public sc_core::sc_module {
     return next;
   }
 
-  // Runs the domains of `list` no thread has claimed yet, each claimed through its cursor.
-  void run_unclaimed(DueList& list, Cycle end, detail::StagedEffects& staged, bool weighing, Cycle& last) {
+  // Runs the domains of `list` no thread has claimed yet, each claimed
+  // through its cursor; while host profiling, each run's time goes to `busy`.
+  void run_unclaimed(DueList& list, Cycle end, detail::StagedEffects& staged, bool weighing, Cycle& last, ThreadBusy* busy) {
     const auto size = static_cast<std::uint32_t>(list.domains.size());
-    for (std::uint32_t i; staged.failures.empty() && (i = list.cursor.fetch_add(1, std::memory_order_relaxed)) < size;)
+    for (std::uint32_t i; staged.failures.empty() && (i = list.cursor.fetch_add(1, std::memory_order_relaxed)) < size;) {
+      const std::uint64_t begun = busy ? host_ticks() : 0;
       run_domain(list.domains[i], end, staged, weighing, last);
+      if (busy) busy->note_run(host_ticks() - begun, list.domains[i]);
+    }
   }
 
   static void evaluate(Unit& unit, detail::StagedEffects& staged, bool weighing) {
@@ -465,6 +480,8 @@ class WakeCalendar : public sc_core::sc_module {
     detail::StagedEffects& staged = calendar.workers_->staged()[thread];
     const bool weighing = calendar.weighing_;
     const std::uint64_t part_begun = host_profiling ? host_ticks() : 0;
+    ThreadBusy* const busy = host_profiling ? &calendar.thread_busy_[thread] : nullptr;
+    if (busy) busy->longest_run = 0;
     Cycle last = 0;
     DueList& own = calendar.due_[thread];
     own.domains.clear();
@@ -476,7 +493,7 @@ class WakeCalendar : public sc_core::sc_module {
         });
     own.cursor.store(0, std::memory_order_relaxed);
     own.window.store(window, std::memory_order_release);
-    calendar.run_unclaimed(own, end, staged, weighing, last);
+    calendar.run_unclaimed(own, end, staged, weighing, last, busy);
     // A window lasts as long as its busiest thread: one that has run its own
     // domains runs those others have not begun. Which thread runs a domain
     // never changes what it does. In short windows a domain's state moving
@@ -485,7 +502,7 @@ class WakeCalendar : public sc_core::sc_module {
     const auto threads = calendar.window_ >= kShortestWindowShared ? static_cast<unsigned>(calendar.due_.size()) : 1u;
     for (unsigned k = 1; k < threads && staged.failures.empty(); ++k) {
       DueList& other = calendar.due_[(thread + k) % threads];
-      if (other.window.load(std::memory_order_acquire) == window) calendar.run_unclaimed(other, end, staged, weighing, last);
+      if (other.window.load(std::memory_order_acquire) == window) calendar.run_unclaimed(other, end, staged, weighing, last, busy);
     }
     detail::evaluation_cycle = end - 1;
     calendar.workers_->report(thread)[2] = last;
@@ -548,6 +565,15 @@ class WakeCalendar : public sc_core::sc_module {
       if (!host_profiling) return;
       evaluated = host_ticks();
       slowest_evaluate_ticks_ += step_parts(together);
+      // The window's longest single domain run, on whichever thread: no
+      // sharing of domains among threads brings a step below it.
+      const ThreadBusy* longest = &thread_busy_[0];
+      for (const ThreadBusy& busy : thread_busy_)
+        if (busy.longest_run > longest->longest_run) longest = &busy;
+      if (longest->longest_run == 0) return;
+      longest_run_ticks_ += longest->longest_run;
+      if (windows_longest_.size() != domains_.size()) windows_longest_.assign(domains_.size(), 0);
+      ++windows_longest_[longest->longest_domain];
     };
     if (together) {
       workers_->run_on_all(&WakeCalendar::evaluate_part, this);
@@ -737,6 +763,8 @@ class WakeCalendar : public sc_core::sc_module {
   std::uint64_t window_ticks_ = 0;
   std::uint64_t apply_step_ticks_ = 0;
   std::uint64_t slowest_evaluate_ticks_ = 0, slowest_apply_ticks_ = 0;  // each window's slowest thread in each step
+  std::uint64_t longest_run_ticks_ = 0;    // each window's longest single domain run
+  std::vector<std::uint64_t> windows_longest_;  // per domain, the windows in which its run was the longest
   std::uint64_t windows_ = 0;
   bool woken_from_outside_ = true;
   Cycle running_ = kNever;  // the first cycle of the window running

@@ -135,6 +135,10 @@ struct HostProfile {
   // take if the threads met at no cost.
   double slowest_evaluate_seconds = 0, slowest_apply_seconds = 0;
   std::uint64_t windows = 0;
+  // Each window's longest single domain run, summed, and in how many windows
+  // each domain (named by its first unit) ran longest.
+  double longest_domain_seconds = 0;
+  std::vector<std::pair<std::string, std::uint64_t>> longest_domains;
 };
 // Starts measuring afresh (or stops).
 void set_host_profiling(bool on);
