@@ -189,8 +189,8 @@ void print_host_profile(std::ostream& out, const HostProfile& profile) {
     k.evaluations += u.evaluations;
     k.evaluate += u.evaluate_seconds;
     k.apply += u.apply_seconds;
-    by_thread[u.thread][kind] += u.evaluate_seconds + u.apply_seconds;
-    total += u.evaluate_seconds + u.apply_seconds;
+    by_thread[u.thread][kind] += u.seconds();
+    total += u.seconds();
   }
   std::vector<std::pair<std::string, Kind>> ranked(kinds.begin(), kinds.end());
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
@@ -210,14 +210,12 @@ void print_host_profile(std::ostream& out, const HostProfile& profile) {
   for (const UnitHostCost& u : profile.units) costliest.push_back(&u);
   const std::size_t shown = std::min<std::size_t>(6, costliest.size());
   std::partial_sort(costliest.begin(), costliest.begin() + static_cast<std::ptrdiff_t>(shown), costliest.end(),
-                    [](const UnitHostCost* a, const UnitHostCost* b) {
-                      return a->evaluate_seconds + a->apply_seconds > b->evaluate_seconds + b->apply_seconds;
-                    });
+                    [](const UnitHostCost* a, const UnitHostCost* b) { return a->seconds() > b->seconds(); });
   out << "  costliest units:";
   for (std::size_t i = 0; i < shown; ++i) {
     const UnitHostCost& u = *costliest[i];
     out << fmt::format("{} {} {:.1f}%", i ? "," : "", u.unit,
-                       total > 0 ? 100 * (u.evaluate_seconds + u.apply_seconds) / total : 0.0);
+                       total > 0 ? 100 * u.seconds() / total : 0.0);
   }
   out << '\n';
   if (profile.thread_busy_seconds.size() < 2) return;

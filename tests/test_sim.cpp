@@ -105,7 +105,7 @@ TEST_CASE("the host profile accounts every unit's evaluations and leaves the res
   double units_seconds = 0;
   for (const UnitHostCost& u : profile.units) {
     evaluations[u.unit.substr(u.unit.rfind('.') + 1)] += u.evaluations;
-    units_seconds += u.evaluate_seconds + u.apply_seconds;
+    units_seconds += u.seconds();
     REQUIRE(u.thread < 2);
   }
   // Every SM ran warps, every slice took their REDs, and both crossbars
@@ -144,9 +144,8 @@ TEST_CASE("the host profile accounts every unit's evaluations and leaves the res
   REQUIRE(text.str().find("steps: evaluate") != std::string::npos);
   REQUIRE(text.str().find("longest single domain") != std::string::npos);
   // The costliest single unit leads its line, as a window's longest domain.
-  const UnitHostCost& costliest = *std::max_element(profile.units.begin(), profile.units.end(), [](const auto& a, const auto& b) {
-    return a.evaluate_seconds + a.apply_seconds < b.evaluate_seconds + b.apply_seconds;
-  });
+  const UnitHostCost& costliest = *std::max_element(profile.units.begin(), profile.units.end(),
+                                                    [](const auto& a, const auto& b) { return a.seconds() < b.seconds(); });
   REQUIRE(text.str().find("costliest units: " + costliest.unit + " ") != std::string::npos);
   // Without profiling there is nothing to report.
   options.host_profile = false;

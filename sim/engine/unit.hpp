@@ -124,6 +124,7 @@ struct UnitHostCost {
   std::uint64_t evaluations;
   double evaluate_seconds;  // its evaluations
   double apply_seconds;     // what other units' evaluations did to it, applied on its thread
+  double seconds() const { return evaluate_seconds + apply_seconds; }
 };
 struct HostProfile {
   std::vector<UnitHostCost> units;
