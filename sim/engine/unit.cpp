@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bitset>
 #include <chrono>
 #include <exception>
 #include <map>
@@ -20,6 +21,19 @@ namespace atomsim {
 namespace {
 
 std::atomic<bool> stop_requested{false};
+
+// Spins briefly, then gives the core away: with more threads than cores
+// (several simulations at once, a busy machine) the thread waited for may be
+// the one that needs it.
+void wait_a_little(unsigned spins) {
+  if (spins < 1024) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  } else {
+    std::this_thread::yield();
+  }
+}
 
 // Helper threads that work beside the calendar's thread, one pool per process
 // (SystemC runs one simulation per process at a time). Each step runs a job
@@ -62,19 +76,6 @@ class EvaluationWorkers {
   }
 
  private:
-  // Spins briefly, then gives the core away: with more threads than cores
-  // (several simulations at once, a busy machine) the thread waited for may
-  // be the one that needs it.
-  static void wait_a_little(unsigned spins) {
-    if (spins < 1024) {
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
-    } else {
-      std::this_thread::yield();
-    }
-  }
-
   void serve(unsigned thread) {
     std::uint64_t seen = 0;
     for (;;) {
@@ -108,6 +109,7 @@ class EvaluationWorkers {
   void* context_ = nullptr;
 };
 
+constexpr unsigned kMaxEvaluationThreads = 1024;
 unsigned requested_threads = 1;
 Cycle requested_window = 1;
 bool host_profiling = false;
@@ -138,13 +140,16 @@ void request_stop() { stop_requested = true; }
 
 std::uint64_t units_dealt_by_cost() { return dealings.load(); }
 
-// Domains due per window. A window of W cycles runs in two steps. In the
-// first, each thread takes the domains of its own due in the window and runs
-// each one's cycles: in each cycle the domain's units due, then what they did
-// to each other (a unit that asked to run again in the same cycle does so in
-// another round). In the second, each thread applies what the window's
-// evaluations did to the units of its domains from other domains, and files
-// its domains again by when they are next due. A domain has a home thread
+// Domains due per window. In a window of W cycles each thread first takes
+// the domains of its own due in the window and runs each one's cycles: in
+// each cycle the domain's units due, then what they did to each other (a unit
+// that asked to run again in the same cycle does so in another round). Then
+// it applies what the window's evaluations did to the units of its domains
+// from other domains, and files its domains again by when they are next due.
+// It applies what each thread staged as soon as that thread has finished
+// evaluating, while slower threads still evaluate: the threads meet once a
+// window, and a thread that applies much (a crossbar's, taking in the packets
+// of a hundred senders) does so beside another's long evaluations. A domain has a home thread
 // (its state stays in that core's caches), which alone keeps its wake-ups (a
 // ring of buckets for the next kRingCycles cycles, a map beyond; entries
 // whose domain has since been filed earlier are skipped) and applies what is
@@ -286,21 +291,23 @@ class WakeCalendar : public sc_core::sc_module {
   };
   struct alignas(64) ThreadBusy {  // a line each: written by its thread
     std::uint64_t evaluate_ticks = 0, apply_ticks = 0;
-    std::uint64_t last_part = 0;  // its part of the step just run
+    std::uint64_t last_evaluate = 0, last_apply = 0;  // its parts of the window just run
+    std::uint64_t evaluated_at = 0;  // when it finished evaluating in that window
     // Its longest single domain run in the window's evaluate step, and which domain that was.
     std::uint64_t longest_run = 0;
     std::uint32_t longest_domain = 0;
     void note_run(std::uint64_t ticks, std::uint32_t domain) {
       if (ticks > longest_run) longest_run = ticks, longest_domain = domain;
     }
-    void note_evaluate(std::uint64_t ticks) { evaluate_ticks += ticks, last_part = ticks; }
-    void note_apply(std::uint64_t ticks) { apply_ticks += ticks, last_part = ticks; }
+    void note_evaluate(std::uint64_t ticks) { evaluate_ticks += ticks, last_evaluate = ticks, evaluated_at = host_ticks(); }
+    void note_apply(std::uint64_t ticks) { apply_ticks += ticks, last_apply = ticks; }
   };
-  // While host profiling: what the step just run took of the threads' time,
-  // the slowest thread's part when they ran it together, else all parts.
-  std::uint64_t step_parts(bool together) const {
+  // While host profiling: what the window just run took of the threads' time
+  // in evaluating (or applying), the slowest thread's part when they ran
+  // together, else all parts.
+  std::uint64_t window_parts(bool together, std::uint64_t ThreadBusy::*part) const {
     std::uint64_t slowest = 0, all = 0;
-    for (const ThreadBusy& busy : thread_busy_) slowest = std::max(slowest, busy.last_part), all += busy.last_part;
+    for (const ThreadBusy& busy : thread_busy_) slowest = std::max(slowest, busy.*part), all += busy.*part;
     return together ? slowest : all;
   }
 
@@ -370,11 +377,19 @@ class WakeCalendar : public sc_core::sc_module {
 
   // The domains a thread takes due at a window's start, which other threads
   // may run too once they have run their own: each is claimed through the
-  // cursor. `window` says which window the list is for, so that a thread
-  // that looks early takes nothing from the window before.
+  // cursor, and counted in `finished` once run, so that the thread applies
+  // nothing to a domain another still runs. `window` says which window the
+  // list is for, so that a thread that looks early takes nothing from the
+  // window before.
   struct alignas(64) DueList {
     std::vector<std::uint32_t> domains;
     std::atomic<std::uint32_t> cursor{0};
+    std::atomic<std::uint32_t> finished{0};
+    std::atomic<std::uint64_t> window{0};
+  };
+  // The last window whose evaluations a thread has finished: what it staged
+  // for the others is then complete.
+  struct alignas(64) Evaluated {
     std::atomic<std::uint64_t> window{0};
   };
 
@@ -450,6 +465,7 @@ class WakeCalendar : public sc_core::sc_module {
       const std::uint64_t begun = busy ? host_ticks() : 0;
       run_domain(list.domains[i], end, staged, weighing, last);
       if (busy) busy->note_run(host_ticks() - begun, list.domains[i]);
+      list.finished.fetch_add(1, std::memory_order_release);
     }
   }
 
@@ -492,6 +508,7 @@ class WakeCalendar : public sc_core::sc_module {
           own.domains.push_back(d);
         });
     own.cursor.store(0, std::memory_order_relaxed);
+    own.finished.store(0, std::memory_order_relaxed);
     own.window.store(window, std::memory_order_release);
     calendar.run_unclaimed(own, end, staged, weighing, last, busy);
     // A window lasts as long as its busiest thread: one that has run its own
@@ -507,26 +524,51 @@ class WakeCalendar : public sc_core::sc_module {
     detail::evaluation_cycle = end - 1;
     calendar.workers_->report(thread)[2] = last;
     if (host_profiling) calendar.thread_busy_[thread].note_evaluate(host_ticks() - part_begun);
+    calendar.evaluated_[thread].window.store(window, std::memory_order_release);
   }
   // ...then what the window's evaluations did to its units from other
-  // domains, and when it next has domains due.
+  // domains, each thread's as soon as it has finished evaluating, and when
+  // it next has domains due. The time spent waiting is not counted as busy.
   static void apply_part(void* context, unsigned thread) {
     auto& calendar = *static_cast<WakeCalendar*>(context);
-    const std::uint64_t part_begun = host_profiling ? host_ticks() : 0;
+    const std::uint64_t window = calendar.window_serial_;
+    std::uint64_t applying = 0;
     std::vector<detail::StagedEffects>& staged = calendar.workers_->staged();
     const Cycle end = calendar.running_ + calendar.window_;
     detail::evaluation_cycle = end - 1;
-    for (detail::StagedEffects& from : staged) {
-      auto& effects = from.effects_for[thread];
-      if (!effects.list.empty()) apply(effects, calendar.weighing_);  // read, not written, when empty: the line stays shared
+    // No thread takes up its domains from here on; those taken run to their end first.
+    DueList& own = calendar.due_[thread];
+    const auto due = static_cast<std::uint32_t>(own.domains.size());
+    const std::uint32_t claimed = std::min(own.cursor.exchange(due, std::memory_order_relaxed), due);
+    for (unsigned spins = 0; own.finished.load(std::memory_order_acquire) != claimed; ++spins) wait_a_little(spins);
+    const auto threads = static_cast<unsigned>(staged.size());
+    std::bitset<kMaxEvaluationThreads> applied;
+    for (unsigned left = threads, spins = 0; left > 0; ++spins) {
+      for (unsigned from = 0; from < threads; ++from) {
+        if (applied[from] || calendar.evaluated_[from].window.load(std::memory_order_acquire) != window) continue;
+        applied[from] = true;
+        --left;
+        spins = 0;
+        auto& effects = staged[from].effects_for[thread];
+        if (effects.list.empty()) continue;  // read, not written, when empty: the line stays shared
+        const std::uint64_t begun = host_profiling ? host_ticks() : 0;
+        apply(effects, calendar.weighing_);
+        if (host_profiling) applying += host_ticks() - begun;
+      }
+      if (left > 0) wait_a_little(spins);
     }
     // Its domains that ran, whichever thread ran them, are filed again.
-    for (std::uint32_t d : calendar.due_[thread].domains) calendar.file(d, end - 1);
+    const std::uint64_t begun = host_profiling ? host_ticks() : 0;
+    for (std::uint32_t d : own.domains) calendar.file(d, end - 1);
     Lane& lane = calendar.lanes_[thread];
     std::uint64_t* report = calendar.workers_->report(thread);
     report[0] = lane.next;
     report[1] = lane.due_at_next() | (staged[thread].failures.empty() ? 0 : kFailed);
-    if (host_profiling) calendar.thread_busy_[thread].note_apply(host_ticks() - part_begun);
+    if (host_profiling) calendar.thread_busy_[thread].note_apply(applying + host_ticks() - begun);
+  }
+  static void window_part(void* context, unsigned thread) {
+    evaluate_part(context, thread);
+    apply_part(context, thread);
   }
 
   void run() {
@@ -559,35 +601,14 @@ class WakeCalendar : public sc_core::sc_module {
     const std::uint64_t window_begun = weighing_ || host_profiling ? host_ticks() : 0;
     if (host_profiling && thread_busy_.size() != threads) thread_busy_.assign(threads, ThreadBusy{});
     ++window_serial_;
-    std::uint64_t evaluated = 0;
     const bool together = threads > 1 && due * window_ >= kSmallestSharedWindow;
-    auto evaluate_step_done = [&] {
-      if (!host_profiling) return;
-      evaluated = host_ticks();
-      slowest_evaluate_ticks_ += step_parts(together);
-      // The window's longest single domain run, on whichever thread: no
-      // sharing of domains among threads brings a step below it.
-      const ThreadBusy* longest = &thread_busy_[0];
-      for (const ThreadBusy& busy : thread_busy_)
-        if (busy.longest_run > longest->longest_run) longest = &busy;
-      if (longest->longest_run == 0) return;
-      longest_run_ticks_ += longest->longest_run;
-      if (windows_longest_.size() != domains_.size()) windows_longest_.assign(domains_.size(), 0);
-      ++windows_longest_[longest->longest_domain];
-    };
     if (together) {
-      workers_->run_on_all(&WakeCalendar::evaluate_part, this);
-      evaluate_step_done();
-      workers_->run_on_all(&WakeCalendar::apply_part, this);
+      workers_->run_on_all(&WakeCalendar::window_part, this);
     } else {
       for (unsigned t = 0; t < threads; ++t) evaluate_part(this, t);
-      evaluate_step_done();
       for (unsigned t = 0; t < threads; ++t) apply_part(this, t);
     }
-    if (host_profiling) {
-      apply_step_ticks_ += host_ticks() - evaluated;
-      slowest_apply_ticks_ += step_parts(together);
-    }
+    if (host_profiling) note_window_parts(together);
     if (weighing_) calendar_cost_ -= host_ticks() - window_begun;
     if (host_profiling) {
       window_ticks_ += host_ticks() - window_begun;
@@ -626,6 +647,25 @@ class WakeCalendar : public sc_core::sc_module {
     if (next == kNever) return;
     planned_ = next;
     tick_.notify(sc_core::sc_time::from_value((next - now) * kPicosecondsPerCycle));
+  }
+
+  // While host profiling, after a window: how long its evaluations ran (to
+  // the last thread's finish) and what followed them, and its longest
+  // single domain run, on whichever thread: no sharing of domains among
+  // threads brings the evaluations below it.
+  void note_window_parts(bool together) {
+    std::uint64_t evaluated = 0;
+    for (const ThreadBusy& busy : thread_busy_) evaluated = std::max(evaluated, busy.evaluated_at);
+    apply_step_ticks_ += host_ticks() - evaluated;
+    slowest_evaluate_ticks_ += window_parts(together, &ThreadBusy::last_evaluate);
+    slowest_apply_ticks_ += window_parts(together, &ThreadBusy::last_apply);
+    const ThreadBusy* longest = &thread_busy_[0];
+    for (const ThreadBusy& busy : thread_busy_)
+      if (busy.longest_run > longest->longest_run) longest = &busy;
+    if (longest->longest_run == 0) return;
+    longest_run_ticks_ += longest->longest_run;
+    if (windows_longest_.size() != domains_.size()) windows_longest_.assign(domains_.size(), 0);
+    ++windows_longest_[longest->longest_domain];
   }
 
   // Forms the domains from the links, deals them out to the threads in order
@@ -721,6 +761,7 @@ class WakeCalendar : public sc_core::sc_module {
     lanes_.clear();
     lanes_.resize(threads);
     due_ = std::vector<DueList>(threads);
+    evaluated_ = std::vector<Evaluated>(threads);
     woken_from_outside_ = true;
     for (std::uint32_t d = 0; d < domains_.size(); ++d) {
       Domain& domain = domains_[d];
@@ -752,6 +793,7 @@ class WakeCalendar : public sc_core::sc_module {
   std::vector<Domain> domains_;
   std::vector<Unit*> domain_units_;  // by domain (Domain::first, count)
   std::vector<DueList> due_;  // by thread: the domains it took due for the window running
+  std::vector<Evaluated> evaluated_;  // by thread
   std::uint64_t window_serial_ = 0;
   bool plan_stale_ = true;  // units, links, threads or window changed since the domains were formed
   EvaluationWorkers* workers_ = nullptr;
@@ -773,7 +815,7 @@ class WakeCalendar : public sc_core::sc_module {
 };
 
 void set_evaluation_threads(unsigned threads) {
-  requested_threads = std::max(1u, threads);
+  requested_threads = std::clamp(threads, 1u, kMaxEvaluationThreads);
   if (WakeCalendar* calendar = WakeCalendar::existing()) calendar->assign_threads(requested_threads);
 }
 

@@ -131,9 +131,11 @@ struct HostProfile {
   std::vector<double> thread_busy_seconds;  // each thread's evaluations and applications, bookkeeping included
   std::vector<double> thread_apply_seconds; // the part of it spent applying what the windows staged
   double window_seconds = 0;                // the windows from first to last, as the calendar's thread saw them
-  double apply_step_seconds = 0;            // the part of it from the evaluate step's end to the apply step's
-  // Each window's slowest thread in each step, summed: what the steps would
-  // take if the threads met at no cost.
+  // The part of it from each window's last evaluation to its end: what the
+  // threads' applying adds (a thread applies what others staged as soon as
+  // they have finished evaluating, while slower ones still evaluate).
+  double apply_step_seconds = 0;
+  // Each window's slowest thread in evaluating and in applying, summed.
   double slowest_evaluate_seconds = 0, slowest_apply_seconds = 0;
   std::uint64_t windows = 0;
   // Each window's longest single domain run, summed, and in how many windows
