@@ -47,6 +47,26 @@ TEST_CASE("the same trace and config give byte-identical JSON", "[sim][determini
   std::remove(path.c_str());
 }
 
+TEST_CASE("a run that does not check the atomics times them as one that does", "[sim][determinism]") {
+  std::string path = small_microbench("unchecked.trace", workloads::MicrobenchVariant::Baseline);
+  auto params = h100_with(kSmall);
+  SimulateOptions options;
+  options.progress = false;
+  auto checked = simulate_trace(params, path, options);
+  options.check_atomics = false;
+  auto unchecked = simulate_trace(params, path, options);
+  REQUIRE(checked[0].checked);
+  REQUIRE(checked[0].check.passed());
+  REQUIRE(checked[0].check.lane_updates_applied > 0);
+  REQUIRE_FALSE(unchecked[0].checked);
+  // The slices keep no values without the check; every figure stays.
+  nlohmann::json with = run_json(checked, params, kSmall, path)["kernels"][0];
+  nlohmann::json without = run_json(unchecked, params, kSmall, path)["kernels"][0];
+  REQUIRE(with.erase("functional_check") == 1);
+  REQUIRE(with == without);
+  std::remove(path.c_str());
+}
+
 TEST_CASE("the results do not depend on the threads evaluating a cycle's units", "[sim][determinism][threads]") {
   // Instruction profile, CTA spans and the functional check's sums are all
   // gathered from SMs that run on different threads. With a lookahead the

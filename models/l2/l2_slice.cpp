@@ -114,7 +114,7 @@ Cycle L2Slice::run_atomic(MemPacket& packet, Cycle start) {
     done = occupy_counted(rop_returns_[u], done, static_cast<double>(op_count) * params_.rop_returned_value_cost,
                           rop_return_busy_scaled_);
   for (std::size_t i = 0; i < op_count; ++i) {
-    apply(memory_[ops[i].address], ops[i], packet.atomic_op, packet.atomic_type);
+    if (keep_atomic_values_) apply(memory_[ops[i].address], ops[i], packet.atomic_op, packet.atomic_type);
     atomic_updates_ += ops[i].updates;
   }
   atomic_ops_ += op_count;

@@ -113,6 +113,10 @@ class L2Slice : public Unit {
   OutPort<MemPacket>& to_other_partition() { return to_other_partition_; }
   InPort<MemPacket>& from_other_partition() { return from_other_partition_; }
   const AtomicMemory& atomic_memory() const { return memory_; }
+  // Whether the ROP units apply each lane's update to the words' values
+  // (atomic_memory), which only a functional check of the atomics reads: a
+  // run that does not check keeps no image of a kernel's scattered words.
+  void keep_atomic_values(bool keep) { keep_atomic_values_ = keep; }
   // Puts a line in the cache before a kernel starts, clean (the set's least recently used line makes room).
   void preload(std::uint64_t line);
   // When the read that has waited longest here for a value began waiting; kNever when none waits.
@@ -195,6 +199,7 @@ class L2Slice : public Unit {
   ReleaseQueue<MemPacket> pending_replies_;  // by cycle, then in the order scheduled
   bool far_turn_ = false;  // whether the other partition's atomics go first next
   AtomicMemory memory_;
+  bool keep_atomic_values_ = true;
   // The words that loads await which stores have written so far.
   std::unordered_set<std::uint64_t> written_words_;
   struct AwaitingRead {
