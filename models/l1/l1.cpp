@@ -414,73 +414,79 @@ bool L1::note_update(std::uint64_t line, std::uint64_t words, std::uint64_t free
 }
 
 void L1::queue_request(const MemPacket& p) {
-  outgoing_instructions_ += outgoing_.empty() || outgoing_.back().packet.request != p.request;
-  outgoing_.push_back({p, p.is_atomic() && params_.same_word_interval > 0 ? words_of(p) : ~std::uint64_t(0)});
+  outgoing_instructions_ += outgoing_.empty() || outgoing_.back().request != p.request;
+  outgoing_.push_back(p);
+  outgoing_keys_.push_back({p.line | (p.is_atomic() ? 1 : 0),
+                            p.is_atomic() && params_.same_word_interval > 0 ? words_of(p) : ~std::uint64_t(0)});
 }
 
-std::deque<L1::Outgoing>::iterator L1::erase_outgoing(std::deque<Outgoing>::iterator it) {
-  const std::uint32_t request = it->packet.request;
-  const bool same_before = it != outgoing_.begin() && std::prev(it)->packet.request == request;
-  const bool same_after = std::next(it) != outgoing_.end() && std::next(it)->packet.request == request;
+void L1::erase_outgoing(std::size_t index) {
+  const auto it = outgoing_.begin() + static_cast<std::ptrdiff_t>(index);
+  const std::uint32_t request = it->request;
+  const bool same_before = it != outgoing_.begin() && std::prev(it)->request == request;
+  const bool same_after = std::next(it) != outgoing_.end() && std::next(it)->request == request;
   // Its instruction leaves with its last request; neighbours of one other
   // instruction on both sides join into one run again.
   if (!same_before && !same_after) {
     --outgoing_instructions_;
-    if (it != outgoing_.begin() && std::next(it) != outgoing_.end() &&
-        std::prev(it)->packet.request == std::next(it)->packet.request)
+    if (it != outgoing_.begin() && std::next(it) != outgoing_.end() && std::prev(it)->request == std::next(it)->request)
       --outgoing_instructions_;
   }
-  return outgoing_.erase(it);
+  outgoing_.erase(it);
+  outgoing_keys_.erase(outgoing_keys_.begin() + static_cast<std::ptrdiff_t>(index));
 }
 
 bool L1::send_outgoing(Cycle now) {
   constexpr std::uint64_t kScale = RateServer::kScale;
   const bool spaced = params_.same_word_interval > 0;
   const auto interval = static_cast<std::uint64_t>(params_.same_word_interval * kScale + 0.5);
-  auto it = outgoing_.begin();
+  std::size_t index = 0;
   if (still_waiting_ != kLookAgain && now < wake_for_words_) {
-    it += static_cast<std::ptrdiff_t>(still_waiting_);
+    index = still_waiting_;
   } else {
     waiting_.clear();
     wake_for_words_ = kNever;
   }
   // Whether the requests left waiting before `it` would still wait, looked at again.
   bool unchanged = true;
-  while (it != outgoing_.end()) {
-    const MemPacket& p = it->packet;
-    const bool atomic = p.is_atomic();
-    const std::uint64_t words = it->words;
+  for (auto key = outgoing_keys_.begin() + static_cast<std::ptrdiff_t>(index); key != outgoing_keys_.end();) {
+    const std::uint64_t line = key->line();
+    const bool atomic = key->atomic();
+    const std::uint64_t words = key->words;
     std::uint64_t start = now * kScale;
     if (spaced) {
       bool waits = false;
       if (atomic) {
-        if (const RecentUpdate* r = recent_update(p.line, now); r && (r->words & words)) start = std::max(start, r->free_at);
+        if (const RecentUpdate* r = recent_update(line, now); r && (r->words & words)) start = std::max(start, r->free_at);
         if (start >= (now + 1) * kScale) {
           waits = true;
           wake_for_words_ = std::min(wake_for_words_, start / kScale);
         }
       }
       // Updates of a word leave in order, and nothing passes an update of its line.
-      for (auto w = waiting_.begin(); !waits && w != waiting_.end(); ++w) waits = w->line == p.line && (w->words & words);
+      for (auto w = waiting_.begin(); !waits && w != waiting_.end(); ++w) waits = w->line == line && (w->words & words);
       if (waits) {
         // An instruction's rounds on one line come together: one entry holds them.
-        if (!waiting_.empty() && waiting_.back().line == p.line) waiting_.back().words |= words;
-        else waiting_.push_back({p.line, words});
-        ++it;
+        if (!waiting_.empty() && waiting_.back().line == line) waiting_.back().words |= words;
+        else waiting_.push_back({line, words});
+        ++key;
         continue;
       }
     }
+    index = static_cast<std::size_t>(key - outgoing_keys_.begin());
+    const MemPacket& p = outgoing_[index];
     if (!to_l2_.try_send(p)) {
       ++stall_cycles_;
-      still_waiting_ = unchanged ? static_cast<std::size_t>(it - outgoing_.begin()) : kLookAgain;
+      still_waiting_ = unchanged ? index : kLookAgain;
       return true;
     }
     if (spaced && atomic) {
-      const bool own_entry = note_update(p.line, words, start + interval, now);
-      unchanged &= own_entry && std::none_of(waiting_.begin(), waiting_.end(), [&](const WaitingLine& w) { return w.line == p.line; });
+      const bool own_entry = note_update(line, words, start + interval, now);
+      unchanged &= own_entry && std::none_of(waiting_.begin(), waiting_.end(), [&](const WaitingLine& w) { return w.line == line; });
     }
     const std::uint32_t request = p.request;
-    it = erase_outgoing(it);
+    erase_outgoing(index);
+    key = outgoing_keys_.begin() + static_cast<std::ptrdiff_t>(index);
     complete_if_sent(request, now);
   }
   still_waiting_ = unchanged ? outgoing_.size() : kLookAgain;
@@ -491,7 +497,7 @@ bool L1::room_to_take() const {
   if (free_inflight_.empty()) return false;
   // What is left waits for its words (send_outgoing). A flush's requests
   // at the front belong to no instruction.
-  const bool flush_first = !outgoing_.empty() && outgoing_.front().packet.request == kFlushRequest;
+  const bool flush_first = !outgoing_.empty() && outgoing_.front().request == kFlushRequest;
   return outgoing_instructions_ - flush_first < params_.waiting_atomic_instructions;
 }
 

@@ -162,11 +162,17 @@ class L1 : public Unit {
   InPort<KernelEnd> kernel_end_;
   RateServer pipeline_;
   std::uint32_t round_robin_ = 0;
-  struct Outgoing {
-    MemPacket packet;
-    std::uint64_t words = 0;  // an atomic's (words_of), where its updates are spaced
+  // The requests waiting to leave, in order, and beside them what a pass
+  // over them reads of each: a pass looks at every request left waiting for
+  // its words, and reads 16 bytes of it instead of its packet.
+  struct OutgoingKey {
+    std::uint64_t line_bits = 0;  // its line, with bit 0 set for an atomic (lines are at least 32 bytes)
+    std::uint64_t words = 0;      // an atomic's (words_of), where its updates are spaced; else all
+    std::uint64_t line() const { return line_bits & ~std::uint64_t(1); }
+    bool atomic() const { return line_bits & 1; }
   };
-  std::deque<Outgoing> outgoing_;
+  std::deque<MemPacket> outgoing_;
+  std::deque<OutgoingKey> outgoing_keys_;
   // How many requests at the front of outgoing_ the last pass left waiting
   // for their words, when the next pass may take them as still waiting and
   // begin after them with waiting_ and wake_for_words_ as they were: until
@@ -181,8 +187,8 @@ class L1 : public Unit {
   // Runs of requests of one instruction (its `request` tag) in outgoing_:
   // an instruction's requests are queued together.
   std::uint32_t outgoing_instructions_ = 0;
-  // Takes the request at `it` out of outgoing_, keeping outgoing_instructions_.
-  std::deque<Outgoing>::iterator erase_outgoing(std::deque<Outgoing>::iterator it);
+  // Takes the request at `index` out of outgoing_, keeping outgoing_instructions_.
+  void erase_outgoing(std::size_t index);
   // Lines atomic requests updated within same_word_interval: the words they
   // updated and when the next update of those may leave (RateServer's scaled
   // cycles), one entry a line in a small hash table (a few probes from the
