@@ -17,11 +17,18 @@
 #include "models/l2/l2_slice.hpp"
 #include "models/mio/mio.hpp"
 #include "models/sm/sm.hpp"
+#include "traces/prefetch.hpp"
 #include "traces/sass.hpp"
 
 namespace atomsim {
 
 using namespace model;
+
+namespace {
+// Warps whose first segments the prefetcher may hold before they are opened:
+// ahead of a few hundred CTA starts, at a few kilobytes a warp.
+constexpr std::size_t kPrefetchedWarps = 1024;
+}  // namespace
 
 struct Gpu::Units {
   AddressMap map;
@@ -204,11 +211,19 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
     run.measured_costs = compare::apply_measured_costs(options.counters, costed);
     ctx.program = decode_program(costed, params_.sm);
   }
-  ctx.open_warp = [&reader, kernel](std::uint64_t warp) { return reader.open_warp(kernel, warp); };
   // SMs open their warps' streams from the threads that evaluate them: the
-  // reader's warp index is read here first, so that they only read it.
+  // reader's warp index is read here first, so that they only read it. Where
+  // the simulation's threads leave a core free, a thread of its own reads
+  // each warp's first segment before its CTA starts (set up below, once the
+  // dispatcher knows the order the CTAs start in).
+  std::unique_ptr<trace::WarpPrefetcher> prefetcher;
+  ctx.open_warp = [&reader, &prefetcher, kernel](std::uint64_t warp) {
+    return prefetcher ? prefetcher->open_warp(warp) : reader.open_warp(kernel, warp);
+  };
   if (info.total_warps()) reader.open_warp(kernel, 0);
-  set_evaluation_threads(options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency()));
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = options.threads ? options.threads : cores;
+  set_evaluation_threads(threads);
   set_window_cycles(params_.lookahead_cycles);
   ctx.flush_atomics_at_barrier = params_.l1.atomic_buffer;
   // The SMs' hooks run on whichever thread evaluates their SM: each keeps
@@ -291,6 +306,14 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
   auto before = stats_.snapshot();
   set_host_profiling(options.host_profile);
   u.dispatcher->begin_kernel(info.grid.count(), run.ctas_per_sm, info.warps_per_cta(), info.cta_order);
+  if (threads < cores && info.total_warps()) {
+    std::vector<std::uint64_t> warps;
+    warps.reserve(info.total_warps());
+    for (std::uint64_t k = 0; k < info.grid.count(); ++k)
+      for (std::uint64_t cta = u.dispatcher->cta_started(k), i = 0; i < info.warps_per_cta(); ++i)
+        warps.push_back(cta * info.warps_per_cta() + i);
+    prefetcher = std::make_unique<trace::WarpPrefetcher>(reader, kernel, std::move(warps), kPrefetchedWarps);
+  }
 
   using clock = std::chrono::steady_clock;
   auto last_report = clock::now();

@@ -5,6 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
+#include <chrono>
+#include <memory>
 
 #include <csignal>
 #include <sys/wait.h>
@@ -14,6 +17,7 @@
 
 #include "sim_helpers.hpp"
 #include "traces/format.hpp"
+#include "traces/prefetch.hpp"
 #include "traces/reader.hpp"
 #include "traces/sass.hpp"
 #include "traces/validate.hpp"
@@ -197,6 +201,68 @@ TEST_CASE("trace damage is reported with the file and byte offset, never a crash
     REQUIRE_THROWS_WITH(TraceReader(bad), Catch::Contains("not an atomsim trace"));
     REQUIRE_THROWS_WITH(TraceReader(temp_path("missing.trace")), Catch::Contains("cannot open trace"));
   }
+  std::remove(bad.c_str());
+  std::remove(path.c_str());
+}
+
+TEST_CASE("a warp prefetcher hands out the streams the reader gives, read ahead or not, in any order", "[traces][prefetch]") {
+  std::string path = write_sample("prefetch.trace");
+  TraceReader reader(path);
+  const KernelInfo& info = reader.kernel(1);
+  // Kernel 1 starts CTA 1 first: its warps 2 and 3, then CTA 0's 0 and 1.
+  WarpPrefetcher prefetcher(reader, 1, {2, 3, 0, 1}, 2);
+  for (int waited = 0; !prefetcher.holds(2) && waited < 10000; ++waited)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(prefetcher.holds(2));
+  REQUIRE_FALSE(prefetcher.holds(0));  // two ahead at most
+  for (std::uint64_t warp : {2, 0, 3, 1}) {  // 0 before 3: a CTA started out of turn
+    INFO("warp " << warp);
+    WarpStream s = prefetcher.open_warp(warp);
+    WarpInst got;
+    for (const auto& e : records_for(warp + 10, 3000)) {
+      REQUIRE(s.next(got));
+      require_same(got, e, info);
+    }
+    REQUIRE_FALSE(s.next(got));
+  }
+  REQUIRE(prefetcher.prefetched_opens() >= 1);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("a damaged trace read through a warp prefetcher fails as it fails without one", "[traces][prefetch][errors]") {
+  std::string path = write_sample("prefetch-damage.trace", 600);
+  std::vector<char> good = read_all(path);
+  std::string bad = temp_path("prefetch-damaged.trace");
+  // What reading every warp of kernel 0 gives: the error, or a digest of the records.
+  auto outcome = [&](bool prefetch) -> std::string {
+    try {
+      TraceReader r(bad);
+      std::unique_ptr<WarpPrefetcher> prefetcher;
+      if (prefetch) prefetcher = std::make_unique<WarpPrefetcher>(r, 0, std::vector<std::uint64_t>{0, 1, 2, 3}, 4);
+      std::uint64_t digest = 0;
+      for (std::uint64_t w = 0; w < 4; ++w) {
+        WarpStream s = prefetcher ? prefetcher->open_warp(w) : r.open_warp(0, w);
+        WarpInst inst;
+        while (s.next(inst)) digest = digest * 31 + inst.index + inst.active_mask + inst.address[0];
+      }
+      return std::to_string(digest);
+    } catch (const TraceError& e) {
+      return e.what();
+    }
+  };
+  std::mt19937 rng(11);
+  int failures = 0;
+  for (int trial = 0; trial < 30; ++trial) {
+    std::vector<char> copy = good;
+    std::size_t at = format::kFileHeaderSize + rng() % (good.size() / 2);
+    copy[at] = static_cast<char>(copy[at] ^ 0x5A);
+    write_all(bad, copy);
+    const std::string plain = outcome(false);
+    INFO("byte " << at << ": " << plain);
+    REQUIRE(outcome(true) == plain);
+    failures += plain.find("byte offset") != std::string::npos;
+  }
+  REQUIRE(failures > 0);
   std::remove(bad.c_str());
   std::remove(path.c_str());
 }

@@ -117,7 +117,7 @@ std::vector<unsigned char> compress(const std::vector<unsigned char>& raw) {
 }
 
 void decompress(const unsigned char* data, std::size_t size, std::vector<unsigned char>& raw, std::size_t raw_size,
-                const std::string& where) {
+                const std::string& path, std::uint64_t offset) {
   raw.resize(raw_size);
   static thread_local const std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> context = [] {
     std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> c(ZSTD_createDCtx(), &ZSTD_freeDCtx);
@@ -125,8 +125,10 @@ void decompress(const unsigned char* data, std::size_t size, std::vector<unsigne
     return c;
   }();
   std::size_t n = ZSTD_decompressDCtx(context.get(), raw.data(), raw_size, data, size);
-  if (ZSTD_isError(n)) throw TraceError(fmt::format("{}: corrupt chunk payload ({})", where, ZSTD_getErrorName(n)));
-  if (n != raw_size) throw TraceError(fmt::format("{}: chunk payload size {} differs from header {}", where, n, raw_size));
+  if (ZSTD_isError(n))
+    throw TraceError(fmt::format("{}: byte offset {}: corrupt chunk payload ({})", path, offset, ZSTD_getErrorName(n)));
+  if (n != raw_size)
+    throw TraceError(fmt::format("{}: byte offset {}: chunk payload size {} differs from header {}", path, offset, n, raw_size));
 }
 
 std::uint64_t ByteReader::varint() {

@@ -53,9 +53,10 @@ void encode_chunk_header(const ChunkHeader& h, unsigned char out[kChunkHeaderSiz
 std::string decode_chunk_header(const unsigned char in[kChunkHeaderSize], ChunkHeader& h);
 
 std::vector<unsigned char> compress(const std::vector<unsigned char>& raw);
-// Throws TraceError naming `where` when the frame is damaged or sizes disagree.
+// Throws TraceError naming the file and the chunk's byte offset when the
+// frame is damaged or sizes disagree.
 void decompress(const unsigned char* data, std::size_t size, std::vector<unsigned char>& raw, std::size_t raw_size,
-                const std::string& where);
+                const std::string& path, std::uint64_t offset);
 
 // Little-endian byte builder and cursor.
 class ByteWriter {

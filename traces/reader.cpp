@@ -52,9 +52,10 @@ class TraceFile {
     if (auto err = format::decode_chunk_header(h, header); !err.empty()) fail(offset, err);
     if (header.type != expected)
       fail(offset, fmt::format("expected chunk type {}, found {}", int(expected), int(header.type)));
-    std::vector<unsigned char> packed(header.compressed_size);
+    static thread_local std::vector<unsigned char> packed;
+    packed.resize(header.compressed_size);
     read(offset + sizeof h, packed.data(), packed.size());
-    format::decompress(packed.data(), packed.size(), raw, header.raw_size, fmt::format("{}: byte offset {}", path_, offset));
+    format::decompress(packed.data(), packed.size(), raw, header.raw_size, path_, offset);
     return header;
   }
 
@@ -134,7 +135,16 @@ const std::vector<TraceReader::WarpEntry>& TraceReader::index(std::size_t kernel
 
 std::uint64_t TraceReader::warp_records(std::size_t kernel, std::uint64_t warp) { return index(kernel).at(warp).records; }
 
-WarpStream TraceReader::open_warp(std::size_t kernel, std::uint64_t warp) {
+WarpSegment TraceReader::read_first_segment(std::size_t kernel, std::uint64_t warp) {
+  const auto& idx = index(kernel);
+  if (warp >= idx.size()) throw TraceError(fmt::format("{}: kernel {} has no warp {}", path(), kernel, warp));
+  WarpSegment segment;
+  segment.offset = idx[warp].first_segment;
+  if (segment.offset) segment.header = file_->read_chunk(segment.offset, format::ChunkType::Segment, segment.raw);
+  return segment;
+}
+
+WarpStream TraceReader::open_warp(std::size_t kernel, std::uint64_t warp, WarpSegment* first) {
   const auto& idx = index(kernel);
   if (warp >= idx.size()) throw TraceError(fmt::format("{}: kernel {} has no warp {}", path(), kernel, warp));
   WarpStream s;
@@ -145,11 +155,16 @@ WarpStream TraceReader::open_warp(std::size_t kernel, std::uint64_t warp) {
   s.warp_id_ = static_cast<std::uint32_t>(warp);
   s.expected_records_ = idx[warp].records;
   s.next_segment_ = idx[warp].first_segment;
+  if (first && first->offset && first->offset == s.next_segment_) {
+    s.raw_.swap(first->raw);
+    s.adopt_segment(first->offset, first->header);
+  }
   return s;
 }
 
-void WarpStream::load_segment(std::uint64_t offset) {
-  auto h = file_->read_chunk(offset, format::ChunkType::Segment, raw_);
+void WarpStream::load_segment(std::uint64_t offset) { adopt_segment(offset, file_->read_chunk(offset, format::ChunkType::Segment, raw_)); }
+
+void WarpStream::adopt_segment(std::uint64_t offset, const format::ChunkHeader& h) {
   if (h.kernel_index != kernel_index_ || h.warp_id != warp_id_)
     file_->fail(offset, fmt::format("segment belongs to kernel {} warp {}, expected kernel {} warp {}", h.kernel_index,
                                     h.warp_id, kernel_index_, warp_id_));

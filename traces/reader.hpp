@@ -16,6 +16,14 @@ namespace atomsim::trace {
 
 class TraceFile;  // shared file handle
 
+// A warp's first segment, read and decompressed ahead of opening the warp
+// (WarpPrefetcher); checked against the warp when the warp is opened.
+struct WarpSegment {
+  std::uint64_t offset = 0;  // none when 0 (a warp without records)
+  format::ChunkHeader header{};
+  std::vector<unsigned char> raw;
+};
+
 class WarpStream {
  public:
   WarpStream() = default;
@@ -38,6 +46,9 @@ class WarpStream {
  private:
   friend class TraceReader;
   void load_segment(std::uint64_t offset);
+  // Makes the segment in raw_, read from `offset`, the current one, after
+  // checking that it is the next of this warp's.
+  void adopt_segment(std::uint64_t offset, const format::ChunkHeader& header);
   // What every record touches comes first, in 44 bytes: a simulator keeps
   // thousands of streams open and reads one record of each at a time.
   const unsigned char* data_ = nullptr;  // the segment's decompressed bytes (raw_)
@@ -69,7 +80,11 @@ class TraceReader {
   const KernelInfo& kernel(std::size_t i) const { return kernels_.at(i); }
   // Number of records the index promises for a warp.
   std::uint64_t warp_records(std::size_t kernel, std::uint64_t warp);
-  WarpStream open_warp(std::size_t kernel, std::uint64_t warp);
+  // Opens a warp's stream; with `first`, its first segment as read_first_segment
+  // read it, which the stream takes over. Safe from several threads once the
+  // kernel's warp index has been read (by any call of these for the kernel).
+  WarpStream open_warp(std::size_t kernel, std::uint64_t warp, WarpSegment* first = nullptr);
+  WarpSegment read_first_segment(std::size_t kernel, std::uint64_t warp);
 
  private:
   struct WarpEntry {

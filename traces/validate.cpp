@@ -56,7 +56,7 @@ TraceSummary validate_trace(const std::string& path) {
     if (trailer_at - offset - sizeof h < header.compressed_size) fail(offset, "chunk payload runs past the trailer");
     packed.resize(header.compressed_size);
     in.read(reinterpret_cast<char*>(packed.data()), static_cast<std::streamsize>(packed.size()));
-    format::decompress(packed.data(), packed.size(), raw, header.raw_size, fmt::format("{}: byte offset {}", path, offset));
+    format::decompress(packed.data(), packed.size(), raw, header.raw_size, path, offset);
     ++summary.chunks;
     if (header.type == format::ChunkType::Segment) {
       if (header.kernel_index >= reader.kernel_count()) fail(offset, "segment of an unknown kernel");

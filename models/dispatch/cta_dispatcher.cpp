@@ -45,7 +45,7 @@ void CtaDispatcher::begin_kernel(std::uint64_t ctas, std::uint32_t per_sm, std::
 
 bool CtaDispatcher::launch_one(std::uint32_t sm, Cycle now) {
   if (free_slots_[sm] == 0 || next_cta_ >= total_ || ready_at_[sm] > now) return false;
-  if (!to_sm_[sm]->try_send(CtaLaunch{order_.empty() ? next_cta_ : order_[next_cta_]})) return false;  // the SM wakes us when it frees a slot
+  if (!to_sm_[sm]->try_send(CtaLaunch{cta_started(next_cta_)})) return false;  // the SM wakes us when it frees a slot
   ++next_cta_;
   ++launched_;
   --free_slots_[sm];

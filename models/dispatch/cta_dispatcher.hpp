@@ -62,6 +62,8 @@ class CtaDispatcher : public Unit {
   // `order`: the CTAs in the order to start them (trace::KernelInfo::cta_order); empty, grid order.
   void begin_kernel(std::uint64_t ctas, std::uint32_t per_sm, std::uint32_t warps_per_cta,
                     std::vector<std::uint64_t> order = {});
+  // The k-th CTA this kernel starts.
+  std::uint64_t cta_started(std::uint64_t k) const { return order_.empty() ? k : order_[k]; }
   bool kernel_done() const { return end_sent_; }
   std::uint64_t finished() const { return finished_; }
   std::uint64_t total() const { return total_; }
