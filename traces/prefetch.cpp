@@ -20,7 +20,11 @@ WarpPrefetcher::WarpPrefetcher(TraceReader& reader, std::size_t kernel, std::vec
 }
 
 WarpPrefetcher::~WarpPrefetcher() {
-  stop_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_.store(true);
+    room_.notify_one();
+  }
   thread_.join();
 }
 
@@ -34,9 +38,17 @@ void WarpPrefetcher::run() {
     Slot& slot = slots_[p % slots_.size()];
     // The segment of the position this slot held before is taken when its
     // warp is opened (every warp is, once); until then there is no room.
-    for (std::uint64_t t = slot.tag.load(); state_of(t) == kReady || state_of(t) == kTaking; t = slot.tag.load()) {
-      if (stop_.load(std::memory_order_relaxed)) return;
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    auto taken = [&slot] {
+      const State state = state_of(slot.tag.load());
+      return state != kReady && state != kTaking;
+    };
+    if (!taken()) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      waiting_.store(true);
+      // A wake-up missed between a look and the wait costs a millisecond at most.
+      while (!taken() && !stop_.load()) room_.wait_for(lock, std::chrono::milliseconds(1));
+      waiting_.store(false);
+      if (stop_.load()) return;
     }
     slot.tag.store(tag(p, kFilling));
     if (reads_itself_[p].load()) {
@@ -45,8 +57,8 @@ void WarpPrefetcher::run() {
     }
     try {
       slot.segment = reader_.read_first_segment(kernel_, warps_[p]);
-    } catch (const TraceError&) {
-      slot.tag.store(tag(p, kFree));  // the warp reads it itself when opened, and reports the error then
+    } catch (...) {
+      slot.tag.store(tag(p, kFree));  // the warp reads it itself when opened, and reports what fails then
       continue;
     }
     slot.tag.store(tag(p, kReady));
@@ -67,7 +79,11 @@ WarpStream WarpPrefetcher::open_warp(std::uint64_t warp) {
     if (t == tag(p, kReady)) {
       if (!slot.tag.compare_exchange_strong(t, tag(p, kTaking))) continue;
       WarpSegment segment = std::move(slot.segment);
-      slot.tag.store(tag(p, kFree), std::memory_order_release);
+      slot.tag.store(tag(p, kFree));
+      if (waiting_.load()) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        room_.notify_one();
+      }
       prefetched_opens_.fetch_add(1, std::memory_order_relaxed);
       return reader_.open_warp(kernel_, warp, &segment);
     }

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -51,6 +53,10 @@ class WarpPrefetcher {
   std::unique_ptr<std::atomic<bool>[]> reads_itself_;  // by position: its warp was opened before its segment was read ahead
   std::vector<Slot> slots_;
   std::atomic<bool> stop_{false};
+  // While the reader ahead waits for a slot's segment to be taken.
+  std::mutex mutex_;
+  std::condition_variable room_;
+  std::atomic<bool> waiting_{false};
   std::atomic<std::uint64_t> prefetched_opens_{0};
   std::thread thread_;
 };
