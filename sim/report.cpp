@@ -248,7 +248,7 @@ void print_host_profile(std::ostream& out, const HostProfile& profile) {
                      profile.window_seconds - profile.apply_step_seconds, profile.slowest_evaluate_seconds,
                      evaluating.front(), evaluating[evaluating.size() / 2], evaluating.back(), profile.apply_step_seconds,
                      profile.slowest_apply_seconds, applying.front(), applying[applying.size() / 2], applying.back());
-  // A window's evaluate step lasts at least as long as its longest single
+  // A window's evaluations last at least as long as its longest single
   // domain run: where that sum comes near the slowest threads', the domains
   // themselves, not how they are shared out, bound the windows.
   std::map<std::string, std::uint64_t> longest_by_kind;

@@ -447,7 +447,7 @@ bool L1::send_outgoing(Cycle now) {
     waiting_.clear();
     wake_for_words_ = kNever;
   }
-  // Whether the requests left waiting before `it` would still wait, looked at again.
+  // Whether the requests left waiting before the one looked at would still wait, looked at again.
   bool unchanged = true;
   for (auto key = outgoing_keys_.begin() + static_cast<std::ptrdiff_t>(index); key != outgoing_keys_.end();) {
     const std::uint64_t line = key->line();

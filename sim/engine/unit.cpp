@@ -149,12 +149,12 @@ std::uint64_t units_dealt_by_cost() { return dealings.load(); }
 // It applies what each thread staged as soon as that thread has finished
 // evaluating, while slower threads still evaluate: the threads meet once a
 // window, and a thread that applies much (a crossbar's, taking in the packets
-// of a hundred senders) does so beside another's long evaluations. A domain has a home thread
-// (its state stays in that core's caches), which alone keeps its wake-ups (a
-// ring of buckets for the next kRingCycles cycles, a map beyond; entries
-// whose domain has since been filed earlier are skipped) and applies what is
-// done to it, so nothing but the second step crosses threads. A window
-// starts at the first cycle any domain is due in.
+// of a hundred senders) does so beside another's long evaluations. A domain
+// has a home thread (its state stays in that core's caches), which alone
+// keeps its wake-ups (a ring of buckets for the next kRingCycles cycles, a map
+// beyond; entries whose domain has since been filed earlier are skipped) and
+// applies what is done to it, so nothing but the staged effects crosses
+// threads. A window starts at the first cycle any domain is due in.
 //
 // A window takes as long as its busiest thread, and units differ by tens of
 // times in what an evaluation costs (a crossbar with a hundred inputs against
@@ -293,7 +293,7 @@ class WakeCalendar : public sc_core::sc_module {
     std::uint64_t evaluate_ticks = 0, apply_ticks = 0;
     std::uint64_t last_evaluate = 0, last_apply = 0;  // its parts of the window just run
     std::uint64_t evaluated_at = 0;  // when it finished evaluating in that window
-    // Its longest single domain run in the window's evaluate step, and which domain that was.
+    // Its longest single domain run in the window's evaluations, and which domain that was.
     std::uint64_t longest_run = 0;
     std::uint32_t longest_domain = 0;
     void note_run(std::uint64_t ticks, std::uint32_t domain) {
