@@ -1,13 +1,14 @@
 # Entry points: `make run` and `make test` work on a fresh Debian 12 machine.
 BUILD ?= build
 SANITIZE_BUILD ?= build-sanitize
+TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_TARGETS := trace_file gpu_config join_input sweep_spec
 FUZZ_SECONDS ?= 1800
 FUZZ_RUNS ?= 2000
 JOBS ?= $(shell nproc)
 
-.PHONY: deps build run test test-sanitize fuzz fuzz-smoke fuzz-long bench capture-bundle clean
+.PHONY: deps build run test test-sanitize test-threads fuzz fuzz-smoke fuzz-long bench capture-bundle clean
 
 deps:
 	@tools/install-deps.sh
@@ -30,6 +31,15 @@ test-sanitize: deps
 	cd $(SANITIZE_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers.supp:print_suppressions=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS) --timeout 1200
+
+# The tests that run work on several threads (the engine's windows and their
+# shared domains, the warp prefetcher, host profiling, the warp join), built
+# with ThreadSanitizer: any report fails.
+THREAD_TESTS := [threads],[prefetch],[host-profile],[engine],[join]
+test-threads: deps
+	@cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATOMSIM_TSAN=ON >/dev/null
+	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target atomsim_tests
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(TSAN_BUILD)/tests/atomsim_tests "$(THREAD_TESTS)"
 
 # libFuzzer targets (clang) for traces, configurations, join inputs and sweep specs (docs/reliability.md).
 fuzz: deps
@@ -54,4 +64,4 @@ capture-bundle: build
 	tools/capture/bundle.sh $(BUILD) $(BUILD)/atomsim-capture.tar.gz
 
 clean:
-	rm -rf $(BUILD) $(SANITIZE_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(SANITIZE_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
