@@ -9,7 +9,7 @@ Crossbar::Crossbar(const sc_core::sc_module_name& name, const CrossbarParams& p,
     : Unit(name), params_(p), input_links_(inputs, RateServer(p.input_flits_per_cycle)),
       output_links_((outputs + p.outputs_per_link - 1) / p.outputs_per_link, RateServer(p.output_flits_per_cycle)),
       active_(inputs), busy_outputs_(outputs),
-      output_queues_(outputs), output_queue_flits_(outputs, 0), waiting_flits_(inputs, 0), input_words_((inputs + 63) / 64),
+      output_queues_(outputs, RingBuffer<MemPacket>(p.output_queue_flits)), output_queue_flits_(outputs, 0), waiting_flits_(inputs, 0), input_words_((inputs + 63) / 64),
       waiting_(input_words_, 0), waiting_for_(std::size_t(outputs) * input_words_, 0),
       waited_outputs_((outputs + 63) / 64, 0), last_granted_(outputs, inputs - 1) {
   StatGroup& g = stats.group(std::string(basename()), "");
@@ -86,7 +86,7 @@ void Crossbar::evaluate() {
   // Output queues to destinations.
   bool drained = false;
   busy_outputs_.visit([&](std::uint32_t o) {
-    std::deque<MemPacket>& queue = output_queues_[o];
+    RingBuffer<MemPacket>& queue = output_queues_[o];
     RateServer& link = output_links_[o / params_.outputs_per_link];
     while (!queue.empty()) {
       if (!link.free(now)) { next = std::min(next, link.free_at()); break; }

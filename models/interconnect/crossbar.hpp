@@ -6,7 +6,6 @@
 // destination does not stall traffic to the others until its queue fills.
 #pragma once
 
-#include <deque>
 #include <memory>
 #include <vector>
 
@@ -52,7 +51,7 @@ class Crossbar : public Unit {
   std::vector<RateServer> output_links_;  // one per outputs_per_link outputs
   ActiveInputs active_;
   ActiveInputs busy_outputs_;  // outputs whose queue holds packets
-  std::vector<std::deque<MemPacket>> output_queues_;
+  std::vector<RingBuffer<MemPacket>> output_queues_;  // a packet is a flit or more: as many entries as flits
   std::vector<std::uint32_t> output_queue_flits_;
   std::vector<std::uint32_t> waiting_flits_;  // per input, the size of its head while it waits
   // The inputs whose head waits (a bit each), and per output those waiting for
