@@ -235,16 +235,18 @@ void print_host_profile(std::ostream& out, const HostProfile& profile) {
                      "busiest, thread {}, spends {:.0f}% of its units' time on {}\n",
                      busy.front(), busy[busy.size() / 2], busy.back(), profile.window_seconds, busiest,
                      busiest_units > 0 ? 100 * largest_time / busiest_units : 0.0, largest.empty() ? "-" : largest);
-  // How the windows' time splits between their evaluations (to each
-  // window's last) and what applying adds after them, against the threads'
-  // time in each (a thread applies beside slower threads' evaluations).
+  // How the windows' time splits between applying and evaluating (to each
+  // window's last evaluation) and what follows, against the threads' time in
+  // each (a thread applies what the window before staged for it at a
+  // window's start, beside the others' evaluations).
   std::vector<double> applying = profile.thread_apply_seconds;
   std::vector<double> evaluating(applying.size());
   for (std::size_t t = 0; t < applying.size(); ++t) evaluating[t] = profile.thread_busy_seconds[t] - applying[t];
   std::sort(applying.begin(), applying.end());
   std::sort(evaluating.begin(), evaluating.end());
-  out << fmt::format("  windows: evaluating {:.2f} s (each window's slowest thread {:.2f} s), threads {:.2f} / {:.2f} / {:.2f} s; "
-                     "applying after them {:.2f} s (each window's slowest thread applies {:.2f} s), threads {:.2f} / {:.2f} / {:.2f} s\n",
+  out << fmt::format("  windows: applying and evaluating {:.2f} s (each window's slowest thread evaluates {:.2f} s), threads evaluating "
+                     "{:.2f} / {:.2f} / {:.2f} s; after the last evaluation {:.2f} s; each window's slowest thread applies {:.2f} s, "
+                     "threads applying {:.2f} / {:.2f} / {:.2f} s\n",
                      profile.window_seconds - profile.apply_step_seconds, profile.slowest_evaluate_seconds,
                      evaluating.front(), evaluating[evaluating.size() / 2], evaluating.back(), profile.apply_step_seconds,
                      profile.slowest_apply_seconds, applying.front(), applying[applying.size() / 2], applying.back());

@@ -143,8 +143,9 @@ TEST_CASE("the host profile accounts every unit's evaluations and leaves the res
   REQUIRE(*std::max_element(profile.thread_busy_seconds.begin(), profile.thread_busy_seconds.end()) <=
           profile.window_seconds * 1.001);
   // Each thread's applying lies within its time, and so does each window's
-  // slowest applier's within the window; what follows each window's last
-  // evaluation is what the threads' applying adds to the windows.
+  // slowest applier's within the window; something (the threads filing their
+  // domains, the calendar's thread gathering them) follows each window's
+  // last evaluation.
   REQUIRE(profile.thread_apply_seconds.size() == 2);
   for (std::size_t t = 0; t < 2; ++t) REQUIRE(profile.thread_apply_seconds[t] <= profile.thread_busy_seconds[t]);
   REQUIRE(profile.apply_step_seconds > 0);
@@ -163,7 +164,7 @@ TEST_CASE("the host profile accounts every unit's evaluations and leaves the res
   REQUIRE(text.str().find("  l2_slice ") != std::string::npos);
   REQUIRE(text.str().find("  l1 ") != std::string::npos);
   REQUIRE(text.str().find("threads busy") != std::string::npos);
-  REQUIRE(text.str().find("windows: evaluating") != std::string::npos);
+  REQUIRE(text.str().find("windows: applying and evaluating") != std::string::npos);
   REQUIRE(text.str().find("longest single domain") != std::string::npos);
   // The costliest single unit leads its line, as a window's longest domain.
   const UnitHostCost& costliest = *std::max_element(profile.units.begin(), profile.units.end(),

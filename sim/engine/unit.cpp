@@ -50,7 +50,7 @@ class EvaluationWorkers {
   };
 
   explicit EvaluationWorkers(unsigned helpers) : staged_(helpers + 1), finishes_(helpers + 1) {
-    for (auto& s : staged_) s.effects_for.resize(helpers + 1);
+    for (auto& s : staged_) s.effects_for.resize(2 * (helpers + 1));
     for (unsigned t = 0; t < helpers; ++t) threads_.emplace_back([this, t] { serve(t + 1); });
   }
   ~EvaluationWorkers() {
@@ -140,16 +140,19 @@ void request_stop() { stop_requested = true; }
 
 std::uint64_t units_dealt_by_cost() { return dealings.load(); }
 
-// Domains due per window. In a window of W cycles each thread first takes
-// the domains of its own due in the window and runs each one's cycles: in
-// each cycle the domain's units due, then what they did to each other (a unit
-// that asked to run again in the same cycle does so in another round). Then
-// it applies what the window's evaluations did to the units of its domains
-// from other domains, and files its domains again by when they are next due.
-// It applies what each thread staged as soon as that thread has finished
-// evaluating, while slower threads still evaluate: the threads meet once a
-// window, and a thread that applies much (a crossbar's, taking in the packets
-// of a hundred senders) does so beside another's long evaluations. A domain
+// Domains due per window. In a window of W cycles each thread first applies
+// what the window before did to the units of its domains from other domains
+// (staged into one of two sets while the other is applied), then takes the
+// domains of its own due in the window and runs each one's cycles: in each
+// cycle the domain's units due, then what they did to each other (a unit that
+// asked to run again in the same cycle does so in another round). Then it
+// files its domains again by when they are next due. The threads meet once a
+// window, and wait for no one inside it but for a thread still applying
+// before its domains may be taken up: a thread that applies much (a
+// crossbar's, taking in the packets of a hundred senders) does so beside the
+// others' evaluations, not after the window's longest. Where no window
+// follows at once, what was staged may wake units sooner than the lanes
+// say: the calendar's thread applies it before it looks. A domain
 // has a home thread (its state stays in that core's caches), which alone
 // keeps its wake-ups (a ring of buckets for the next kRingCycles cycles, a map
 // beyond; entries whose domain has since been filed earlier are skipped) and
@@ -279,6 +282,7 @@ class WakeCalendar : public sc_core::sc_module {
   // Windows of fewer cycles than this keep each domain on its own thread.
   static constexpr Cycle kShortestWindowShared = 8;
   static constexpr std::uint64_t kFailed = std::uint64_t(1) << 63;  // in a lane's report: an evaluation threw
+  static constexpr std::uint64_t kStaged = std::uint64_t(1) << 62;  // and: its thread staged effects across domains
   // Windows run between weighings, and how many windows a weighing times:
   // about 1.5% of windows pay for the clock reads.
   static constexpr std::uint64_t kWindowsBeforeFirstWeighing = 256;
@@ -301,6 +305,7 @@ class WakeCalendar : public sc_core::sc_module {
     }
     void note_evaluate(std::uint64_t ticks) { evaluate_ticks += ticks, last_evaluate = ticks, evaluated_at = host_ticks(); }
     void note_apply(std::uint64_t ticks) { apply_ticks += ticks, last_apply = ticks; }
+    void note_filing(std::uint64_t ticks) { apply_ticks += ticks, last_apply += ticks; }
   };
   // While host profiling: what the window just run took of the threads' time
   // in evaluating (or applying), the slowest thread's part when they ran
@@ -385,11 +390,6 @@ class WakeCalendar : public sc_core::sc_module {
     std::vector<std::uint32_t> domains;
     std::atomic<std::uint32_t> cursor{0};
     std::atomic<std::uint32_t> finished{0};
-    std::atomic<std::uint64_t> window{0};
-  };
-  // The last window whose evaluations a thread has finished: what it staged
-  // for the others is then complete.
-  struct alignas(64) Evaluated {
     std::atomic<std::uint64_t> window{0};
   };
 
@@ -494,6 +494,7 @@ class WakeCalendar : public sc_core::sc_module {
     const Cycle end = calendar.running_ + calendar.window_;
     const std::uint64_t window = calendar.window_serial_;
     detail::StagedEffects& staged = calendar.workers_->staged()[thread];
+    staged.staging_base = calendar.staging_base(window);
     const bool weighing = calendar.weighing_;
     const std::uint64_t part_begun = host_profiling ? host_ticks() : 0;
     ThreadBusy* const busy = host_profiling ? &calendar.thread_busy_[thread] : nullptr;
@@ -516,66 +517,83 @@ class WakeCalendar : public sc_core::sc_module {
     // never changes what it does. In short windows a domain's state moving
     // to another core costs more than the wait it saves (the sparse write
     // baseline on 16 threads at lookahead 1: 3.1-3.5 s without, 4.9-5.0 s with).
+    // A thread still applying what the window before staged has not listed
+    // its domains yet: where the threads run together, it is waited for.
     const auto threads = calendar.window_ >= kShortestWindowShared ? static_cast<unsigned>(calendar.due_.size()) : 1u;
     for (unsigned k = 1; k < threads && staged.failures.empty(); ++k) {
       DueList& other = calendar.due_[(thread + k) % threads];
+      for (unsigned spins = 0; calendar.together_ && other.window.load(std::memory_order_acquire) != window; ++spins)
+        wait_a_little(spins);
       if (other.window.load(std::memory_order_acquire) == window) calendar.run_unclaimed(other, end, staged, weighing, last, busy);
     }
     detail::evaluation_cycle = end - 1;
     calendar.workers_->report(thread)[2] = last;
     if (host_profiling) calendar.thread_busy_[thread].note_evaluate(host_ticks() - part_begun);
-    calendar.evaluated_[thread].window.store(window, std::memory_order_release);
   }
-  // ...then what the window's evaluations did to its units from other
-  // domains, each thread's as soon as it has finished evaluating, and when
-  // it next has domains due. The time spent waiting is not counted as busy.
+  // ...after what the window before staged for its units, applied first
+  // (every thread finished that window: nothing else touches its units'
+  // state now, and a domain is taken up by another thread only once its
+  // home thread has listed it, after this)...
   static void apply_part(void* context, unsigned thread) {
     auto& calendar = *static_cast<WakeCalendar*>(context);
-    const std::uint64_t window = calendar.window_serial_;
-    std::uint64_t applying = 0;
-    std::vector<detail::StagedEffects>& staged = calendar.workers_->staged();
+    const std::uint64_t begun = host_profiling ? host_ticks() : 0;
+    if (calendar.pending_) calendar.apply_staged_for(thread);
+    if (host_profiling) calendar.thread_busy_[thread].note_apply(host_ticks() - begun);
+  }
+  void apply_staged_for(unsigned thread) {
+    detail::evaluation_cycle = pending_end_ - 1;
+    for (detail::StagedEffects& from : workers_->staged()) {
+      auto& effects = from.effects_for[pending_base_ + thread];
+      if (!effects.list.empty()) apply(effects, weighing_);  // read, not written, when empty: the line stays shared
+    }
+  }
+  // ...and, once its domains that others took up have run, those that ran
+  // filed again. A thread waits for no other's evaluations.
+  static void file_part(void* context, unsigned thread) {
+    auto& calendar = *static_cast<WakeCalendar*>(context);
     const Cycle end = calendar.running_ + calendar.window_;
     detail::evaluation_cycle = end - 1;
-    // No thread takes up its domains from here on; those taken run to their end first.
     DueList& own = calendar.due_[thread];
     const auto due = static_cast<std::uint32_t>(own.domains.size());
     const std::uint32_t claimed = std::min(own.cursor.exchange(due, std::memory_order_relaxed), due);
     for (unsigned spins = 0; own.finished.load(std::memory_order_acquire) != claimed; ++spins) wait_a_little(spins);
-    const auto threads = static_cast<unsigned>(staged.size());
-    std::bitset<kMaxEvaluationThreads> applied;
-    for (unsigned left = threads, spins = 0; left > 0; ++spins) {
-      for (unsigned from = 0; from < threads; ++from) {
-        if (applied[from] || calendar.evaluated_[from].window.load(std::memory_order_acquire) != window) continue;
-        applied[from] = true;
-        --left;
-        spins = 0;
-        auto& effects = staged[from].effects_for[thread];
-        if (effects.list.empty()) continue;  // read, not written, when empty: the line stays shared
-        const std::uint64_t begun = host_profiling ? host_ticks() : 0;
-        apply(effects, calendar.weighing_);
-        if (host_profiling) applying += host_ticks() - begun;
-      }
-      if (left > 0) wait_a_little(spins);
-    }
-    // Its domains that ran, whichever thread ran them, are filed again.
     const std::uint64_t begun = host_profiling ? host_ticks() : 0;
     for (std::uint32_t d : own.domains) calendar.file(d, end - 1);
+    detail::StagedEffects& staged = calendar.workers_->staged()[thread];
+    bool staged_any = false;
+    for (std::size_t t = 0; t < calendar.due_.size() && !staged_any; ++t)
+      staged_any = !staged.effects_for[staged.staging_base + t].list.empty();
     Lane& lane = calendar.lanes_[thread];
     std::uint64_t* report = calendar.workers_->report(thread);
     report[0] = lane.next;
-    report[1] = lane.due_at_next() | (staged[thread].failures.empty() ? 0 : kFailed);
-    if (host_profiling) calendar.thread_busy_[thread].note_apply(applying + host_ticks() - begun);
+    report[1] = lane.due_at_next() | (staged.failures.empty() ? 0 : kFailed) | (staged_any ? kStaged : 0);
+    if (host_profiling) calendar.thread_busy_[thread].note_filing(host_ticks() - begun);
   }
   static void window_part(void* context, unsigned thread) {
-    evaluate_part(context, thread);
     apply_part(context, thread);
+    evaluate_part(context, thread);
+    file_part(context, thread);
+  }
+  std::size_t staging_base(std::uint64_t window) const { return (window & 1) * due_.size(); }
+
+  // What the last window staged, applied on the calendar's thread, where no
+  // window follows at once or the threads are dealt out again.
+  void apply_pending() {
+    if (!pending_) return;
+    const Cycle running = std::exchange(running_, pending_end_ - 1);  // wake-ups made as inside a window
+    for (unsigned t = 0; t < workers_->threads(); ++t) apply_staged_for(t);
+    running_ = running;
+    pending_ = false;
   }
 
   void run() {
     const Cycle now = current_cycle();
     detail::evaluation_cycle = now;
     planned_ = kNever;
-    if (plan_stale_) plan();
+    if (plan_stale_) {
+      apply_pending();
+      plan();
+    }
     running_ = now;
     workers_ = &evaluation_workers();
     const unsigned threads = workers_->threads();
@@ -601,12 +619,14 @@ class WakeCalendar : public sc_core::sc_module {
     const std::uint64_t window_begun = weighing_ || host_profiling ? host_ticks() : 0;
     if (host_profiling && thread_busy_.size() != threads) thread_busy_.assign(threads, ThreadBusy{});
     ++window_serial_;
-    const bool together = threads > 1 && due * window_ >= kSmallestSharedWindow;
+    together_ = threads > 1 && due * window_ >= kSmallestSharedWindow;
+    const bool together = together_;
     if (together) {
       workers_->run_on_all(&WakeCalendar::window_part, this);
     } else {
-      for (unsigned t = 0; t < threads; ++t) evaluate_part(this, t);
       for (unsigned t = 0; t < threads; ++t) apply_part(this, t);
+      for (unsigned t = 0; t < threads; ++t) evaluate_part(this, t);
+      for (unsigned t = 0; t < threads; ++t) file_part(this, t);
     }
     if (host_profiling) note_window_parts(together);
     if (weighing_) calendar_cost_ -= host_ticks() - window_begun;
@@ -620,11 +640,13 @@ class WakeCalendar : public sc_core::sc_module {
     Cycle last = now;
     due = 0;
     bool failed = false;
+    pending_ = false;
     for (unsigned t = 0; t < threads; ++t) {
       const std::uint64_t* report = workers_->report(t);
       failed |= (report[1] & kFailed) != 0;
+      pending_ |= (report[1] & kStaged) != 0;
       last = std::max(last, report[2]);
-      const std::size_t lane_due = report[1] & ~kFailed;
+      const std::size_t lane_due = report[1] & ~(kFailed | kStaged);
       if (report[0] < next) {
         next = report[0];
         due = lane_due;
@@ -632,10 +654,29 @@ class WakeCalendar : public sc_core::sc_module {
         due += lane_due;
       }
     }
+    pending_base_ = staging_base(window_serial_);
+    pending_end_ = now + window_;
+    // What was staged waits for the next window's threads only where that
+    // window starts at once; otherwise it may wake units sooner than the
+    // lanes say, and is applied now.
+    if (pending_ && next != pending_end_ && !failed) {
+      apply_pending();
+      next = kNever;
+      due = 0;
+      for (Lane& lane : lanes_) {
+        if (lane.next < next) {
+          next = lane.next;
+          due = lane.due_at_next();
+        } else if (lane.next == next && next != kNever) {
+          due += lane.due_at_next();
+        }
+      }
+    }
     running_ = kNever;
     detail::evaluation_cycle = last;
     if (failed) rethrow_first_failure();
     if (stop_requested.exchange(false)) {
+      apply_pending();
       sc_core::sc_stop();
       return;
     }
@@ -722,6 +763,7 @@ class WakeCalendar : public sc_core::sc_module {
     }
     weighing_ = false;
     windows_to_next_weighing_ = kWindowsBetweenWeighings;
+    apply_pending();  // to the units' present home threads
     deal_by_cost(static_cast<unsigned>(lanes_.size()));
   }
 
@@ -761,7 +803,6 @@ class WakeCalendar : public sc_core::sc_module {
     lanes_.clear();
     lanes_.resize(threads);
     due_ = std::vector<DueList>(threads);
-    evaluated_ = std::vector<Evaluated>(threads);
     woken_from_outside_ = true;
     for (std::uint32_t d = 0; d < domains_.size(); ++d) {
       Domain& domain = domains_[d];
@@ -793,7 +834,13 @@ class WakeCalendar : public sc_core::sc_module {
   std::vector<Domain> domains_;
   std::vector<Unit*> domain_units_;  // by domain (Domain::first, count)
   std::vector<DueList> due_;  // by thread: the domains it took due for the window running
-  std::vector<Evaluated> evaluated_;  // by thread
+  // Whether the last window staged effects across domains, which the threads
+  // apply at the next window's start (or the calendar's thread before
+  // anything else happens), where in effects_for, and that window's end.
+  bool pending_ = false;
+  bool together_ = false;  // whether the window running runs on every thread at once
+  std::size_t pending_base_ = 0;
+  Cycle pending_end_ = 0;
   std::uint64_t window_serial_ = 0;
   bool plan_stale_ = true;  // units, links, threads or window changed since the domains were formed
   EvaluationWorkers* workers_ = nullptr;

@@ -89,7 +89,11 @@ struct StagedEffects {
       payloads.insert(payloads.end(), words, words + count);  // appended as copied, not zeroed first
     }
   };
-  std::vector<Effects> effects_for;  // across domains, applied at the window's end, by applying thread
+  // Across domains, by applying thread, two sets: a window stages into one
+  // (from staging_base) while each thread applies what the window before
+  // staged for it from the other, before it evaluates.
+  std::vector<Effects> effects_for;
+  std::size_t staging_base = 0;
   Effects within_domain;  // applied at the cycle's end by this thread
   // Where an effect on `changed` is staged (see defer_to_cycle_end).
   Effects& for_unit(const Unit* changed);
@@ -131,9 +135,10 @@ struct HostProfile {
   std::vector<double> thread_busy_seconds;  // each thread's evaluations and applications, bookkeeping included
   std::vector<double> thread_apply_seconds; // the part of it spent applying what the windows staged
   double window_seconds = 0;                // the windows from first to last, as the calendar's thread saw them
-  // The part of it from each window's last evaluation to its end: what the
-  // threads' applying adds (a thread applies what others staged as soon as
-  // they have finished evaluating, while slower ones still evaluate).
+  // The part of it from each window's last evaluation to its end (each
+  // thread applies what the window before staged for it at a window's start,
+  // beside the others' evaluations; after its evaluations it only files its
+  // domains again).
   double apply_step_seconds = 0;
   // Each window's slowest thread in evaluating and in applying, summed.
   double slowest_evaluate_seconds = 0, slowest_apply_seconds = 0;
@@ -240,7 +245,8 @@ void defer_with_payload(CycleEndEffect& effect, const T& payload, const Unit* ch
 }
 
 inline detail::StagedEffects::Effects& detail::StagedEffects::for_unit(const Unit* changed) {
-  return changed && changed->domain() == evaluating_domain ? within_domain : effects_for[changed ? changed->thread() : 0];
+  return changed && changed->domain() == evaluating_domain ? within_domain
+                                                            : effects_for[staging_base + (changed ? changed->thread() : 0)];
 }
 
 // When a simulation stops with work left: the units whose input buffers hold
