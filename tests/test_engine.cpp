@@ -116,6 +116,37 @@ TEST_CASE("what an evaluation throws on a helper thread reaches the simulation's
   set_evaluation_threads(1);
 }
 
+TEST_CASE("what a failed window staged is dropped with it: the next simulation on the same threads gets its own messages alone",
+          "[engine][threads][window]") {
+  set_window_cycles(4);
+  set_evaluation_threads(2);
+  {
+    // The source's first message crosses to the sink's domain in the window
+    // in which unit_7 fails: staged, never applied.
+    reset_simulation_context();
+    Source<Token> source("source");
+    Sink<Token> sink("sink", /*capacity=*/1);
+    source.out.bind(sink.in, 5);
+    std::vector<std::unique_ptr<Failing>> units;
+    for (int i = 0; i < 16; ++i) units.push_back(std::make_unique<Failing>(("unit_" + std::to_string(i)).c_str(), i == 7));
+    source.schedule(0, Token{99});
+    source.start();
+    REQUIRE_THROWS_WITH(sc_core::sc_start(), Catch::Contains("unit_7 failed"));
+    REQUIRE(sink.received.empty());
+  }
+  reset_simulation_context();
+  Source<Token> source("source");
+  Sink<Token> sink("sink", /*capacity=*/1);
+  source.out.bind(sink.in, 5);
+  for (int i = 0; i < 4; ++i) source.schedule(0, Token{i});
+  source.start();
+  sc_core::sc_start();
+  REQUIRE(sink.received.size() == 4);
+  for (int i = 0; i < 4; ++i) REQUIRE(sink.received[i].second.id == i);
+  set_window_cycles(1);
+  set_evaluation_threads(1);
+}
+
 TEST_CASE("a release queue gives its items in a priority queue's order, in order or not", "[engine]") {
   // Interleaved streams, each in cycle order (a slice's atomic units), with
   // ties; then more streams than the queue keeps runs for, and items in no

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bitset>
 #include <chrono>
 #include <exception>
 #include <map>
@@ -820,7 +819,11 @@ class WakeCalendar : public sc_core::sc_module {
       for (auto& failure : staged.failures)
         if (failure.first < first.first) first = failure;
       staged.failures.clear();
+      // What the failed window staged goes with it: the threads outlive this
+      // simulation, and a later one must not apply it to units long gone.
+      for (auto& effects : staged.effects_for) effects.list.clear(), effects.payloads.clear();
     }
+    pending_ = false;
     if (first.second) std::rethrow_exception(first.second);
   }
 
