@@ -619,15 +619,14 @@ class WakeCalendar : public sc_core::sc_module {
     if (host_profiling && thread_busy_.size() != threads) thread_busy_.assign(threads, ThreadBusy{});
     ++window_serial_;
     together_ = threads > 1 && due * window_ >= kSmallestSharedWindow;
-    const bool together = together_;
-    if (together) {
+    if (together_) {
       workers_->run_on_all(&WakeCalendar::window_part, this);
     } else {
       for (unsigned t = 0; t < threads; ++t) apply_part(this, t);
       for (unsigned t = 0; t < threads; ++t) evaluate_part(this, t);
       for (unsigned t = 0; t < threads; ++t) file_part(this, t);
     }
-    if (host_profiling) note_window_parts(together);
+    if (host_profiling) note_window_parts();
     if (weighing_) calendar_cost_ -= host_ticks() - window_begun;
     if (host_profiling) {
       window_ticks_ += host_ticks() - window_begun;
@@ -693,12 +692,12 @@ class WakeCalendar : public sc_core::sc_module {
   // the last thread's finish) and what followed them, and its longest
   // single domain run, on whichever thread: no sharing of domains among
   // threads brings the evaluations below it.
-  void note_window_parts(bool together) {
+  void note_window_parts() {
     std::uint64_t evaluated = 0;
     for (const ThreadBusy& busy : thread_busy_) evaluated = std::max(evaluated, busy.evaluated_at);
     apply_step_ticks_ += host_ticks() - evaluated;
-    slowest_evaluate_ticks_ += window_parts(together, &ThreadBusy::last_evaluate);
-    slowest_apply_ticks_ += window_parts(together, &ThreadBusy::last_apply);
+    slowest_evaluate_ticks_ += window_parts(together_, &ThreadBusy::last_evaluate);
+    slowest_apply_ticks_ += window_parts(together_, &ThreadBusy::last_apply);
     const ThreadBusy* longest = &thread_busy_[0];
     for (const ThreadBusy& busy : thread_busy_)
       if (busy.longest_run > longest->longest_run) longest = &busy;
