@@ -322,6 +322,7 @@ class WakeCalendar : public sc_core::sc_module {
     Cycle next = kNever;       // no unit of it is due before it
     Cycle filed = kNever;      // the cycle its live entry in its home lane is filed at
     std::uint32_t home = 0;    // the thread that applies what is done to its units
+    std::uint64_t last_run = 0;  // host ticks its last run in a shared window took
   };
 
   // One thread's wake-ups: its home domains by the cycle they are next due.
@@ -461,9 +462,12 @@ class WakeCalendar : public sc_core::sc_module {
   void run_unclaimed(DueList& list, Cycle end, detail::StagedEffects& staged, bool weighing, Cycle& last, ThreadBusy* busy) {
     const auto size = static_cast<std::uint32_t>(list.domains.size());
     for (std::uint32_t i; staged.failures.empty() && (i = list.cursor.fetch_add(1, std::memory_order_relaxed)) < size;) {
-      const std::uint64_t begun = busy ? host_ticks() : 0;
-      run_domain(list.domains[i], end, staged, weighing, last);
-      if (busy) busy->note_run(host_ticks() - begun, list.domains[i]);
+      const std::uint32_t d = list.domains[i];
+      const std::uint64_t begun = host_ticks();
+      run_domain(d, end, staged, weighing, last);
+      const std::uint64_t spent = host_ticks() - begun;
+      domains_[d].last_run = spent;
+      if (busy) busy->note_run(spent, d);
       list.finished.fetch_add(1, std::memory_order_release);
     }
   }
@@ -507,6 +511,13 @@ class WakeCalendar : public sc_core::sc_module {
           calendar.domains_[d].filed = kNever;
           own.domains.push_back(d);
         });
+    // Longest first, by what each took in its last run: a domain busy in
+    // one window is mostly busy in the next, and one begun last would end
+    // the window late while the threads that took up the others idle.
+    if (calendar.together_ && calendar.window_ >= kShortestWindowShared)
+      std::sort(own.domains.begin(), own.domains.end(), [&calendar](std::uint32_t a, std::uint32_t b) {
+        return calendar.domains_[a].last_run > calendar.domains_[b].last_run;
+      });
     own.cursor.store(0, std::memory_order_relaxed);
     own.finished.store(0, std::memory_order_relaxed);
     own.window.store(window, std::memory_order_release);
