@@ -141,24 +141,26 @@ class LaneOpPool final : public CycleEndEffect {
 // Traffic between L1s and L2 slices (through the crossbars) and to DRAM.
 struct MemPacket {
   enum class Kind : std::uint8_t { Read, Write, Atomic, Reduction, ReadReply, WriteAck, AtomicReply, ReductionAck };
-  Kind kind = Kind::Read;
-  std::uint16_t source = 0;       // SM (requests) or slice (replies)
-  std::uint16_t destination = 0;  // slice (requests) or SM (replies): the crossbar routes on it
-  std::uint32_t request = 0;      // requester's tag, echoed in the reply
+  // Fields ordered so that a packet takes 32 bytes: every packet crosses
+  // threads at least twice, and its copies are what a crossbar's thread reads.
   std::uint64_t line = 0;         // line-aligned address
-  std::uint8_t sectors = 1;       // sectors carried (reads, writes, read replies, atomics and their replies)
-  trace::AtomicOp atomic_op = trace::AtomicOp::None;
-  trace::DataType atomic_type = trace::DataType::None;
+  std::uint32_t request = 0;      // requester's tag, echoed in the reply
   // LaneOpPool handle: an atomic's lane operations; a write's values and a
   // read's awaited values of words that loads wait on (reads and writes with op_count > 0).
   std::uint32_t ops = 0;
+  std::uint16_t source = 0;       // SM (requests) or slice (replies)
+  std::uint16_t destination = 0;  // slice (requests) or SM (replies): the crossbar routes on it
   std::uint16_t op_count = 0;     // lane operations in the packet (at most one per word)
+  std::uint16_t partial_bytes = 0;   // writes: the bytes they write in those sectors
+  Kind kind = Kind::Read;
+  std::uint8_t sectors = 1;       // sectors carried (reads, writes, read replies, atomics and their replies)
+  trace::AtomicOp atomic_op = trace::AtomicOp::None;
+  trace::DataType atomic_type = trace::DataType::None;
   std::uint8_t atomic_flits = 1;  // an atomic request's flits: a header and its lanes' operands
-  std::uint8_t port_extra_flits = 0;  // what an ATOM's larger header adds on the SM's port (L1Params::returning_header_bytes)
   std::uint8_t sector_mask = 0;   // requests: which of the line's sectors they read, write or update (bit i: sector i)
   std::uint8_t partial_sectors = 0;  // writes: the sectors of sector_mask written only in part
-  std::uint16_t partial_bytes = 0;   // writes: the bytes they write in those sectors
-  bool via_partition_link = false;   // a load or store a slice of the SM's partition passed on to the home slice
+  std::uint8_t port_extra_flits : 7 = 0;  // what an ATOM's larger header adds on the SM's port (L1Params::returning_header_bytes)
+  bool via_partition_link : 1 = false;    // a load or store a slice of the SM's partition passed on to the home slice
   bool is_atomic() const { return kind == Kind::Atomic || kind == Kind::Reduction; }
   // Toward the slices a flit carries a sector's bytes. A write sends its whole
   // sectors a flit each and, where it writes sectors in part, their bytes
@@ -184,6 +186,7 @@ struct MemPacket {
   // Flits on the link into the crossbar from the unit that sent it (an SM's port).
   std::uint32_t sender_port_flits() const { return flits() + port_extra_flits; }
 };
+static_assert(sizeof(MemPacket) == 32);
 
 struct DramRequest {
   bool write = false;

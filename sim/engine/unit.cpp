@@ -402,7 +402,7 @@ class WakeCalendar : public sc_core::sc_module {
     domain.filed = domain.next;
   }
 
-  static void apply(detail::StagedEffects::Effects& effects, bool weighing) {
+  void apply(detail::StagedEffects::Effects& effects, bool weighing) const {
     const std::uint64_t* payloads = effects.payloads.data();
     if (weighing || host_profiling) {
       // What others do to a unit costs its thread too (a crossbar takes in
@@ -410,10 +410,12 @@ class WakeCalendar : public sc_core::sc_module {
       for (auto& e : effects.list) {
         const std::uint64_t begun = host_ticks();
         e.effect->apply_at_cycle_end(e.value, payloads);
-        if (!e.changed) continue;
+        if (e.changed == detail::StagedEffects::kCalendar) continue;
+        const Unit* changed = units_[e.changed];
+        if (!changed) continue;
         const std::uint64_t spent = host_ticks() - begun;
-        if (weighing) e.changed->cost_ += spent;
-        if (host_profiling) e.changed->host_use_.apply_ticks += spent;
+        if (weighing) changed->cost_ += spent;
+        if (host_profiling) changed->host_use_.apply_ticks += spent;
       }
     } else {
       for (auto& e : effects.list) e.effect->apply_at_cycle_end(e.value, payloads);

@@ -72,20 +72,23 @@ namespace detail {
 // null outside an evaluation, where effects apply at once (set-up code and
 // tests drive ports directly).
 struct StagedEffects {
+  // Sixteen bytes: a thread applying a crossbar's share reads hundreds of
+  // these a window from other cores' caches.
   struct Staged {
     CycleEndEffect* effect;
-    std::uint64_t value;
-    const Unit* changed;  // whose state it changes (null: the calendar's), charged with applying it
+    std::uint32_t value;
+    std::uint32_t changed;  // the order of the unit whose state it changes (kCalendar: the calendar's), charged with applying it
   };
+  static constexpr std::uint32_t kCalendar = UINT32_MAX;
   // Effects in the order they were staged, with copies of what they carry
   // (a message) beside them, so that the applying thread reads one list
   // written in sequence rather than each sender's own buffer.
   struct alignas(64) Effects {  // a line each: different threads read them
     std::vector<Staged> list;
     std::vector<std::uint64_t> payloads;
-    void stage(CycleEndEffect& effect, std::uint64_t value, const Unit* changed) { list.push_back({&effect, value, changed}); }
-    void stage_with_payload(CycleEndEffect& effect, const std::uint64_t* words, std::size_t count, const Unit* changed) {
-      list.push_back({&effect, payloads.size(), changed});
+    void stage(CycleEndEffect& effect, std::uint32_t value, std::uint32_t changed) { list.push_back({&effect, value, changed}); }
+    void stage_with_payload(CycleEndEffect& effect, const std::uint64_t* words, std::size_t count, std::uint32_t changed) {
+      list.push_back({&effect, static_cast<std::uint32_t>(payloads.size()), changed});
       payloads.insert(payloads.end(), words, words + count);  // appended as copied, not zeroed first
     }
   };
@@ -184,6 +187,8 @@ class Unit : public sc_core::sc_module {
   std::uint32_t thread() const { return thread_; }
   // The domain it runs in (see above).
   std::uint32_t domain() const { return domain_; }
+  // Its place in construction order.
+  std::uint32_t order() const { return order_; }
 
   // Input buffers register themselves with the unit that owns them.
   void add_input(const MessageBuffer& buffer) { inputs_.push_back(&buffer); }
@@ -222,9 +227,9 @@ class Unit : public sc_core::sc_module {
 // window when `changed` (the unit whose state it changes; null: the
 // calendar's) lies in another domain than the unit evaluated, on the thread of
 // `changed`, when called from an evaluation; at once otherwise.
-inline void defer_to_cycle_end(CycleEndEffect& effect, std::uint64_t value, const Unit* changed) {
+inline void defer_to_cycle_end(CycleEndEffect& effect, std::uint32_t value, const Unit* changed) {
   if (detail::StagedEffects* staged = detail::staged_effects)
-    staged->for_unit(changed).stage(effect, value, changed);
+    staged->for_unit(changed).stage(effect, value, changed ? changed->order() : detail::StagedEffects::kCalendar);
   else
     effect.apply_at_cycle_end(value, nullptr);
 }
@@ -239,7 +244,8 @@ void defer_with_payload(CycleEndEffect& effect, const T& payload, const Unit* ch
   words[kWords - 1] = 0;
   std::memcpy(words, &payload, sizeof(T));
   if (detail::StagedEffects* staged = detail::staged_effects)
-    staged->for_unit(changed).stage_with_payload(effect, words, kWords, changed);
+    staged->for_unit(changed).stage_with_payload(effect, words, kWords,
+                                                 changed ? changed->order() : detail::StagedEffects::kCalendar);
   else
     effect.apply_at_cycle_end(0, words);
 }
