@@ -38,13 +38,15 @@ class RingBuffer {
     if (k >= slots_.size()) k -= slots_.size();
     return slots_[k];
   }
-  void push_back(T value) {
+  void push_back(T value) { append() = std::move(value); }
+  // Room for one more at the back, to be filled in place.
+  T& append() {
     assert(!full());
     if (size_ == slots_.size()) grow();
     std::size_t tail = head_ + size_;
     if (tail >= slots_.size()) tail -= slots_.size();
-    slots_[tail] = std::move(value);
     ++size_;
+    return slots_[tail];
   }
   // Moves the last element toward the front while `before(previous, last)` holds.
   template <class Before>
@@ -215,23 +217,19 @@ class InPort final : public MessageBuffer, public CycleEndEffect {
     defer_to_cycle_end(*credits_, flits, sender_ ? sender_ : &owner_);
   }
 
-  // Link side: what an OutPort sent, as the staged effect's payload.
+  // Link side: what an OutPort sent, as the staged effect's payload, copied
+  // once, into its place in the buffer (a message can be hundreds of bytes).
   void apply_at_cycle_end(std::uint64_t at, const std::uint64_t* payloads) override {
-    Entry e;
-    std::memcpy(static_cast<void*>(&e), payloads + at, sizeof e);
-    deliver(std::move(e.msg), e.ready);
+    const Cycle now = Unit::now();
+    track_level(now);
+    std::memcpy(static_cast<void*>(&buffer_.append()), payloads + at, sizeof(Entry));
+    arrived(now);
   }
   void deliver(Msg msg, Cycle ready) {
-    Cycle now = Unit::now();
+    const Cycle now = Unit::now();
     track_level(now);
-    occupied_flits_ += flits_of(msg);
-    buffer_.push_back(Entry{ready, std::move(msg)});
-    // A sender may add pipeline delay per message; messages leave in ready order.
-    buffer_.sift_back([](const Entry& a, const Entry& b) { return a.ready < b.ready; });
-    head_ready_ = buffer_.front().ready;
-    if (occupied_flits_ >= capacity_flits_ || buffer_.full()) full_since_ = now;
-    if (activity_) activity_->mark(activity_id_);
-    owner_.wake_at(ready);
+    buffer_.append() = Entry{ready, std::move(msg)};
+    arrived(now);
   }
   void attach_sender(Unit* sender, LinkCredits* credits) {
     sender_ = sender;
@@ -253,6 +251,18 @@ class InPort final : public MessageBuffer, public CycleEndEffect {
   }
 
  private:
+  // The message just placed at the back has arrived.
+  void arrived(Cycle now) {
+    const Entry& last = buffer_.at(buffer_.size() - 1);
+    const Cycle ready = last.ready;
+    occupied_flits_ += flits_of(last.msg);
+    // A sender may add pipeline delay per message; messages leave in ready order.
+    buffer_.sift_back([](const Entry& a, const Entry& b) { return a.ready < b.ready; });
+    head_ready_ = buffer_.front().ready;
+    if (occupied_flits_ >= capacity_flits_ || buffer_.full()) full_since_ = now;
+    if (activity_) activity_->mark(activity_id_);
+    owner_.wake_at(ready);
+  }
   void track_level(Cycle now) {
     level_integral_ += static_cast<std::uint64_t>(occupied_flits_) * (now - last_change_);
     if (full_since_ != kNever) {
@@ -303,7 +313,7 @@ class OutPort final {
   // True when the message was accepted; otherwise the sender is woken once
   // the receiver frees space.
   // `extra_delay` adds to the link latency (e.g. serialization, pipeline depth).
-  bool try_send(Msg msg, Cycle extra_delay = 0) {
+  bool try_send(const Msg& msg, Cycle extra_delay = 0) {
     assert(peer_);
     const std::uint32_t flits = flits_of(msg);
     if (!has_room(flits)) {
@@ -312,7 +322,7 @@ class OutPort final {
     }
     ++sent_messages_;
     sent_flits_ += flits;
-    defer_with_payload(*peer_, Entry{Unit::now() + latency_ + extra_delay, std::move(msg)}, receiver_);
+    defer_with_payload(*peer_, Entry{Unit::now() + latency_ + extra_delay, msg}, receiver_);
     return true;
   }
   // Whether the receiver's buffer (buffered plus in flight) has room, from

@@ -24,10 +24,12 @@
 
 #include <systemc>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -68,6 +70,32 @@ class CycleEndEffect {
 };
 
 namespace detail {
+// Words appended as copied from a message, never zeroed first (a vector's
+// growth would write each word twice).
+class PayloadWords {
+ public:
+  const std::uint64_t* data() const { return words_.get(); }
+  std::size_t size() const { return size_; }
+  void clear() { size_ = 0; }
+  void append(const void* bytes, std::size_t count) {
+    const std::size_t words = (count + 7) / 8;
+    if (size_ + words > capacity_) grow(size_ + words);
+    std::memcpy(words_.get() + size_, bytes, count);
+    size_ += words;
+  }
+
+ private:
+  void grow(std::size_t needed) {
+    const std::size_t capacity = std::max(needed, 2 * capacity_);
+    auto larger = std::make_unique_for_overwrite<std::uint64_t[]>(capacity);
+    if (size_) std::memcpy(larger.get(), words_.get(), size_ * sizeof(std::uint64_t));
+    words_ = std::move(larger);
+    capacity_ = capacity;
+  }
+  std::unique_ptr<std::uint64_t[]> words_;
+  std::size_t size_ = 0, capacity_ = 0;
+};
+
 // What this thread's evaluations staged, by the thread that is to apply it;
 // null outside an evaluation, where effects apply at once (set-up code and
 // tests drive ports directly).
@@ -85,11 +113,11 @@ struct StagedEffects {
   // written in sequence rather than each sender's own buffer.
   struct alignas(64) Effects {  // a line each: different threads read them
     std::vector<Staged> list;
-    std::vector<std::uint64_t> payloads;
+    PayloadWords payloads;
     void stage(CycleEndEffect& effect, std::uint32_t value, std::uint32_t changed) { list.push_back({&effect, value, changed}); }
-    void stage_with_payload(CycleEndEffect& effect, const std::uint64_t* words, std::size_t count, std::uint32_t changed) {
+    void stage_with_payload(CycleEndEffect& effect, const void* payload, std::size_t bytes, std::uint32_t changed) {
       list.push_back({&effect, static_cast<std::uint32_t>(payloads.size()), changed});
-      payloads.insert(payloads.end(), words, words + count);  // appended as copied, not zeroed first
+      payloads.append(payload, bytes);
     }
   };
   // Across domains, by applying thread, two sets: a window stages into one
@@ -239,15 +267,14 @@ inline void defer_to_cycle_end(CycleEndEffect& effect, std::uint32_t value, cons
 template <class T>
 void defer_with_payload(CycleEndEffect& effect, const T& payload, const Unit* changed) {
   static_assert(std::is_trivially_copyable_v<T>, "a payload is copied as bytes");
-  constexpr std::size_t kWords = (sizeof(T) + 7) / 8;
-  std::uint64_t words[kWords];
-  words[kWords - 1] = 0;
-  std::memcpy(words, &payload, sizeof(T));
-  if (detail::StagedEffects* staged = detail::staged_effects)
-    staged->for_unit(changed).stage_with_payload(effect, words, kWords,
+  if (detail::StagedEffects* staged = detail::staged_effects) {
+    staged->for_unit(changed).stage_with_payload(effect, &payload, sizeof(T),
                                                  changed ? changed->order() : detail::StagedEffects::kCalendar);
-  else
+  } else {
+    std::uint64_t words[(sizeof(T) + 7) / 8];
+    std::memcpy(words, &payload, sizeof(T));
     effect.apply_at_cycle_end(0, words);
+  }
 }
 
 inline detail::StagedEffects::Effects& detail::StagedEffects::for_unit(const Unit* changed) {
