@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -171,6 +172,8 @@ class InPort final : public MessageBuffer, public CycleEndEffect {
     Cycle ready = 0;
     Msg msg{};
   };
+  // A staged message is its arrival cycle and then its bytes (defer_with_payload).
+  static_assert(offsetof(Entry, msg) == sizeof(Cycle) && sizeof(Entry) == sizeof(Cycle) + (sizeof(Msg) + 7) / 8 * 8);
 
   // capacity_flits bounds buffered plus in-flight flits; max_messages bounds entries.
   InPort(Unit& owner, std::uint32_t capacity_flits, std::uint32_t max_messages = 0)
@@ -322,7 +325,7 @@ class OutPort final {
     }
     ++sent_messages_;
     sent_flits_ += flits;
-    defer_with_payload(*peer_, Entry{Unit::now() + latency_ + extra_delay, msg}, receiver_);
+    defer_with_payload(*peer_, Unit::now() + latency_ + extra_delay, msg, receiver_);
     return true;
   }
   // Whether the receiver's buffer (buffered plus in flight) has room, from

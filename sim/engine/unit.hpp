@@ -77,10 +77,12 @@ class PayloadWords {
   const std::uint64_t* data() const { return words_.get(); }
   std::size_t size() const { return size_; }
   void clear() { size_ = 0; }
-  void append(const void* bytes, std::size_t count) {
-    const std::size_t words = (count + 7) / 8;
+  // A word, then `count` bytes from `bytes` in the words after it.
+  void append(std::uint64_t word, const void* bytes, std::size_t count) {
+    const std::size_t words = 1 + (count + 7) / 8;
     if (size_ + words > capacity_) grow(size_ + words);
-    std::memcpy(words_.get() + size_, bytes, count);
+    words_[size_] = word;
+    std::memcpy(words_.get() + size_ + 1, bytes, count);
     size_ += words;
   }
 
@@ -115,9 +117,10 @@ struct StagedEffects {
     std::vector<Staged> list;
     PayloadWords payloads;
     void stage(CycleEndEffect& effect, std::uint32_t value, std::uint32_t changed) { list.push_back({&effect, value, changed}); }
-    void stage_with_payload(CycleEndEffect& effect, const void* payload, std::size_t bytes, std::uint32_t changed) {
+    void stage_with_payload(CycleEndEffect& effect, std::uint64_t stamp, const void* payload, std::size_t bytes,
+                            std::uint32_t changed) {
       list.push_back({&effect, static_cast<std::uint32_t>(payloads.size()), changed});
-      payloads.append(payload, bytes);
+      payloads.append(stamp, payload, bytes);
     }
   };
   // Across domains, by applying thread, two sets: a window stages into one
@@ -262,17 +265,20 @@ inline void defer_to_cycle_end(CycleEndEffect& effect, std::uint32_t value, cons
     effect.apply_at_cycle_end(value, nullptr);
 }
 
-// The same for an effect that carries a copy of `payload` (trivially
-// copyable), which it reads from the payloads it is given when applied.
+// The same for an effect that carries a word (`stamp`) and a copy of
+// `payload` (trivially copyable) after it, which it reads from the payloads
+// it is given when applied: a message behind its arrival cycle, copied once
+// from the sender's buffer.
 template <class T>
-void defer_with_payload(CycleEndEffect& effect, const T& payload, const Unit* changed) {
+void defer_with_payload(CycleEndEffect& effect, std::uint64_t stamp, const T& payload, const Unit* changed) {
   static_assert(std::is_trivially_copyable_v<T>, "a payload is copied as bytes");
   if (detail::StagedEffects* staged = detail::staged_effects) {
-    staged->for_unit(changed).stage_with_payload(effect, &payload, sizeof(T),
+    staged->for_unit(changed).stage_with_payload(effect, stamp, &payload, sizeof(T),
                                                  changed ? changed->order() : detail::StagedEffects::kCalendar);
   } else {
-    std::uint64_t words[(sizeof(T) + 7) / 8];
-    std::memcpy(words, &payload, sizeof(T));
+    std::uint64_t words[1 + (sizeof(T) + 7) / 8];
+    words[0] = stamp;
+    std::memcpy(words + 1, &payload, sizeof(T));
     effect.apply_at_cycle_end(0, words);
   }
 }
