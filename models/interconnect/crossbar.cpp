@@ -41,11 +41,11 @@ void Crossbar::evaluate() {
   // Inputs to output queues. A head goes straight into its queue while the
   // queue has room and no other head waits for it; otherwise it waits (the
   // queue's draining wakes this unit), and waiting inputs are not visited.
-  active_.visit([&](std::uint32_t i) {
+  next = std::min(next, active_.visit(now, [&](std::uint32_t i) {
     InPort<MemPacket>& in = *inputs_[i];
     while (!in.empty()) {
-      if (!in.ready(now)) { next = std::min(next, in.next_ready()); break; }
-      if (!input_links_[i].free(now)) { next = std::min(next, input_links_[i].free_at()); break; }
+      if (!in.ready(now)) { active_.wait_until(i, in.next_ready()); break; }
+      if (!input_links_[i].free(now)) { active_.wait_until(i, input_links_[i].free_at()); break; }
       const std::uint32_t o = in.front().destination;
       const std::uint32_t flits = in.front().flits();
       if (output_queue_flits_[o] + flits <= params_.output_queue_flits && !waited(o)) {
@@ -59,7 +59,7 @@ void Crossbar::evaluate() {
       break;
     }
     return !in.empty();
-  }, waiting_.data());
+  }, waiting_.data()));
   // An output with room takes the waiting heads in turn, from the input after
   // the one it last took (round robin), so that inputs crowding one output
   // take turns whatever order they are visited in.
@@ -85,11 +85,11 @@ void Crossbar::evaluate() {
   });
   // Output queues to destinations.
   bool drained = false;
-  busy_outputs_.visit([&](std::uint32_t o) {
+  const Cycle outputs_due = busy_outputs_.visit(now, [&](std::uint32_t o) {
     RingBuffer<MemPacket>& queue = output_queues_[o];
     RateServer& link = output_links_[o / params_.outputs_per_link];
     while (!queue.empty()) {
-      if (!link.free(now)) { next = std::min(next, link.free_at()); break; }
+      if (!link.free(now)) { busy_outputs_.wait_until(o, link.free_at()); break; }
       MemPacket& packet = queue.front();
       const std::uint32_t flits = packet.flits();
       if (!outputs_[o]->has_room(flits)) {
@@ -108,6 +108,7 @@ void Crossbar::evaluate() {
     }
     return !queue.empty();
   });
+  next = std::min(next, outputs_due);
   // Space freed in an output queue may unblock an input next cycle.
   if (drained && !active_.empty()) next = std::min(next, now + 1);
   if (next != kNever) wake_at(next);

@@ -96,34 +96,53 @@ bool for_each_set_bit(const std::uint64_t* words, std::uint32_t from, std::uint3
 // For units with many inputs: the inputs holding messages, so that an
 // evaluation visits those instead of scanning every port. Kept as bits, so
 // that the order inputs were marked in (which depends on the order their
-// senders' messages were applied) never matters.
+// senders' messages were applied) never matters. Each input also keeps the
+// first cycle it may move in (its head's arrival, or a busy link's end),
+// read from one array: messages reach a crossbar at a window's start for all
+// of the window's cycles, and looking at each input's buffer every cycle to
+// learn that its head has not arrived cost more than moving the packets.
 class ActiveInputs {
  public:
   explicit ActiveInputs(std::size_t inputs = 0)
-      : words_((inputs + 63) / 64, 0), inputs_(static_cast<std::uint32_t>(inputs)) {}
-  void mark(std::uint32_t id) {
+      : words_((inputs + 63) / 64, 0), due_(inputs, 0), inputs_(static_cast<std::uint32_t>(inputs)) {}
+  // Input `id` holds messages, and may move from cycle `due` on.
+  void mark(std::uint32_t id, Cycle due = 0) {
     std::uint64_t& word = words_[id >> 6];
     const std::uint64_t bit = std::uint64_t(1) << (id & 63);
     active_ += (word & bit) == 0;
     word |= bit;
+    due_[id] = due;
   }
-  // Visits the active inputs in index order, starting one input further along
-  // at each call so that no input is always served first; `still_active(id)`
-  // says whether to keep each. Inputs set in `passed_over` (a bit per input,
-  // as this set keeps them) stay active without being visited.
+  // Called while visiting input `id`: it may move next in cycle `due`.
+  void wait_until(std::uint32_t id, Cycle due) {
+    due_[id] = due;
+    earliest_ = std::min(earliest_, due);
+  }
+  // Visits the active inputs that may move by `now` in index order,
+  // starting one input further along at each call so that no input is always
+  // served first; `still_active(id)` says whether to keep each. Inputs set in
+  // `passed_over` (a bit per input, as this set keeps them) stay active
+  // without being visited. Returns the first cycle after `now` an input
+  // passed over for its cycle, or told to wait, may move (kNever: none).
   template <class Visit>
-  void visit(Visit still_active, const std::uint64_t* passed_over = nullptr) {
-    if (active_ == 0) return;
+  Cycle visit(Cycle now, Visit still_active, const std::uint64_t* passed_over = nullptr) {
+    earliest_ = kNever;
+    if (active_ == 0) return earliest_;
     start_ = start_ + 1 == inputs_ ? 0 : start_ + 1;
-    visit_range(start_, inputs_, still_active, passed_over);
-    visit_range(0, start_, still_active, passed_over);
+    visit_range(now, start_, inputs_, still_active, passed_over);
+    visit_range(now, 0, start_, still_active, passed_over);
+    return earliest_;
   }
   bool empty() const { return active_ == 0; }
 
  private:
   template <class Visit>
-  void visit_range(std::uint32_t from, std::uint32_t to, Visit& still_active, const std::uint64_t* passed_over) {
+  void visit_range(Cycle now, std::uint32_t from, std::uint32_t to, Visit& still_active, const std::uint64_t* passed_over) {
     for_each_set_bit(words_.data(), from, to, [&](std::uint32_t id) {
+      if (due_[id] > now) {
+        earliest_ = std::min(earliest_, due_[id]);
+        return true;
+      }
       if (!still_active(id)) {
         words_[id >> 6] &= ~(std::uint64_t(1) << (id & 63));
         --active_;
@@ -132,6 +151,8 @@ class ActiveInputs {
     }, passed_over);
   }
   std::vector<std::uint64_t> words_;
+  std::vector<Cycle> due_;
+  Cycle earliest_ = kNever;
   std::uint32_t inputs_ = 0;
   std::uint32_t start_ = 0;
   std::uint32_t active_ = 0;
@@ -263,7 +284,7 @@ class InPort final : public MessageBuffer, public CycleEndEffect {
     buffer_.sift_back([](const Entry& a, const Entry& b) { return a.ready < b.ready; });
     head_ready_ = buffer_.front().ready;
     if (occupied_flits_ >= capacity_flits_ || buffer_.full()) full_since_ = now;
-    if (activity_) activity_->mark(activity_id_);
+    if (activity_) activity_->mark(activity_id_, head_ready_);
     owner_.wake_at(ready);
   }
   void track_level(Cycle now) {
