@@ -197,10 +197,11 @@ class L1 : public Unit {
     std::uint64_t line = 0, words = 0, free_at = 0;
   };
   static constexpr std::size_t kRecentLines = 256, kRecentProbes = 4;
+  unsigned line_shift_ = 0;  // log2 of the line size: looked at for every request that waits for its words
   std::array<RecentUpdate, kRecentLines> recent_updates_{};
   std::size_t recent_home(std::uint64_t line) const {  // the top 8 bits of a multiplicative hash: 256 homes
     static_assert(kRecentLines == 256);
-    return static_cast<std::size_t>(((line / params_.line_bytes) * 0x9E3779B97F4A7C15ull) >> 56);
+    return static_cast<std::size_t>(((line >> line_shift_) * 0x9E3779B97F4A7C15ull) >> 56);
   }
   // The line's live entry, if any.
   const RecentUpdate* recent_update(std::uint64_t line, Cycle now) const;
