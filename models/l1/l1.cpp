@@ -451,6 +451,11 @@ bool L1::send_outgoing(Cycle now) {
   }
   // Whether the requests left waiting before the one looked at would still wait, looked at again.
   bool unchanged = true;
+  // The last line's recent updates, as looked up: a hot line's requests
+  // queue one after another (nine in ten looked at on the sparse write
+  // baseline), and nothing changes the entries but a request sent.
+  std::uint64_t looked_up_line = ~std::uint64_t(0);
+  const RecentUpdate* looked_up = nullptr;
   for (auto key = outgoing_keys_.begin() + static_cast<std::ptrdiff_t>(index); key != outgoing_keys_.end();) {
     const std::uint64_t line = key->line();
     const bool atomic = key->atomic();
@@ -459,7 +464,11 @@ bool L1::send_outgoing(Cycle now) {
     if (spaced) {
       bool waits = false;
       if (atomic) {
-        if (const RecentUpdate* r = recent_update(line, now); r && (r->words & words)) start = std::max(start, r->free_at);
+        if (line != looked_up_line) {
+          looked_up = recent_update(line, now);
+          looked_up_line = line;
+        }
+        if (const RecentUpdate* r = looked_up; r && (r->words & words)) start = std::max(start, r->free_at);
         if (start >= (now + 1) * kScale) {
           waits = true;
           wake_for_words_ = std::min(wake_for_words_, start / kScale);
@@ -483,6 +492,7 @@ bool L1::send_outgoing(Cycle now) {
       return true;
     }
     if (spaced && atomic) {
+      looked_up_line = ~std::uint64_t(0);
       const bool own_entry = note_update(line, words, start + interval, now);
       unchanged &= own_entry && std::none_of(waiting_.begin(), waiting_.end(), [&](const WaitingLine& w) { return w.line == line; });
     }
