@@ -463,6 +463,7 @@ bool L1::send_outgoing(Cycle now) {
     std::uint64_t start = now * kScale;
     if (spaced) {
       bool waits = false;
+      bool waits_for_recent = false;
       if (atomic) {
         if (line != looked_up_line) {
           looked_up = recent_update(line, now);
@@ -470,7 +471,7 @@ bool L1::send_outgoing(Cycle now) {
         }
         if (const RecentUpdate* r = looked_up; r && (r->words & words)) start = std::max(start, r->free_at);
         if (start >= (now + 1) * kScale) {
-          waits = true;
+          waits = waits_for_recent = true;
           wake_for_words_ = std::min(wake_for_words_, start / kScale);
         }
       }
@@ -480,7 +481,13 @@ bool L1::send_outgoing(Cycle now) {
         // An instruction's rounds on one line come together: one entry holds them.
         if (!waiting_.empty() && waiting_.back().line == line) waiting_.back().words |= words;
         else waiting_.push_back({line, words});
+        const std::uint64_t bits = key->line_bits;
         ++key;
+        // The atomics to the same line right behind it whose words the same
+        // recent updates hold wait as long, and join its entry.
+        if (waits_for_recent)
+          for (; key != outgoing_keys_.end() && key->line_bits == bits && (looked_up->words & key->words); ++key)
+            waiting_.back().words |= key->words;
         continue;
       }
     }
