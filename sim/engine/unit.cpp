@@ -465,14 +465,21 @@ class WakeCalendar : public sc_core::sc_module {
     const auto size = static_cast<std::uint32_t>(list.domains.size());
     for (std::uint32_t i; staged.failures.empty() && (i = list.cursor.fetch_add(1, std::memory_order_relaxed)) < size;) {
       const std::uint32_t d = list.domains[i];
-      const std::uint64_t begun = host_ticks();
+      const bool timed = busy || runs_longest_first();
+      const std::uint64_t begun = timed ? host_ticks() : 0;
       run_domain(d, end, staged, weighing, last);
-      const std::uint64_t spent = host_ticks() - begun;
-      domains_[d].last_run = spent;
-      if (busy) busy->note_run(spent, d);
+      if (timed) {
+        const std::uint64_t spent = host_ticks() - begun;
+        domains_[d].last_run = spent;
+        if (busy) busy->note_run(spent, d);
+      }
       list.finished.fetch_add(1, std::memory_order_release);
     }
   }
+
+  // Whether each thread runs its due domains longest first (evaluate_part),
+  // for which each domain run is timed: only in windows the threads share.
+  bool runs_longest_first() const { return together_ && window_ >= kShortestWindowShared; }
 
   static void evaluate(Unit& unit, detail::StagedEffects& staged, bool weighing) {
     unit.pending_wake_ = kNever;
@@ -516,7 +523,7 @@ class WakeCalendar : public sc_core::sc_module {
     // Longest first, by what each took in its last run: a domain busy in
     // one window is mostly busy in the next, and one begun last would end
     // the window late while the threads that took up the others idle.
-    if (calendar.together_ && calendar.window_ >= kShortestWindowShared)
+    if (calendar.runs_longest_first())
       std::sort(own.domains.begin(), own.domains.end(), [&calendar](std::uint32_t a, std::uint32_t b) {
         return calendar.domains_[a].last_run > calendar.domains_[b].last_run;
       });
