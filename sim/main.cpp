@@ -17,12 +17,14 @@
 #include "tools/compare/faithfulness.hpp"
 #include "sim/trace_cli.hpp"
 #include "sim/engine/params.hpp"
+#include "sim/huge_pages.hpp"
 #include "traces/trace.hpp"
 #include "traces/writer.hpp"
 #include "workloads/microbench/generator.hpp"
 
 int sc_main(int argc, char** argv) {
   using namespace atomsim;
+  restart_with_huge_page_heap(argv);
   CLI::App app{"atomsim: cycle-level simulator of the GPU atomic path"};
   app.require_subcommand(1);
 

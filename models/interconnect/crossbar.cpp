@@ -11,7 +11,7 @@ Crossbar::Crossbar(const sc_core::sc_module_name& name, const CrossbarParams& p,
       active_(inputs), busy_outputs_(outputs),
       output_queues_(outputs, RingBuffer<MemPacket>(p.output_queue_flits)), output_queue_flits_(outputs, 0), waiting_flits_(inputs, 0), input_words_((inputs + 63) / 64),
       waiting_(input_words_, 0), waiting_for_(std::size_t(outputs) * input_words_, 0),
-      waited_outputs_((outputs + 63) / 64, 0), last_granted_(outputs, inputs - 1) {
+      waited_outputs_((outputs + 63) / 64, 0), least_waiting_flits_(outputs, 0), last_granted_(outputs, inputs - 1) {
   StatGroup& g = stats.group(std::string(basename()), "");
   for (std::uint32_t i = 0; i < inputs; ++i) {
     inputs_.push_back(std::make_unique<InPort<MemPacket>>(*this, p.input_buffer_flits));
@@ -52,6 +52,7 @@ void Crossbar::evaluate() {
         enter(i, o, flits);
         continue;
       }
+      least_waiting_flits_[o] = waited(o) ? std::min(least_waiting_flits_[o], flits) : flits;
       if (!waited(o)) flip(waited_outputs_.data(), o);
       waiting_flits_[i] = flits;
       flip(waiting_.data(), i);
@@ -64,23 +65,38 @@ void Crossbar::evaluate() {
   // the one it last took (round robin), so that inputs crowding one output
   // take turns whatever order they are visited in.
   for_each_set_bit(waited_outputs_.data(), 0, static_cast<std::uint32_t>(outputs_.size()), [&](std::uint32_t o) {
+    // A queue without room for the smallest head waiting for it, a crowded
+    // output's usual state, grants nothing: its waiters are not looked at.
+    if (output_queue_flits_[o] + least_waiting_flits_[o] > params_.output_queue_flits) return true;
     std::uint64_t* waiters = &waiting_for_[std::size_t(o) * input_words_];
+    bool granted = false;
     auto grant = [&](std::uint32_t i) {
-      if (output_queue_flits_[o] >= params_.output_queue_flits) return false;  // not even a flit fits
+      if (output_queue_flits_[o] + least_waiting_flits_[o] > params_.output_queue_flits) return false;  // none fits
       const std::uint32_t flits = waiting_flits_[i];
       if (output_queue_flits_[o] + flits > params_.output_queue_flits) return true;
       enter(i, o, flits);
       flip(waiting_.data(), i);
       flip(waiters, i);
       last_granted_[o] = i;
+      granted = true;
       // Its next head, if ready, is taken on the next evaluation.
       if (!inputs_[i]->empty()) next = std::min(next, now + 1);
       return true;
     };
     const std::uint32_t after = last_granted_[o] + 1 == n ? 0 : last_granted_[o] + 1;
     if (for_each_set_bit(waiters, after, n, grant)) for_each_set_bit(waiters, 0, after, grant);
-    if (std::all_of(waiters, waiters + input_words_, [](std::uint64_t bits) { return bits == 0; }))
+    if (!granted) return true;
+    if (std::all_of(waiters, waiters + input_words_, [](std::uint64_t bits) { return bits == 0; })) {
       flip(waited_outputs_.data(), o);
+      return true;
+    }
+    // Any bound below the smallest waiting head keeps the grants as they
+    // are; the smallest itself keeps the waiters from being looked at.
+    least_waiting_flits_[o] = UINT32_MAX;
+    for_each_set_bit(waiters, 0, n, [&](std::uint32_t i) {
+      least_waiting_flits_[o] = std::min(least_waiting_flits_[o], waiting_flits_[i]);
+      return true;
+    });
     return true;
   });
   // Output queues to destinations.
@@ -93,7 +109,9 @@ void Crossbar::evaluate() {
       MemPacket& packet = queue.front();
       const std::uint32_t flits = packet.flits();
       if (!outputs_[o]->has_room(flits)) {
-        outputs_[o]->watch_credits();  // woken when the destination frees space
+        // Passed over until the destination frees space, which wakes this unit.
+        busy_outputs_.wait_until(o, kNever);
+        outputs_[o]->watch_credits(busy_outputs_, o);
         break;
       }
       std::uint64_t before = *link.busy_scaled();

@@ -61,6 +61,7 @@ class Crossbar : public Unit {
   std::vector<std::uint64_t> waiting_;
   std::vector<std::uint64_t> waiting_for_;  // input_words_ words per output
   std::vector<std::uint64_t> waited_outputs_;
+  std::vector<std::uint32_t> least_waiting_flits_;  // per waited output, its smallest waiting head
   std::vector<std::uint32_t> last_granted_;  // per output, the input it last took a waiting head from
   std::uint64_t packets_ = 0;
   std::uint64_t flits_ = 0;

@@ -134,6 +134,8 @@ class ActiveInputs {
     return earliest_;
   }
   bool empty() const { return active_ == 0; }
+  // Input `id`, told to wait until kNever, may move from cycle `due` on.
+  void resume_at(std::uint32_t id, Cycle due) { due_[id] = due; }
 
  private:
   template <class Visit>
@@ -169,12 +171,15 @@ struct LinkCredits final : CycleEndEffect {
   std::uint64_t flits = 0;
   bool wake_sender = false;
   Unit* sender = nullptr;  // null for a port driven directly (tests, set-up code)
+  ActiveInputs* resume_in = nullptr;  // with resume_id, the sender's entry waiting for this credit
+  std::uint32_t resume_id = 0;
   void apply_at_cycle_end(std::uint64_t freed_flits, const std::uint64_t*) override {
     ++messages;
     flits += freed_flits;
     if (sender && wake_sender) {
       wake_sender = false;
       sender->wake_at(Unit::now() + 1);
+      if (resume_in) std::exchange(resume_in, nullptr)->resume_at(resume_id, Unit::now() + 1);
     }
   }
 };
@@ -359,6 +364,14 @@ class OutPort final {
   std::uint64_t messages_in_flight() const { return sent_messages_ - credits_->messages; }
   // Asks to be woken when the receiver next frees a slot (used to learn of credit returns).
   void watch_credits() { credits_->wake_sender = true; }
+  // The same, for a sender that keeps this port as entry `id` of `waiting`
+  // and told it to wait until kNever: the credit lets that entry move again,
+  // so that the sender does not look at the port until then.
+  void watch_credits(ActiveInputs& waiting, std::uint32_t id) {
+    watch_credits();
+    credits_->resume_in = &waiting;
+    credits_->resume_id = id;
+  }
   // Messages the receiver has freed since the last call.
   std::uint64_t take_credits() {
     const std::uint64_t messages = std::exchange(credits_->messages, 0);
