@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bitset>
 #include <chrono>
 #include <exception>
 #include <map>
@@ -537,13 +538,24 @@ class WakeCalendar : public sc_core::sc_module {
     // to another core costs more than the wait it saves (the sparse write
     // baseline on 16 threads at lookahead 1: 3.1-3.5 s without, 4.9-5.0 s with).
     // A thread still applying what the window before staged has not listed
-    // its domains yet: where the threads run together, it is waited for.
+    // its domains yet: where the threads run together, it is come back to
+    // once the others' lists are done (often the thread applying longest
+    // holds a crossbar, whose list that thread itself runs).
     const auto threads = calendar.window_ >= kShortestWindowShared ? static_cast<unsigned>(calendar.due_.size()) : 1u;
-    for (unsigned k = 1; k < threads && staged.failures.empty(); ++k) {
-      DueList& other = calendar.due_[(thread + k) % threads];
-      for (unsigned spins = 0; calendar.together_ && other.window.load(std::memory_order_acquire) != window; ++spins)
-        wait_a_little(spins);
-      if (other.window.load(std::memory_order_acquire) == window) calendar.run_unclaimed(other, end, staged, weighing, last, busy);
+    std::bitset<kMaxEvaluationThreads> visited;
+    for (unsigned left = threads - 1, spins = 0; left > 0 && staged.failures.empty();) {
+      bool listed_any = false;
+      for (unsigned k = 1; k < threads && staged.failures.empty(); ++k) {
+        if (visited[k]) continue;
+        DueList& other = calendar.due_[(thread + k) % threads];
+        const bool listed = other.window.load(std::memory_order_acquire) == window;
+        if (!listed && calendar.together_) continue;
+        visited[k] = true;
+        --left;
+        listed_any = true;
+        if (listed) calendar.run_unclaimed(other, end, staged, weighing, last, busy);
+      }
+      if (!listed_any) wait_a_little(spins++);
     }
     detail::evaluation_cycle = end - 1;
     calendar.workers_->report(thread)[2] = last;
