@@ -20,6 +20,10 @@ using CliResult = testing::CommandResult;
 using testing::slurp;
 
 CliResult cli(const std::string& args) { return testing::run_command(std::string(ATOMSIM_BINARY) + " " + args); }
+// The same, started by `launcher` (e.g. "env VAR=value").
+CliResult cli_with(const std::string& launcher, const std::string& args) {
+  return testing::run_command(launcher + " " + std::string(ATOMSIM_BINARY) + " " + args);
+}
 
 std::string tiny_trace() {
   workloads::MicrobenchParams p;
@@ -174,6 +178,25 @@ TEST_CASE("CLI: run writes the JSON document and trace tools read what gen wrote
   }
   REQUIRE(seen.size() == 4);
   std::remove(json.c_str());
+  std::remove(trace.c_str());
+}
+
+TEST_CASE("CLI: the heap on huge pages changes no result whatever glibc tunables are set", "[cli]") {
+  const std::string trace = tiny_trace();
+  auto run_with = [&](const std::string& environment) {
+    const std::string json = testing::temp_trace("cli-pages.json");
+    const CliResult r = cli_with(environment, "run -q --trace " + trace + " --set gpu.sms=4 --json " + json);
+    REQUIRE(r.code == 0);
+    std::string doc = slurp(json);
+    std::remove(json.c_str());
+    return doc;
+  };
+  // Restarted with the tunable where the kernel gives huge pages on request;
+  // with another tunable set, restarted with both; with it set, not restarted.
+  const std::string restarted = run_with("env -u GLIBC_TUNABLES");
+  REQUIRE(!restarted.empty());
+  REQUIRE(run_with("env GLIBC_TUNABLES=glibc.malloc.tcache_count=0") == restarted);
+  REQUIRE(run_with("env GLIBC_TUNABLES=glibc.malloc.hugetlb=0") == restarted);
   std::remove(trace.c_str());
 }
 
