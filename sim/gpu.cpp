@@ -222,7 +222,10 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
   };
   if (info.total_warps()) reader.open_warp(kernel, 0);
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const unsigned threads = options.threads ? options.threads : cores;
+  // Unset: a thread per core but one, which the warp prefetcher takes (16
+  // threads on the GPU machine's 16 cores ran slower than 15 on every start
+  // measured: docs/performance.md, "Listed threads first").
+  const unsigned threads = options.threads ? options.threads : (cores > 2 ? cores - 1 : cores);
   set_evaluation_threads(threads);
   set_window_cycles(params_.lookahead_cycles);
   ctx.flush_atomics_at_barrier = params_.l1.atomic_buffer;

@@ -48,7 +48,8 @@ int sc_main(int argc, char** argv) {
                 "print the host time each kind of unit took, and each thread (docs/performance.md); not in the JSON");
   run->add_flag("--quiet,-q", quiet, "no progress lines");
   run->add_option("--threads", sim.threads,
-                  "threads evaluating the units of a cycle (0: one per core); the results do not depend on it")
+                  "threads evaluating the units of a cycle (0: one per core but one, left to the warp prefetcher); the results "
+                  "do not depend on it")
       ->check(CLI::Range(0u, 1024u));
 
   CompareOptions cmp;
@@ -76,7 +77,7 @@ int sc_main(int argc, char** argv) {
   bool compare_quiet = false;
   compare->add_flag("--quiet,-q", compare_quiet, "no progress lines");
   compare->add_option("--threads", cmp.simulate.threads,
-                      "threads evaluating each simulation's cycles (0: one per core); the results do not depend on it")
+                      "threads evaluating each simulation's cycles (0: one per core but one); the results do not depend on it")
       ->check(CLI::Range(0u, 1024u));
 
   auto* gen = app.add_subcommand("gen", "generate traces without a GPU");
