@@ -65,13 +65,12 @@ void Crossbar::evaluate() {
   // the one it last took (round robin), so that inputs crowding one output
   // take turns whatever order they are visited in.
   for_each_set_bit(waited_outputs_.data(), 0, static_cast<std::uint32_t>(outputs_.size()), [&](std::uint32_t o) {
-    // A queue without room for the smallest head waiting for it, a crowded
-    // output's usual state, grants nothing: its waiters are not looked at.
-    if (output_queue_flits_[o] + least_waiting_flits_[o] > params_.output_queue_flits) return true;
     std::uint64_t* waiters = &waiting_for_[std::size_t(o) * input_words_];
     bool granted = false;
     auto grant = [&](std::uint32_t i) {
-      if (output_queue_flits_[o] + least_waiting_flits_[o] > params_.output_queue_flits) return false;  // none fits
+      // A queue without room for the smallest waiting head, a crowded
+      // output's usual state, grants nothing more: the rest are not looked at.
+      if (output_queue_flits_[o] + least_waiting_flits_[o] > params_.output_queue_flits) return false;
       const std::uint32_t flits = waiting_flits_[i];
       if (output_queue_flits_[o] + flits > params_.output_queue_flits) return true;
       enter(i, o, flits);
