@@ -1,6 +1,8 @@
 #include "models/interconnect/crossbar.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <stdexcept>
 
 namespace atomsim::model {
 
@@ -11,7 +13,9 @@ Crossbar::Crossbar(const sc_core::sc_module_name& name, const CrossbarParams& p,
       active_(inputs), busy_outputs_(outputs),
       output_queues_(outputs, RingBuffer<MemPacket>(p.output_queue_flits)), output_queue_flits_(outputs, 0), waiting_flits_(inputs, 0), input_words_((inputs + 63) / 64),
       waiting_(input_words_, 0), waiting_for_(std::size_t(outputs) * input_words_, 0),
-      waited_outputs_((outputs + 63) / 64, 0), least_waiting_flits_(outputs, 0), last_granted_(outputs, inputs - 1) {
+      waited_outputs_((outputs + 63) / 64, 0), waiting_sizes_(outputs, 0),
+      waiting_of_size_(std::size_t(outputs) * kSizeClasses, 0), last_granted_(outputs, inputs - 1) {
+  if (inputs > UINT16_MAX) throw std::invalid_argument("crossbar: more inputs than its waiting counts hold");
   StatGroup& g = stats.group(std::string(basename()), "");
   for (std::uint32_t i = 0; i < inputs; ++i) {
     inputs_.push_back(std::make_unique<InPort<MemPacket>>(*this, p.input_buffer_flits));
@@ -37,7 +41,6 @@ void Crossbar::evaluate() {
     in.pop();
   };
   auto flip = [](std::uint64_t* words, std::uint32_t id) { words[id >> 6] ^= std::uint64_t(1) << (id & 63); };
-  auto waited = [&](std::uint32_t o) { return (waited_outputs_[o >> 6] >> (o & 63)) & 1; };
   // Inputs to output queues. A head goes straight into its queue while the
   // queue has room and no other head waits for it; otherwise it waits (the
   // queue's draining wakes this unit), and waiting inputs are not visited.
@@ -48,12 +51,13 @@ void Crossbar::evaluate() {
       if (!input_links_[i].free(now)) { active_.wait_until(i, input_links_[i].free_at()); break; }
       const std::uint32_t o = in.front().destination;
       const std::uint32_t flits = in.front().flits();
-      if (output_queue_flits_[o] + flits <= params_.output_queue_flits && !waited(o)) {
+      if (output_queue_flits_[o] + flits <= params_.output_queue_flits && waiting_sizes_[o] == 0) {
         enter(i, o, flits);
         continue;
       }
-      least_waiting_flits_[o] = waited(o) ? std::min(least_waiting_flits_[o], flits) : flits;
-      if (!waited(o)) flip(waited_outputs_.data(), o);
+      if (waiting_sizes_[o] == 0) flip(waited_outputs_.data(), o);
+      ++waiting_of_size_[std::size_t(o) * kSizeClasses + size_class(flits)];
+      waiting_sizes_[o] |= std::uint64_t(1) << size_class(flits);
       waiting_flits_[i] = flits;
       flip(waiting_.data(), i);
       flip(&waiting_for_[std::size_t(o) * input_words_], i);
@@ -65,37 +69,30 @@ void Crossbar::evaluate() {
   // the one it last took (round robin), so that inputs crowding one output
   // take turns whatever order they are visited in.
   for_each_set_bit(waited_outputs_.data(), 0, static_cast<std::uint32_t>(outputs_.size()), [&](std::uint32_t o) {
+    // A queue without room for the smallest waiting head, a crowded output's
+    // usual state, grants nothing (more): its waiters are not looked at.
+    auto room_for_smallest = [&] {
+      return output_queue_flits_[o] + static_cast<std::uint32_t>(std::countr_zero(waiting_sizes_[o])) <= params_.output_queue_flits;
+    };
+    if (!room_for_smallest()) return true;
     std::uint64_t* waiters = &waiting_for_[std::size_t(o) * input_words_];
-    bool granted = false;
+    std::uint16_t* of_size = &waiting_of_size_[std::size_t(o) * kSizeClasses];
     auto grant = [&](std::uint32_t i) {
-      // A queue without room for the smallest waiting head, a crowded
-      // output's usual state, grants nothing more: the rest are not looked at.
-      if (output_queue_flits_[o] + least_waiting_flits_[o] > params_.output_queue_flits) return false;
+      if (!room_for_smallest()) return false;
       const std::uint32_t flits = waiting_flits_[i];
       if (output_queue_flits_[o] + flits > params_.output_queue_flits) return true;
       enter(i, o, flits);
       flip(waiting_.data(), i);
       flip(waiters, i);
+      if (--of_size[size_class(flits)] == 0) waiting_sizes_[o] &= ~(std::uint64_t(1) << size_class(flits));
       last_granted_[o] = i;
-      granted = true;
       // Its next head, if ready, is taken on the next evaluation.
       if (!inputs_[i]->empty()) next = std::min(next, now + 1);
-      return true;
+      return waiting_sizes_[o] != 0;
     };
     const std::uint32_t after = last_granted_[o] + 1 == n ? 0 : last_granted_[o] + 1;
     if (for_each_set_bit(waiters, after, n, grant)) for_each_set_bit(waiters, 0, after, grant);
-    if (!granted) return true;
-    if (std::all_of(waiters, waiters + input_words_, [](std::uint64_t bits) { return bits == 0; })) {
-      flip(waited_outputs_.data(), o);
-      return true;
-    }
-    // Any bound below the smallest waiting head keeps the grants as they
-    // are; the smallest itself keeps the waiters from being looked at.
-    least_waiting_flits_[o] = UINT32_MAX;
-    for_each_set_bit(waiters, 0, n, [&](std::uint32_t i) {
-      least_waiting_flits_[o] = std::min(least_waiting_flits_[o], waiting_flits_[i]);
-      return true;
-    });
+    if (waiting_sizes_[o] == 0) flip(waited_outputs_.data(), o);
     return true;
   });
   // Output queues to destinations.
@@ -119,7 +116,7 @@ void Crossbar::evaluate() {
       ++packets_;
       flits_ += flits;
       output_queue_flits_[o] -= flits;
-      outputs_[o]->try_send(packet, done > now + 1 ? done - now - 1 : 0);
+      outputs_[o]->send(packet, flits, done > now + 1 ? done - now - 1 : 0);
       queue.pop_front();
       drained = true;
     }

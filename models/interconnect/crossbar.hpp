@@ -61,7 +61,13 @@ class Crossbar : public Unit {
   std::vector<std::uint64_t> waiting_;
   std::vector<std::uint64_t> waiting_for_;  // input_words_ words per output
   std::vector<std::uint64_t> waited_outputs_;
-  std::vector<std::uint32_t> least_waiting_flits_;  // per waited output, its smallest waiting head
+  // Per output, the sizes of the heads waiting for it (a bit per size in
+  // flits, the last for all larger) and how many wait of each, so that the
+  // smallest is known after a grant without looking at the others.
+  static constexpr std::uint32_t kSizeClasses = 64;
+  static std::uint32_t size_class(std::uint32_t flits) { return std::min(flits, kSizeClasses - 1); }
+  std::vector<std::uint64_t> waiting_sizes_;
+  std::vector<std::uint16_t> waiting_of_size_;  // kSizeClasses per output
   std::vector<std::uint32_t> last_granted_;  // per output, the input it last took a waiting head from
   std::uint64_t packets_ = 0;
   std::uint64_t flits_ = 0;

@@ -349,10 +349,15 @@ class OutPort final {
       credits_->wake_sender = true;
       return false;
     }
+    send(msg, flits, extra_delay);
+    return true;
+  }
+  // Sends a message of `flits` flits that has_room(flits) said fits.
+  void send(const Msg& msg, std::uint32_t flits, Cycle extra_delay = 0) {
+    assert(peer_ && has_room(flits) && flits == flits_of(msg));
     ++sent_messages_;
     sent_flits_ += flits;
     defer_with_payload(*peer_, Unit::now() + latency_ + extra_delay, msg, receiver_);
-    return true;
   }
   // Whether the receiver's buffer (buffered plus in flight) has room, from
   // what was sent and what the receiver has credited back.
