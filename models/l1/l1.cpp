@@ -434,8 +434,8 @@ void L1::erase_outgoing(std::size_t index) {
     if (it != outgoing_.begin() && std::next(it) != outgoing_.end() && std::prev(it)->request == std::next(it)->request)
       --outgoing_instructions_;
   }
-  outgoing_.erase(it);
-  outgoing_keys_.erase(outgoing_keys_.begin() + static_cast<std::ptrdiff_t>(index));
+  outgoing_.erase(index);
+  outgoing_keys_.erase(index);
 }
 
 bool L1::send_outgoing(Cycle now) {

@@ -18,6 +18,7 @@
 #include "models/interconnect/address_map.hpp"
 #include "models/l1/atomic_buffer.hpp"
 #include "models/messages.hpp"
+#include "sim/engine/erasable_queue.hpp"
 #include "sim/engine/params.hpp"
 #include "sim/engine/port.hpp"
 
@@ -171,8 +172,8 @@ class L1 : public Unit {
     std::uint64_t line() const { return line_bits & ~std::uint64_t(1); }
     bool atomic() const { return line_bits & 1; }
   };
-  std::deque<MemPacket> outgoing_;
-  std::deque<OutgoingKey> outgoing_keys_;
+  ErasableQueue<MemPacket> outgoing_;
+  ErasableQueue<OutgoingKey> outgoing_keys_;
   // How many requests at the front of outgoing_ the last pass left waiting
   // for their words, when the next pass may take them as still waiting and
   // begin after them with waiting_ and wake_for_words_ as they were: until
