@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <queue>
@@ -11,6 +12,7 @@
 #include "models/atomic_update.hpp"
 #include "models/cache/tag_array.hpp"
 #include "models/l1/atomic_buffer.hpp"
+#include "sim/engine/erasable_queue.hpp"
 #include "sim/engine/params.hpp"
 #include "sim/engine/release_queue.hpp"
 #include "sim/engine/stats.hpp"
@@ -220,6 +222,35 @@ TEST_CASE("a ring buffer keeps its order as its storage grows to its bound, wrap
   expected.push_front(-1);
   ring.sift_back([](int a, int b) { return a < b; });
   same();
+}
+
+TEST_CASE("an erasable queue keeps the order of what is left whichever items are taken out", "[engine]") {
+  // Pushes at the back and erasures at the front, the back and anywhere
+  // between, in runs long enough to grow the storage and reclaim its front.
+  ErasableQueue<std::uint64_t> queue;
+  std::deque<std::uint64_t> expected;
+  std::mt19937 draw(7);
+  std::uint64_t next = 0;
+  for (int step = 0; step < 20000; ++step) {
+    const bool growing = (step / 500) % 2 == 0;
+    const bool push = expected.empty() || (growing ? draw() % 4 != 0 : draw() % 4 == 0);
+    if (push) {
+      queue.push_back(next);
+      expected.push_back(next++);
+    } else {
+      const std::size_t i = draw() % 3 == 0 ? 0 : draw() % expected.size();
+      queue.erase(i);
+      expected.erase(expected.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    REQUIRE(queue.size() == expected.size());
+    REQUIRE(queue.empty() == expected.empty());
+    if (!expected.empty()) {
+      REQUIRE(queue.front() == expected.front());
+      REQUIRE(queue.back() == expected.back());
+      REQUIRE(queue[expected.size() / 2] == expected[expected.size() / 2]);
+    }
+    if (step % 97 == 0) REQUIRE(std::equal(queue.begin(), queue.end(), expected.begin(), expected.end()));
+  }
 }
 
 TEST_CASE("a link counts capacity in flits", "[engine][port]") {
