@@ -145,6 +145,20 @@ void trace_dump(const std::string& path, std::size_t kernel, std::uint64_t warp,
   }
 }
 
+namespace {
+// The joined streams' executions of each instruction beside the count pass's.
+std::string count_agreement(const capture::JoinInput& input, const std::vector<std::uint64_t>& executions) {
+  std::size_t differing = 0, first = 0;
+  for (std::size_t i = 0; i < executions.size(); ++i)
+    if (executions[i] != input.counts[i] && differing++ == 0) first = i;
+  if (differing == 0)
+    return fmt::format("warp executions of all {} instructions equal the count pass's", executions.size());
+  return fmt::format("warp executions of {} of {} instructions differ from the count pass's (first: pc 0x{:x}, "
+                     "joined {}, counted {})",
+                     differing, executions.size(), input.pcs[first], executions[first], input.counts[first]);
+}
+}  // namespace
+
 void trace_rejoin(const std::string& path, std::optional<std::uint64_t> show_warp, unsigned threads, std::ostream& out) {
   std::string text;
   try {
@@ -164,7 +178,9 @@ void trace_rejoin(const std::string& path, std::optional<std::uint64_t> show_war
     // A digest of the joined streams, so that two joins of one input can be told apart at a glance.
     std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> digest(XXH3_createState(), &XXH3_freeState);
     XXH3_64bits_reset(digest.get());
+    std::vector<std::uint64_t> executions(input.pcs.size(), 0);
     const capture::RejoinResult joined = capture::rejoin(input, threads, [&](std::uint64_t warp, const trace::WarpInst& inst) {
+      ++executions[inst.index];
       const std::array<std::uint64_t, 2> key{warp, std::uint64_t{inst.index} << 32 | inst.active_mask};
       XXH3_64bits_update(digest.get(), key.data(), sizeof key);
       if (show_warp == warp)
@@ -173,6 +189,7 @@ void trace_rejoin(const std::string& path, std::optional<std::uint64_t> show_war
     out << fmt::format("{}: {}: joined {} warps into {} warp instructions ({} branches guessed, {} guesses taken back), digest {:016x}\n",
                        path, input.kernel, input.warps.size(), joined.warp_instructions, joined.guessed_branches,
                        joined.retried_guesses, XXH3_64bits_digest(digest.get()));
+    if (!input.counts.empty()) out << count_agreement(input, executions) << "\n";
   } catch (const std::runtime_error& e) {  // JoinError, or trace::TraceError for SASS the decoder refuses
     throw trace::TraceError(fmt::format("{}: {}", path, e.what()));
   }

@@ -358,3 +358,49 @@ TEST_CASE("warp join gives the same streams and errors on any number of threads"
     REQUIRE_THROWS_WITH(join_all(joiner, input.warps, threads), Catch::StartsWith("warp 700: "));
   }
 }
+
+// A switch compiled to a jump table (BRX through a constant bank) names no
+// target: its cases are the blocks nothing else leads to, and each lane goes
+// to the one nearest its next observation.
+TEST_CASE("warp join follows an indirect branch to the case its lanes report from", "[capture][join]") {
+  JoinInput input;
+  input.kernel = "switch";
+  input.text = {"S2R R0, SR_TID.X",           "LDC R4, c[0x2][R0]",   "BRX R4 -0x30",
+                "STG.E desc[UR4][R2.64], R0", "BRA 0x80",             "IADD3 R1, R1, 0x1, RZ",
+                "STG.E desc[UR4][R6.64], R0", "BRA 0x80",             "EXIT"};
+  for (std::size_t i = 0; i < input.text.size(); ++i) input.pcs.push_back(16 * i);
+  WarpObservation second_case, split;
+  second_case.events = {{6, 0xFFFFFFFFu, ObservedKind::Memory, 0, 0}, {8, 0xFFFFFFFFu, ObservedKind::Exit, 0, -1}};
+  second_case.operands.emplace_back();
+  split.events = {{3, 0x0000FFFFu, ObservedKind::Memory, 0, 0}, {6, 0xFFFF0000u, ObservedKind::Memory, 0, 1},
+                  {8, 0xFFFFFFFFu, ObservedKind::Exit, 0, -1}};
+  split.operands.resize(2);
+  input.warps = {second_case, split};
+  const std::vector<trace::StaticInst> program = input.program();
+  WarpJoiner joiner(program, input.text, input.observed());
+  const auto joined = join_all(joiner, input.warps);
+  auto lanes_at = [](const std::vector<trace::WarpInst>& warp, std::uint32_t index) {
+    std::uint32_t mask = 0;
+    for (const trace::WarpInst& i : warp)
+      if (i.index == index) mask |= i.active_mask;
+    return mask;
+  };
+  REQUIRE(lanes_at(joined[0], 5) == 0xFFFFFFFFu);  // the second case's first instruction ran
+  REQUIRE(lanes_at(joined[0], 3) == 0);
+  REQUIRE(lanes_at(joined[1], 3) == 0x0000FFFFu);
+  REQUIRE(lanes_at(joined[1], 5) == 0xFFFF0000u);
+  REQUIRE(lanes_at(joined[1], 8) == 0xFFFFFFFFu);
+}
+
+// PyTorch's grid_sampler_2d_backward_kernel<float, int> on the H200 (4,096 CTAs
+// of 8 warps): the interpolation mode picks its code through a jump table,
+// which the join once could not pass ("cannot reach its next observed pc").
+TEST_CASE("warp join joins grid_sample's backward as the count pass counted it", "[capture][join]") {
+  JoinInput input = load_fixture("join-input-grid-sample-backward.json.zst");
+  REQUIRE(!input.counts.empty());
+  std::vector<std::uint64_t> executions(input.pcs.size(), 0);
+  RejoinResult result;
+  REQUIRE_NOTHROW(result = rejoin(input, 2, [&](std::uint64_t, const trace::WarpInst& i) { ++executions[i.index]; }));
+  REQUIRE(result.warp_instructions > 28'000'000);
+  REQUIRE(executions == input.counts);
+}

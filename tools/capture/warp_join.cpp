@@ -115,11 +115,39 @@ WarpJoiner::WarpJoiner(const std::vector<trace::StaticInst>& program, const std:
       if (i + 1 < nodes_.size() && n.target != i + 1) predecessors_[i + 1].push_back(i);
     }
   }
+  link_indirect_targets(text);
   distances_.resize(nodes_.size());
   distances_once_ = std::make_unique<std::once_flag[]>(nodes_.size());
 }
 
 void WarpJoiner::fail(const std::string& what) const { throw JoinError("warp join: " + what); }
+
+// An indirect branch (BRX, JMX: a switch's jump table in a constant bank) names
+// no target in the listing. The code it can reach is code nothing else leads
+// to: an instruction with no predecessor that is neither the entry, a call's
+// target nor the return point after a call. Every indirect branch of the
+// function may go to any of them; the walk picks, per lane, the one nearest
+// its next observation (Walk::indirect).
+void WarpJoiner::link_indirect_targets(const std::vector<std::string>& text) {
+  std::vector<std::uint32_t> indirect;
+  std::vector<char> entered(nodes_.size(), 0);
+  if (!entered.empty()) entered[0] = 1;
+  for (std::uint32_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].flow == Flow::Indirect) indirect.push_back(i);
+    if (trace::opcode_base(program_[i].mnemonic) != "CALL") continue;
+    if (i + 1 < nodes_.size()) entered[i + 1] = 1;
+    std::uint64_t pc = 0;
+    if (!last_address(text[i], pc)) continue;
+    for (std::uint32_t t = 0; t < nodes_.size(); ++t)
+      if (program_[t].pc == pc) entered[t] = 1;
+  }
+  if (indirect.empty()) return;
+  for (std::uint32_t t = 0; t < nodes_.size(); ++t) {
+    if (entered[t] || !predecessors_[t].empty()) continue;
+    indirect_target_.push_back(t);
+    for (std::uint32_t b : indirect) predecessors_[t].push_back(b);
+  }
+}
 
 // A loop's back edge b jumps to its header h; the instruction before h, when
 // it always runs on into h, runs once per entry into the loop, and b once per
@@ -128,6 +156,7 @@ void WarpJoiner::fail(const std::string& what) const { throw JoinError("warp joi
 // once for each time the branch was not taken.
 void WarpJoiner::use_counts(const std::vector<std::uint64_t>& warp_executions) {
   if (warp_executions.size() != nodes_.size()) fail("the count pass's instructions do not match the program");
+  executed_ = warp_executions;
   trips_per_entry_.assign(arrivals_.size(), 0.0);
   through_share_.assign(arrivals_.size(), -1.0);
   loops_entered_at_.assign(nodes_.size(), {});
@@ -168,7 +197,8 @@ std::vector<std::uint32_t> WarpJoiner::breadth_first_distances(std::uint32_t goa
     queue.pop_front();
     for (std::uint32_t p : predecessors_[i]) {
       if (dist[p] != kUnreachable || ((observed_[p] || nodes_[p].reports) && !nodes_[p].guarded)) continue;
-      if (nodes_[p].flow == Flow::Indirect) continue;
+      // The count pass rules out an indirect branch's targets that never ran.
+      if (nodes_[p].flow == Flow::Indirect && !executed_.empty() && executed_[i] == 0) continue;
       dist[p] = dist[i] + 1;
       queue.push_back(p);
     }
@@ -244,6 +274,7 @@ class WarpJoiner::Walk {
   bool pick_group(std::uint32_t runnable, std::uint32_t& at, std::uint32_t& group);
   void fire(std::uint32_t at, std::int32_t event, std::uint32_t group, std::uint32_t reporting);
   void branch(std::uint32_t at, std::uint32_t group);
+  void indirect(std::uint32_t at, std::uint32_t group);
   std::optional<bool> uniform_way(std::uint32_t at) const;
   void go(std::uint32_t at, std::uint32_t group, std::uint32_t taken);
   void record(std::uint32_t index, std::uint32_t mask, std::int32_t operands);
@@ -401,12 +432,13 @@ void WarpJoiner::Walk::step() {
   s_.together = 0;
 
   const Node& node = j_.nodes_[at];
-  if (node.flow == Flow::Stop || node.flow == Flow::Call || node.flow == Flow::Return || node.flow == Flow::Indirect ||
+  if (node.flow == Flow::Stop || node.flow == Flow::Call || node.flow == Flow::Return ||
       (j_.observed_[at] && !node.guarded))
     j_.fail(fmt::format("lanes {:08x} reached pc 0x{:x} ({}) without reporting it", group, j_.program_[at].pc,
                         j_.program_[at].mnemonic));
   if (node.flow == Flow::Jump || (node.flow == Flow::Branch && node.target == at + 1)) return go(at, group, group);
   if (node.flow == Flow::Branch) return branch(at, group);
+  if (node.flow == Flow::Indirect) return indirect(at, group);
   // An instruction that would have reported itself ran silently: its guard was off in every lane.
   record(at, node.reports ? 0 : group, -1);
   if (node.bssy && node.convergence >= 0) s_.convergence[node.convergence] = group;
@@ -584,6 +616,40 @@ void WarpJoiner::Walk::branch(std::uint32_t at, std::uint32_t group) {
     emit_final();
   }
   go(at, group, taken);
+}
+
+// An indirect branch: each lane goes to the target nearest its next
+// observation (the lowest such target on a tie). Lanes bound for different
+// targets diverge, the lowest target's running first.
+void WarpJoiner::Walk::indirect(std::uint32_t at, std::uint32_t group) {
+  std::array<std::uint32_t, 32> target{};
+  for (std::uint32_t m = group; m; m &= m - 1) {
+    const int lane = std::countr_zero(m);
+    const auto& dist = j_.distances_to(goal(lane));
+    std::uint32_t best = kUnreachable;
+    for (std::uint32_t t : j_.indirect_target_)
+      if (dist[t] != kUnreachable && (best == kUnreachable || dist[t] < dist[best])) best = t;
+    if (best == kUnreachable)
+      j_.fail(fmt::format("lane {} at pc 0x{:x} cannot reach its next observed pc 0x{:x}", lane, j_.program_[at].pc,
+                          j_.program_[goal(lane)].pc));
+    target[lane] = best;
+  }
+  record(at, group, -1);
+  std::uint32_t lowest = kUnreachable;
+  for (std::uint32_t m = group; m; m &= m - 1) lowest = std::min(lowest, target[std::countr_zero(m)]);
+  bool split = false;
+  for (std::uint32_t m = group; m; m &= m - 1) {
+    const int lane = std::countr_zero(m);
+    s_.pc[lane] = target[lane];
+    split |= target[lane] != lowest;
+  }
+  if (split) {
+    mark_divergent(at);
+    ++s_.clock;
+    for (std::uint32_t m = group; m; m &= m - 1)
+      if (target[std::countr_zero(m)] == lowest) s_.priority[std::countr_zero(m)] = s_.clock;
+  }
+  s_.together = !split && group == (s_.live & ~s_.waiting) ? group : 0;
 }
 
 // Whether a branch that is the same for every lane of the launch is taken at

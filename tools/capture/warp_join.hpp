@@ -155,6 +155,7 @@ class WarpJoiner {
   const std::vector<std::uint32_t>& distances_to(std::uint32_t goal) const;
   std::vector<std::uint32_t> breadth_first_distances(std::uint32_t goal) const;
   [[noreturn]] void fail(const std::string& what) const;
+  void link_indirect_targets(const std::vector<std::string>& text);
 
   const std::vector<trace::StaticInst>& program_;
   std::vector<Node> nodes_;
@@ -168,6 +169,10 @@ class WarpJoiner {
   std::vector<double> through_share_;  // forward branches: share of executions not taken, -1: unknown
   std::vector<std::vector<std::int32_t>> loops_entered_at_;  // per instruction: the loops it enters (branch slots)
   std::vector<std::vector<std::uint32_t>> predecessors_;
+  // Where indirect branches may go (link_indirect_targets), and the count
+  // pass's executions of each instruction, empty without one.
+  std::vector<std::uint32_t> indirect_target_;
+  std::vector<std::uint64_t> executed_;
   mutable std::vector<std::vector<std::uint32_t>> distances_;  // per goal
   std::unique_ptr<std::once_flag[]> distances_once_;
   std::uint64_t guessed_ = 0, retried_ = 0;
