@@ -14,11 +14,24 @@ namespace atomsim {
 
 std::vector<std::string> bundled_configs() { return {"h100", "a100", "rtx4090", "rtx3060"}; }
 
+std::string bundled_config_dir() {
+  // A copy of the simulator unpacked with its configs/ beside it (the capture
+  // bundle) uses those; a build uses the source tree's.
+  namespace fs = std::filesystem;
+  static const std::string dir = [] {
+    std::error_code ec;
+    const fs::path beside = fs::canonical("/proc/self/exe", ec).parent_path() / "configs";
+    if (!ec && fs::exists(beside / (bundled_configs().front() + ".toml"), ec)) return beside.string();
+    return std::string(ATOMSIM_CONFIG_DIR);
+  }();
+  return dir;
+}
+
 std::string resolve_config_path(const std::string& config) {
   namespace fs = std::filesystem;
   if (fs::exists(config)) return config;
   for (const auto& name : bundled_configs())
-    if (config == name) return std::string(ATOMSIM_CONFIG_DIR) + "/" + name + ".toml";
+    if (config == name) return bundled_config_dir() + "/" + name + ".toml";
   throw ConfigError(fmt::format("{}: no such configuration file or bundled configuration", config));
 }
 

@@ -39,5 +39,8 @@ GpuParams load_gpu_params(const std::string& config, const std::vector<std::stri
 GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& overrides);
 std::string resolve_config_path(const std::string& config);
 std::vector<std::string> bundled_configs();
+// Where the bundled configurations are: configs/ beside the executable where
+// there is one, else the source tree's.
+std::string bundled_config_dir();
 
 }  // namespace atomsim

@@ -151,7 +151,7 @@ nlohmann::json run_json(const std::vector<KernelRun>& runs, const GpuParams& par
   // Bundled configurations are named relative to the source tree, so that the
   // document does not depend on where the project was checked out.
   std::string file = params.origin;
-  const std::string bundled = std::string(ATOMSIM_CONFIG_DIR) + "/";
+  const std::string bundled = bundled_config_dir() + "/";
   if (file.starts_with(bundled)) file = "configs/" + file.substr(bundled.size());
   doc["config"] = {{"name", params.name}, {"file", file}, {"overrides", overrides},
                    {"sms", params.sms}, {"sm_clock_mhz", params.sm_clock_mhz}};

@@ -32,5 +32,13 @@ env -u LD_LIBRARY_PATH "$dir/atomsim-capture" --help >/dev/null || { echo "FAIL:
 [ -x "$dir/atomsim" ] || { echo "FAIL: no atomsim in the bundle"; exit 1; }
 env -u LD_LIBRARY_PATH "$dir/atomsim" config describe --config "$dir/configs/h100.toml" >/dev/null ||
   { echo "FAIL: the bundled atomsim does not run"; status=1; }
+# A bundled name resolves to the bundle's own configs/, wherever it is unpacked
+# (marked here by a changed SM count), not to the tree it was built from.
+sed -i 's/^sms = [0-9]*/sms = 7/' "$dir/configs/h100.toml"
+"$dir/atomsim" gen microbench --out "$work/tiny.trace" --variant baseline --blocks 1 --warps-per-block 1 --iterations 1 >/dev/null
+(cd "$work" && env -u LD_LIBRARY_PATH "$dir/atomsim" run --config h100 --trace tiny.trace --no-check --json run.json >/dev/null) ||
+  { echo "FAIL: the bundled atomsim cannot run --config h100"; status=1; }
+grep -q '"sms": 7' "$work/run.json" ||
+  { echo "FAIL: the bundled atomsim's --config h100 did not read the bundle's configs/h100.toml"; status=1; }
 [ $status -eq 0 ] && echo "capture bundle: $(ls "$dir" | wc -l) files, self-contained"
 exit $status
