@@ -43,7 +43,8 @@ class CountPass final : public CapturePass {
   // every loaded function failed in programs that load thousands of kernels
   // (PyTorch: CUPTI_ERROR_INVALID_PARAMETER) and is slow there.
   void on_launch_begin(const LaunchInfo& launch) override {
-    if (!launch.selected || counted_) return;
+    if (!launch.selected || counted_ || enabled_) return;
+    refuse_shared_graph_function(launch, "SASS counts");
     configure(launch.context);
     CUpti_SassMetricsEnable_Params enable{CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
     enable.ctx = context_;
@@ -96,12 +97,16 @@ class CountPass final : public CapturePass {
   }
 
   void on_launch_end(const LaunchInfo& launch) override {
-    if (!enabled_) {
-      if (launch.selected) ++selected_but_not_counted_;
+    if (!launch.selected) return;
+    if (!enabled_ || counted_) {
+      ++selected_but_not_counted_;
       return;
     }
     cuCtxSynchronize();
     auto counts = flush();
+    // A graph's launch runs its other kernels while counting too: only the
+    // selected kernel's instructions are its own.
+    if (launch.graph) std::erase_if(counts, [&](const auto& entry) { return entry.second.function != launch.mangled; });
     unset();
     counted_ = true;
     nlohmann::json k = launch.to_json();

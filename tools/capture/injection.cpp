@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "tools/capture/launches.hpp"
 #include "tools/capture/outputs.hpp"
 #include "tools/capture/pass.hpp"
 #include "tools/capture/provenance.hpp"
@@ -25,9 +26,16 @@ void check_cupti(CUptiResult result, const char* call) {
 }
 
 nlohmann::json LaunchInfo::to_json() const {
-  return {{"launch", ordinal}, {"name", name}, {"mangled", mangled}, {"grid", grid}, {"block", block},
-          {"registers", registers}, {"static_shared_bytes", static_shared_bytes},
-          {"dynamic_shared_bytes", dynamic_shared_bytes}, {"correlation_id", correlation_id}};
+  nlohmann::json j = {{"launch", ordinal}, {"name", name}, {"mangled", mangled}, {"grid", grid}, {"block", block},
+                      {"registers", registers}, {"static_shared_bytes", static_shared_bytes},
+                      {"dynamic_shared_bytes", dynamic_shared_bytes}, {"correlation_id", correlation_id},
+                      {"api", api}};
+  if (cluster[0]) j["cluster"] = cluster;
+  if (cooperative) j["cooperative"] = true;
+  if (graph)
+    j["graph"] = {{"graph_id", graph->graph_id}, {"node_id", graph->node_id}, {"kernel_index", graph->kernel_index},
+                  {"kernels", graph->kernels}, {"kernels_of_this_function", graph->same_function}};
+  return j;
 }
 
 namespace {
@@ -41,7 +49,7 @@ struct Injection {
   std::string first_error;
   nlohmann::json device;
   Clocks clocks_at_start;
-  LaunchInfo current;
+  GraphKernels graphs;
 
   void fail(const std::string& message) {
     if (first_error.empty()) first_error = message;
@@ -49,72 +57,27 @@ struct Injection {
 };
 
 Injection* g_injection = nullptr;
-
-// The runtime may launch through a library kernel handle rather than a
-// context's function; either answers the attribute.
-int function_attribute(CUfunction f, CUfunction_attribute a) {
-  int v = 0;
-  if (cuFuncGetAttribute(&v, a, f) == CUDA_SUCCESS) return v;
-  CUdevice dev = 0;
-  if (cuCtxGetDevice(&dev) == CUDA_SUCCESS && cuKernelGetAttribute(&v, a, reinterpret_cast<CUkernel>(f), dev) == CUDA_SUCCESS)
-    return v;
-  return -1;
-}
-
-LaunchInfo decode_launch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
-  LaunchInfo info;
-  info.correlation_id = cb->correlationId;
-  info.context = cb->context;
-  info.mangled = cb->symbolName ? cb->symbolName : "";
-  info.name = demangle(cb->symbolName);
-  switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
-      auto* p = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
-      info.function = p->f;
-      info.grid = {p->gridDimX, p->gridDimY, p->gridDimZ};
-      info.block = {p->blockDimX, p->blockDimY, p->blockDimZ};
-      info.dynamic_shared_bytes = p->sharedMemBytes;
-      break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
-      auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
-      info.function = p->f;
-      info.grid = {p->config->gridDimX, p->config->gridDimY, p->config->gridDimZ};
-      info.block = {p->config->blockDimX, p->config->blockDimY, p->config->blockDimZ};
-      info.dynamic_shared_bytes = p->config->sharedMemBytes;
-      break;
-    }
-    default: break;
-  }
-  if (info.function) {
-    info.registers = function_attribute(info.function, CU_FUNC_ATTRIBUTE_NUM_REGS);
-    info.static_shared_bytes = function_attribute(info.function, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
-  }
-  return info;
-}
-
-bool is_launch(CUpti_CallbackId cbid) {
-  return cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
-         cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
-}
+// The kernels of the launch call this thread is in, between its enter and exit callbacks.
+thread_local std::vector<LaunchInfo> t_launches;
 
 void on_driver_call(Injection& inj, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
-  if (!is_launch(cbid)) return;
   if (cb->callbackSite == CUPTI_API_ENTER) {
-    inj.current = decode_launch(cbid, cb);
-    inj.current.ordinal = inj.selector->launches_seen();
-    inj.current.selected = inj.selector->select(inj.current.mangled, inj.current.name);
-    if (inj.device.is_null()) {
-      CUdevice dev = 0;
-      cuCtxGetDevice(&dev);
-      inj.device = describe_device(dev);
-      inj.clocks_at_start = current_clocks(dev);
+    t_launches = decode_launches(cbid, cb, inj.graphs);
+    for (LaunchInfo& launch : t_launches) {
+      launch.ordinal = inj.selector->launches_seen();
+      launch.selected = inj.selector->select(launch.mangled, launch.name);
+      if (launch.selected || !inj.pass->uses_selection()) ProcessStage::mark_selected(inj.settings);
+      if (inj.device.is_null()) {
+        CUdevice dev = 0;
+        cuCtxGetDevice(&dev);
+        inj.device = describe_device(dev);
+        inj.clocks_at_start = current_clocks(dev);
+      }
+      inj.pass->on_launch_begin(launch);
     }
-    inj.pass->on_launch_begin(inj.current);
   } else {
-    inj.pass->on_launch_end(inj.current);
+    for (const LaunchInfo& launch : t_launches) inj.pass->on_launch_end(launch);
+    t_launches.clear();
   }
 }
 
@@ -122,6 +85,14 @@ void on_resource(Injection& inj, CUpti_CallbackId cbid, const CUpti_ResourceData
   switch (cbid) {
     case CUPTI_CBID_RESOURCE_CONTEXT_CREATED: inj.pass->on_context_created(rd->context); break;
     case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: inj.pass->on_context_destroying(rd->context); break;
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED: {
+      auto* g = static_cast<const CUpti_GraphData*>(rd->resourceDescriptor);
+      inj.graphs.instantiated(g->graph, g->graphExec);
+      break;
+    }
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING:
+      inj.graphs.destroyed(static_cast<const CUpti_GraphData*>(rd->resourceDescriptor)->graphExec);
+      break;
     case CUPTI_CBID_RESOURCE_MODULE_LOADED: {
       auto* module = static_cast<const CUpti_ModuleResourceData*>(rd->resourceDescriptor);
       if (module && module->pCubin) inj.pass->on_module_loaded(rd->context, module->pCubin, module->cubinSize);
@@ -154,13 +125,15 @@ void write_outputs() {
   } catch (const std::exception& e) {
     inj.fail(e.what());
   }
-  if (inj.first_error.empty() && inj.pass->uses_selection()) inj.first_error = inj.selector->nothing_selected_reason();
-  if (inj.first_error.empty() && inj.selector->launches_seen() == 0) inj.first_error = "the program launched no kernels";
   try {
+    ProcessStage::record_launches(inj.settings, *inj.selector);
     if (!inj.first_error.empty()) {
       write_file_atomically(error_path(inj.settings.out_dir, pass), inj.first_error + "\n");
       return;
     }
+    // A process that ran nothing the pass keeps writes no result (the launcher
+    // says why, from every process's launches, where none did).
+    if ((inj.pass->uses_selection() ? inj.selector->launches_selected() : inj.selector->launches_seen()) == 0) return;
     nlohmann::json doc;
     doc["schema"] = std::string("atomsim.capture.") + pass + "/1";
     doc["pass"] = pass;
@@ -181,11 +154,11 @@ void write_outputs() {
 
 void enable_callbacks(Injection& inj) {
   ATOMSIM_CUPTI(cuptiSubscribe(&inj.subscriber, dispatch, nullptr));
-  for (CUpti_CallbackId cbid : {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-                                CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz})
+  for (CUpti_CallbackId cbid : launch_callbacks())
     ATOMSIM_CUPTI(cuptiEnableCallback(1, inj.subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid));
   for (CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
-                                CUPTI_CBID_RESOURCE_MODULE_LOADED})
+                                CUPTI_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,
+                                CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING})
     ATOMSIM_CUPTI(cuptiEnableCallback(1, inj.subscriber, CUPTI_CB_DOMAIN_RESOURCE, cbid));
 }
 
@@ -205,7 +178,12 @@ extern "C" int InitializeInjection() {
   }
   const char* pass = pass_name(inj.settings.pass);
   try {
-    write_file_atomically(loaded_marker_path(inj.settings.out_dir, pass), "injected\n");
+    if (!ProcessStage::enter(inj.settings)) return 1;  // another process than --process names: left alone
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "atomsim-capture: %s\n", e.what());
+    return 0;
+  }
+  try {
     inj.selector = std::make_unique<LaunchSelector>(inj.settings);
     switch (inj.settings.pass) {
       case Pass::Timing: inj.pass = make_timing_pass(inj.settings); break;

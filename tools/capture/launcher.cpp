@@ -31,6 +31,7 @@ struct Options {
   fs::path out = "capture";
   std::string kernel;
   std::optional<std::uint64_t> launch;
+  std::string process;  // regular expression over the command lines of the program's processes
   unsigned sampling_period = 12;
   double timeout_s = 0;
   std::uint64_t trace_buffer_mib = Settings{}.trace_buffer_mib;
@@ -98,6 +99,7 @@ int run_program(const Options& o, Pass pass, const fs::path& lib) {
     setenv(kEnvOut, fs::absolute(o.out).c_str(), 1);
     if (!o.kernel.empty()) setenv(kEnvKernel, o.kernel.c_str(), 1); else unsetenv(kEnvKernel);
     if (o.launch) setenv(kEnvLaunch, std::to_string(*o.launch).c_str(), 1); else unsetenv(kEnvLaunch);
+    if (!o.process.empty()) setenv(kEnvProcess, o.process.c_str(), 1); else unsetenv(kEnvProcess);
     setenv(kEnvSamplingPeriod, std::to_string(o.sampling_period).c_str(), 1);
     if (pass == Pass::Trace) {
       if (o.counts.empty()) unsetenv(kEnvCounts); else setenv(kEnvCounts, fs::absolute(o.counts).c_str(), 1);
@@ -146,6 +148,152 @@ void disassemble_cubins(const fs::path& out, const nlohmann::json& doc) {
   }
 }
 
+// What one process of the program left in its folder (outputs.hpp, ProcessStage).
+struct StagedProcess {
+  fs::path dir;
+  nlohmann::json process;   // pid, parent, command
+  nlohmann::json launches;  // seen, matching, selected; null where it exited without its exit handlers
+  bool selected = false;    // ran a launch the pass keeps
+  std::string error;        // its one-line error, if any
+};
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
+std::vector<StagedProcess> staged_processes(const fs::path& root, const char* pass) {
+  std::vector<StagedProcess> all;
+  if (!fs::exists(root)) return all;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    StagedProcess p;
+    p.dir = entry.path();
+    p.process = read_json(p.dir / "process.json");
+    if (p.process.is_discarded()) continue;  // killed while writing it: nothing ran
+    if (fs::exists(p.dir / "launches.json")) p.launches = read_json(p.dir / "launches.json");
+    p.selected = fs::exists(p.dir / "selected");
+    if (fs::exists(error_path(p.dir, pass))) p.error = read_line(error_path(p.dir, pass));
+    all.push_back(std::move(p));
+  }
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return a.process.value("pid", 0) < b.process.value("pid", 0);
+  });
+  return all;
+}
+
+std::string describe(const StagedProcess& p) {
+  return "process " + std::to_string(p.process.value("pid", 0)) + " (" + p.process.value("command", "") + ")";
+}
+
+// Why no process ran a launch the pass keeps, from all their launches.
+std::string nothing_selected(const Options& o, const std::vector<StagedProcess>& processes, Pass pass) {
+  std::uint64_t seen = 0, matching = 0;
+  for (const auto& p : processes) {
+    if (!p.launches.is_object()) continue;
+    seen += p.launches.value("seen", std::uint64_t{0});
+    matching += p.launches.value("matching", std::uint64_t{0});
+  }
+  if (pass == Pass::Timing || seen == 0) return "the program launched no kernels";
+  return nothing_selected_reason(o.kernel, o.launch, seen, matching, 0);
+}
+
+// The timing passes of several processes in one document: every launch with
+// the process it came from, processes in the order of their first kernel.
+nlohmann::json merged_timing(const std::vector<const StagedProcess*>& ran, const char* pass) {
+  std::vector<std::pair<nlohmann::json, const StagedProcess*>> docs;
+  for (const StagedProcess* p : ran) docs.emplace_back(read_json(result_path(p->dir, pass)), p);
+  for (auto& [doc, p] : docs)
+    if (doc.is_discarded()) throw CaptureError("timing pass: " + describe(*p) + " wrote an unreadable timing.json");
+  auto first_start = [](const nlohmann::json& doc) {
+    std::uint64_t first = UINT64_MAX;
+    for (const auto& k : doc.at("kernels")) first = std::min(first, k.value("start_ns", UINT64_MAX));
+    return first;
+  };
+  std::stable_sort(docs.begin(), docs.end(), [&](const auto& a, const auto& b) { return first_start(a.first) < first_start(b.first); });
+  nlohmann::json merged = docs.front().first;
+  merged["kernels"] = nlohmann::json::array();
+  merged["processes"] = nlohmann::json::array();
+  std::uint64_t seen = 0;
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    merged["processes"].push_back(docs[i].second->process);
+    seen += docs[i].first.at("selection").value("launches_seen", std::uint64_t{0});
+    for (auto k : docs[i].first.at("kernels")) {
+      k["process"] = i;
+      merged["kernels"].push_back(std::move(k));
+    }
+  }
+  merged["selection"]["launches_seen"] = seen;
+  merged["selection"]["launches_selected"] = seen;
+  if (docs.size() > 1)
+    std::stable_sort(merged["kernels"].begin(), merged["kernels"].end(),
+                     [](const auto& a, const auto& b) { return a.value("start_ns", 0) < b.value("start_ns", 0); });
+  return merged;
+}
+
+// A process's files but its markers and result, moved into the output folder:
+// the count pass's cubins, the trace and its join inputs (also on a failure,
+// whose error names the saved join input there).
+void take_files(const StagedProcess& p, const fs::path& out, const char* pass) {
+  for (const auto& entry : fs::directory_iterator(p.dir)) {
+    const std::string file = entry.path().filename().string();
+    if (file == "process.json" || file == "launches.json" || file == "selected" ||
+        entry.path() == result_path(p.dir, pass) || entry.path() == error_path(p.dir, pass) ||
+        file.find(".partial") != std::string::npos)
+      continue;
+    fs::rename(entry.path(), out / file);
+  }
+}
+
+// After the program has ended: the results of the process that ran the
+// selected launches go into the output folder, with that process named in
+// them (the timing pass merges every process's launches). An error names the
+// process where the program has several.
+void collect(const Options& o, Pass pass) {
+  const char* name = pass_name(pass);
+  const fs::path root = process_stage_root(o.out, name);
+  const std::vector<StagedProcess> processes = staged_processes(root, name);
+  if (processes.empty())
+    throw CaptureError(std::string(name) + " pass: the program did no CUDA work (the injection library was never "
+                       "loaded" + (o.process.empty() ? "" : " in a process matching --process '" + o.process + "'") + ")");
+  auto named = [&](const StagedProcess& p) { return processes.size() > 1 ? describe(p) + ": " : std::string(); };
+  std::vector<const StagedProcess*> ran;
+  for (const auto& p : processes)
+    if (p.selected) ran.push_back(&p);
+  if (ran.empty()) {
+    for (const auto& p : processes)
+      if (!p.error.empty()) throw CaptureError(std::string(name) + " pass: " + named(p) + p.error);
+    throw CaptureError(std::string(name) + " pass: " + nothing_selected(o, processes, pass));
+  }
+  for (const StagedProcess* p : ran) {
+    if (!p->error.empty()) {
+      take_files(*p, o.out, name);
+      throw CaptureError(std::string(name) + " pass: " + named(*p) + p->error);
+    }
+    if (!fs::exists(result_path(p->dir, name)))
+      throw CaptureError(std::string(name) + " pass: " + (processes.size() > 1 ? describe(*p) : "the program") +
+                         " ended without running its exit handlers (_exit, os._exit or abort?), so no results "
+                         "were written");
+  }
+  nlohmann::json doc;
+  const StagedProcess* kept = ran.front();
+  if (pass == Pass::Timing) {
+    doc = merged_timing(ran, name);
+  } else {
+    if (ran.size() > 1) {
+      std::string list;
+      for (const StagedProcess* p : ran) list += (list.empty() ? "" : ", ") + describe(*p);
+      throw CaptureError(std::string(name) + " pass: " + std::to_string(ran.size()) +
+                         " processes ran selected launches: " + list +
+                         "; choose one with --process REGEX (matched against the command line)");
+    }
+    doc = read_json(result_path(kept->dir, name));
+    if (doc.is_discarded()) throw CaptureError(std::string(name) + " pass: unreadable " + result_path(kept->dir, name).string());
+    doc["process"] = kept->process;
+  }
+  take_files(*kept, o.out, name);
+  write_json_atomically(result_path(o.out, name), doc);
+}
+
 void capture(const Options& o, Pass pass) {
   const char* name = pass_name(pass);
   if (pass == Pass::Counters) {
@@ -160,36 +308,30 @@ void capture(const Options& o, Pass pass) {
   Options run_options = o;
   if (pass == Pass::Trace) run_options.sanitizer_library = sanitizer_library();
   fs::create_directories(o.out);
-  for (const auto& p : {result_path(o.out, name), error_path(o.out, name), loaded_marker_path(o.out, name)})
-    fs::remove(p);
+  const fs::path root = process_stage_root(o.out, name);
+  fs::remove(result_path(o.out, name));
+  fs::remove_all(root);
+  struct RemoveStage {
+    fs::path root;
+    ~RemoveStage() { std::error_code ec; fs::remove_all(root, ec); }
+  } remove_stage{root};
   const auto start = std::chrono::steady_clock::now();
   int status = run_program(run_options, pass, lib);
-  auto discard = [&] { fs::remove(result_path(o.out, name)); };
-  if (WIFSIGNALED(status)) {
-    discard();
-    fs::remove(loaded_marker_path(o.out, name));
+  if (WIFSIGNALED(status))
     throw CaptureError(std::string(name) + " pass: the program crashed (" + strsignal(WTERMSIG(status)) +
                        "); nothing written");
-  }
-  if (!fs::exists(loaded_marker_path(o.out, name)))
-    throw CaptureError(std::string(name) + " pass: the program did no CUDA work (the injection library was never "
-                       "loaded)");
-  fs::remove(loaded_marker_path(o.out, name));
-  if (fs::exists(error_path(o.out, name))) {
-    discard();
-    std::string line = read_line(error_path(o.out, name));
-    fs::remove(error_path(o.out, name));
-    throw CaptureError(std::string(name) + " pass: " + line);
-  }
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   if (code != 0) {
-    discard();
+    // An error of the pass's own explains a failing program best.
+    for (const auto& p : staged_processes(root, name))
+      if (p.selected && !p.error.empty()) {
+        take_files(p, o.out, name);
+        throw CaptureError(std::string(name) + " pass: " + p.error);
+      }
     throw CaptureError(std::string(name) + " pass: the program failed (exit status " + std::to_string(code) +
                        "); its outputs were discarded");
   }
-  if (!fs::exists(result_path(o.out, name)))
-    throw CaptureError(std::string(name) + " pass: the program ended without running its exit handlers (_exit or "
-                       "abort?), so no results were written");
+  collect(o, pass);
   if (pass == Pass::Count) {
     std::ifstream in(result_path(o.out, name));
     disassemble_cubins(o.out, nlohmann::json::parse(in));
@@ -218,6 +360,9 @@ int main(int argc, char** argv) {
   app.add_option("--out", o.out, "output folder")->capture_default_str();
   app.add_option("--kernel", o.kernel, "regular expression a kernel's name must match (stall, count, trace)");
   app.add_option("--launch", o.launch, "index among the launches that match --kernel (default: all)");
+  app.add_option("--process", o.process,
+                 "capture only processes whose command line matches this regular expression (default: every "
+                 "process the program starts)");
   app.add_option("--sampling-period", o.sampling_period, "PC sampling: one sample per 2^N cycles")
       ->check(CLI::Range(5, 31))->capture_default_str();
   app.add_option("--timeout", o.timeout_s, "kill the program after this many seconds (0: never)");

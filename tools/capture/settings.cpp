@@ -55,13 +55,21 @@ Settings Settings::from_environment() {
   auto out = env(kEnvOut);
   if (!out) throw CaptureError(std::string(kEnvOut) + " is not set");
   s.out_dir = *out;
+  s.final_out_dir = *out;
+  auto expression = [](const char* name, const std::string& text) {
+    try {
+      return std::regex(text, std::regex::ECMAScript);
+    } catch (const std::regex_error&) {
+      throw CaptureError(std::string(name) + "='" + text + "' is not a valid regular expression");
+    }
+  };
   if (auto k = env(kEnvKernel)) {
     s.kernel_pattern = *k;
-    try {
-      s.kernel_regex_.emplace(*k, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      throw CaptureError(std::string(kEnvKernel) + "='" + *k + "' is not a valid regular expression");
-    }
+    s.kernel_regex_ = expression(kEnvKernel, *k);
+  }
+  if (auto p = env(kEnvProcess)) {
+    s.process_pattern = *p;
+    s.process_regex_ = expression(kEnvProcess, *p);
   }
   if (env(kEnvLaunch)) s.launch = env_number(kEnvLaunch, 0, 0, UINT32_MAX);
   s.sampling_period = static_cast<std::uint32_t>(env_number(kEnvSamplingPeriod, s.sampling_period, 5, 31));
@@ -75,6 +83,10 @@ Settings Settings::from_environment() {
 bool Settings::name_matches(const std::string& mangled, const std::string& demangled) const {
   if (!kernel_regex_) return true;
   return std::regex_search(mangled, *kernel_regex_) || std::regex_search(demangled, *kernel_regex_);
+}
+
+bool Settings::process_matches(const std::string& command_line) const {
+  return !process_regex_ || std::regex_search(command_line, *process_regex_);
 }
 
 bool Settings::cubin_defines_selected(const char* cubin, std::size_t size) const {
@@ -118,11 +130,16 @@ bool LaunchSelector::select(const std::string& mangled, const std::string& deman
 }
 
 std::string LaunchSelector::nothing_selected_reason() const {
-  if (selected_ > 0) return {};
-  if (seen_ == 0) return "the program launched no kernels";
-  std::string filter = settings_.kernel_pattern.empty() ? "" : " matching '" + settings_.kernel_pattern + "'";
-  if (matching_ == 0) return "no kernel" + filter + " among " + std::to_string(seen_) + " launches";
-  return "launch index " + std::to_string(*settings_.launch) + " asked for, but only " + std::to_string(matching_) +
+  return capture::nothing_selected_reason(settings_.kernel_pattern, settings_.launch, seen_, matching_, selected_);
+}
+
+std::string nothing_selected_reason(const std::string& kernel_pattern, std::optional<std::uint64_t> launch,
+                                    std::uint64_t seen, std::uint64_t matching, std::uint64_t selected) {
+  if (selected > 0) return {};
+  if (seen == 0) return "the program launched no kernels";
+  std::string filter = kernel_pattern.empty() ? "" : " matching '" + kernel_pattern + "'";
+  if (matching == 0) return "no kernel" + filter + " among " + std::to_string(seen) + " launches";
+  return "launch index " + std::to_string(launch.value_or(0)) + " asked for, but only " + std::to_string(matching) +
          " launches" + filter;
 }
 

@@ -35,10 +35,16 @@ inline constexpr const char* kEnvVerbose = "ATOMSIM_CAPTURE_VERBOSE";
 inline constexpr const char* kEnvCounts = "ATOMSIM_CAPTURE_COUNTS";
 // Trace pass: save every launch's join input, not only a failing one's.
 inline constexpr const char* kEnvKeepJoinInput = "ATOMSIM_CAPTURE_KEEP_JOIN_INPUT";
+// Only processes whose command line matches this expression are captured.
+inline constexpr const char* kEnvProcess = "ATOMSIM_CAPTURE_PROCESS";
 
 struct Settings {
   Pass pass = Pass::Timing;
+  // Where this process writes: its own folder under the output folder
+  // (process_stage), from which the launcher takes the results it keeps.
   std::filesystem::path out_dir;
+  std::filesystem::path final_out_dir;   // the output folder itself, as the user named it
+  std::string process_pattern;           // empty: every process
   std::string kernel_pattern;            // empty: every kernel
   std::optional<std::uint64_t> launch;   // index among the launches whose name matches
   std::uint32_t sampling_period = 12;    // PC sampling: one sample per 2^N cycles per SM
@@ -50,13 +56,18 @@ struct Settings {
   static Settings from_environment();    // throws CaptureError naming the variable
 
   bool name_matches(const std::string& mangled, const std::string& demangled) const;
+  bool process_matches(const std::string& command_line) const;
   // Whether a cubin (an ELF file) defines a function that name_matches; true
   // where its symbol table cannot be read, so that nothing selected is missed.
   bool cubin_defines_selected(const char* cubin, std::size_t size) const;
 
  private:
-  std::optional<std::regex> kernel_regex_;
+  std::optional<std::regex> kernel_regex_, process_regex_;
 };
+
+// Why nothing was selected from launches a filter saw (empty when something was).
+std::string nothing_selected_reason(const std::string& kernel_pattern, std::optional<std::uint64_t> launch,
+                                    std::uint64_t seen, std::uint64_t matching, std::uint64_t selected);
 
 // Chooses launches: counts launches whose name matches and selects the one asked for.
 class LaunchSelector {

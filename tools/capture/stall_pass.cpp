@@ -62,7 +62,9 @@ class StallPass final : public CapturePass {
   }
 
   void on_launch_begin(const LaunchInfo& launch) override {
-    if (launch.selected) pending_[launch.correlation_id].launch = launch;
+    if (!launch.selected) return;
+    refuse_shared_graph_function(launch, "PC samples");
+    pending_[launch.correlation_id].push_back(LaunchSamples{launch});
   }
 
   void on_launch_end(const LaunchInfo& launch) override {
@@ -89,7 +91,13 @@ class StallPass final : public CapturePass {
       throw CaptureError("the PC-sampling hardware buffer filled and samples were lost; raise "
                          "--sampling-period (fewer samples)");
     nlohmann::json kernels = nlohmann::json::array();
-    for (auto& [id, s] : pending_) kernels.push_back(launch_json(s));
+    for (auto& [id, launches] : pending_)
+      for (const LaunchSamples& s : launches) {
+        if (s.total == 0)
+          throw CaptureError("no PC samples of launch " + std::to_string(s.launch.ordinal) + " (" + s.launch.name +
+                             "): shorter than one sampling period? (lower --sampling-period)");
+        kernels.push_back(launch_json(s));
+      }
     return {{"sampling_period_log2_cycles", settings_.sampling_period}, {"dropped_samples", dropped_},
             {"samples_reported", samples_reported_}, {"pc_records_of_other_launches", pcs_of_other_launches_},
             {"kernels", kernels}};
@@ -172,12 +180,12 @@ class StallPass final : public CapturePass {
   }
 
   void add(const CUpti_PCSamplingPCData& pc) {
-    auto it = pending_.find(pc.correlationId);
-    if (it == pending_.end()) {  // a launch that was not selected
+    LaunchSamples* launch = selected_launch(pc);
+    if (!launch) {  // a launch that was not selected
       ++pcs_of_other_launches_;
       return;
     }
-    LaunchSamples& s = it->second;
+    LaunchSamples& s = *launch;
     auto& [function, counts] = s.pcs[PcKey{pc.cubinCrc, pc.pcOffset, pc.functionIndex}];
     if (pc.functionName) function = pc.functionName;
     for (size_t r = 0; r < pc.stallReasonCount; ++r) {
@@ -187,6 +195,16 @@ class StallPass final : public CapturePass {
       s.reasons[name] += n;
       if (name.find("_not_issued") == std::string::npos) s.total += n;
     }
+  }
+
+  // The selected launch a PC record is of: its correlation id's, and for the
+  // kernels of a graph's launch, which share one, the one of its function.
+  LaunchSamples* selected_launch(const CUpti_PCSamplingPCData& pc) {
+    auto it = pending_.find(pc.correlationId);
+    if (it == pending_.end()) return nullptr;
+    for (LaunchSamples& s : it->second)
+      if (!s.launch.graph || (pc.functionName && s.launch.mangled == pc.functionName)) return &s;
+    return nullptr;
   }
 
   static nlohmann::json launch_json(const LaunchSamples& s) {
@@ -219,7 +237,7 @@ class StallPass final : public CapturePass {
   std::vector<uint32_t> reason_index_;
   std::map<uint32_t, std::string> reason_name_;
   SampleBuffer configured_, fetched_;
-  std::map<std::uint32_t, LaunchSamples> pending_;  // by correlation id
+  std::map<std::uint32_t, std::vector<LaunchSamples>> pending_;  // by correlation id
   bool buffer_full_ = false;
   std::uint64_t dropped_ = 0, samples_reported_ = 0, pcs_of_other_launches_ = 0;
 };

@@ -93,6 +93,7 @@ struct LaunchRecord {
   std::uint64_t ordinal = 0;
   std::string mangled, name;
   bool selected = false;
+  bool graph_node = false;  // a kernel node of a CUDA graph's launch
   trace::KernelInfo kernel;
   std::uint64_t function_pc = 0;
   CUmodule module = nullptr;
@@ -108,7 +109,13 @@ struct TracePass {
   std::map<CUmodule, Module> modules;
   std::map<CUcontext, bool> patches_loaded;
   std::map<CUcontext, Buffers> buffers;
+  // The selected launch in flight, between its begin and end callbacks.
   LaunchRecord current;
+  Sanitizer_LaunchHandle current_handle = nullptr;
+  bool current_open = false;
+  // Launches begun and not yet ended, with the domain that began them: a graph's
+  // kernel may be announced by its node's callbacks and by the launch domain's.
+  std::map<Sanitizer_LaunchHandle, Sanitizer_CallbackDomain> begun;
   CUdevice device_handle = 0;
   std::unique_ptr<trace::TraceWriter> writer;
   nlohmann::json launches = nlohmann::json::array();
@@ -221,20 +228,36 @@ Buffers& prepare_buffers(TracePass& p, const Sanitizer_LaunchData* ld, std::uint
   return b;
 }
 
-void on_launch_begin(TracePass& p, const Sanitizer_LaunchData* ld) {
+// Launches recorded into a graph by stream capture run nothing yet.
+bool capturing(CUstream stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void on_launch_begin(TracePass& p, const Sanitizer_LaunchData* ld, bool graph_node) {
   auto& api = p.api;
-  LaunchRecord& r = p.current;
-  r = LaunchRecord{};
-  r.ordinal = p.selector->launches_seen();
-  r.mangled = ld->functionName ? ld->functionName : "";
-  r.name = demangle(ld->functionName);
-  r.selected = p.selector->select(r.mangled, r.name);
-  progress(p, fmt::format("launch {} ({}){}", r.ordinal, r.name, r.selected ? " selected" : ""));
+  if (!graph_node && capturing(ld->stream)) return;
+  LaunchRecord launch;
+  launch.ordinal = p.selector->launches_seen();
+  launch.mangled = ld->functionName ? ld->functionName : "";
+  launch.name = demangle(ld->functionName);
+  launch.selected = p.selector->select(launch.mangled, launch.name);
+  launch.graph_node = graph_node;
+  progress(p, fmt::format("launch {} ({}){}{}", launch.ordinal, launch.name, graph_node ? " of a graph" : "",
+                          launch.selected ? " selected" : ""));
   p.device_handle = ld->device;
-  if (!r.selected) {
+  if (!launch.selected) {
     if (p.modules.count(ld->module)) ATOMSIM_SAN(sanitizerSetCallbackData(ld->function, nullptr));
     return;
   }
+  if (p.current_open)
+    throw CaptureError(fmt::format("launches {} and {} of {} run at once (kernels of one CUDA graph); trace one of "
+                                   "them with --launch", p.current.ordinal, launch.ordinal, launch.name));
+  ProcessStage::mark_selected(p.settings);
+  p.current = std::move(launch);
+  p.current_handle = ld->hLaunch;
+  p.current_open = true;
+  LaunchRecord& r = p.current;
   r.module = ld->module;
   trace::KernelInfo& k = r.kernel;
   k.name = r.name;
@@ -392,8 +415,9 @@ nlohmann::json replay_atomics(TracePass& p, const Sanitizer_LaunchData* ld, cons
 
 void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
   auto& api = p.api;
+  if (!p.current_open || ld->hLaunch != p.current_handle) return;
+  p.current_open = false;
   LaunchRecord& r = p.current;
-  if (!r.selected) return;
   progress(p, fmt::format("launch {} ({}) issued; waiting for it", r.ordinal, r.name));
   // Where the pass's time goes, kept with the launch: the instrumented kernel,
   // the copy of its records, sorting them into warps' observations, the
@@ -513,8 +537,8 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
     write_file_atomically(saved, save_join_input(input));
   };
   auto join_failed = [&](const JoinError& e) {
-    const auto saved = p.settings.out_dir / "join-input.json";
-    save_input(saved);
+    save_input(p.settings.out_dir / "join-input.json");
+    const auto saved = p.settings.final_out_dir / "join-input.json";  // where the launcher puts it
     return CaptureError(fmt::format("{}: {} (the join's input is saved: atomsim trace rejoin {})", r.name, e.what(),
                                     saved.string()));
   };
@@ -539,7 +563,7 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
   p.writer->end_kernel();
   const double join_seconds = lap();
   progress(p, fmt::format("joined {} warp instructions", records));
-  nlohmann::json entry = {{"launch", r.ordinal}, {"name", r.name}, {"mangled", r.mangled},
+  nlohmann::json entry = {{"launch", r.ordinal}, {"name", r.name}, {"mangled", r.mangled}, {"graph_node", r.graph_node},
                           {"grid", {k.grid.x, k.grid.y, k.grid.z}}, {"block", {k.block.x, k.block.y, k.block.z}},
                           {"trace_kernel", p.launches.size()}, {"observed_records", events.size()},
                           {"warp_instructions", records}, {"guessed_branches", joiner.guessed_branches()},
@@ -558,13 +582,32 @@ void SANITIZERAPI dispatch(void*, Sanitizer_CallbackDomain domain, Sanitizer_Cal
   TracePass& p = *g_pass;
   std::lock_guard lock(p.mutex);
   if (!p.first_error.empty()) return;
+  // A kernel's launch, announced by the launch domain or, for a graph's
+  // kernel node, by the graphs domain (or both: the first one counts).
+  auto begin = [&](const Sanitizer_LaunchData* ld, bool graph_node) {
+    if (!p.begun.emplace(ld->hLaunch, domain).second) return;
+    on_launch_begin(p, ld, graph_node);
+  };
+  auto end = [&](const Sanitizer_LaunchData* ld) {
+    auto it = p.begun.find(ld->hLaunch);
+    if (it == p.begun.end() || it->second != domain) return;
+    p.begun.erase(it);
+    on_launch_end(p, ld);
+  };
   try {
-    if (domain == SANITIZER_CB_DOMAIN_RESOURCE && cbid == SANITIZER_CBID_RESOURCE_MODULE_LOADED)
+    if (domain == SANITIZER_CB_DOMAIN_RESOURCE && cbid == SANITIZER_CBID_RESOURCE_MODULE_LOADED) {
       on_module_loaded(p, static_cast<const Sanitizer_ResourceModuleData*>(data));
-    else if (domain == SANITIZER_CB_DOMAIN_LAUNCH && cbid == SANITIZER_CBID_LAUNCH_BEGIN)
-      on_launch_begin(p, static_cast<const Sanitizer_LaunchData*>(data));
-    else if (domain == SANITIZER_CB_DOMAIN_LAUNCH && cbid == SANITIZER_CBID_LAUNCH_END)
-      on_launch_end(p, static_cast<const Sanitizer_LaunchData*>(data));
+    } else if (domain == SANITIZER_CB_DOMAIN_LAUNCH && cbid == SANITIZER_CBID_LAUNCH_BEGIN) {
+      begin(static_cast<const Sanitizer_LaunchData*>(data), false);
+    } else if (domain == SANITIZER_CB_DOMAIN_LAUNCH && cbid == SANITIZER_CBID_LAUNCH_END) {
+      end(static_cast<const Sanitizer_LaunchData*>(data));
+    } else if (domain == SANITIZER_CB_DOMAIN_GRAPHS &&
+               (cbid == SANITIZER_CBID_GRAPHS_NODE_LAUNCH_BEGIN || cbid == SANITIZER_CBID_GRAPHS_NODE_LAUNCH_END)) {
+      auto* node = static_cast<const Sanitizer_GraphNodeLaunchData*>(data);
+      if (node->nodeType != CU_GRAPH_NODE_TYPE_KERNEL || node->isGraphUpload) return;
+      if (cbid == SANITIZER_CBID_GRAPHS_NODE_LAUNCH_BEGIN) begin(&node->launchData, true);
+      else end(&node->launchData);
+    }
   } catch (const std::exception& e) {
     p.fail(e.what());
   }
@@ -574,13 +617,14 @@ void write_outputs() {
   TracePass& p = *g_pass;
   std::lock_guard lock(p.mutex);
   const char* pass = pass_name(Pass::Trace);
-  if (p.first_error.empty()) p.first_error = p.selector->nothing_selected_reason();
   try {
+    ProcessStage::record_launches(p.settings, *p.selector);
     if (!p.first_error.empty()) {
       p.writer.reset();  // removes the partial trace
       write_file_atomically(error_path(p.settings.out_dir, pass), p.first_error + "\n");
       return;
     }
+    if (p.selector->launches_selected() == 0) return;  // the launcher says why, from every process's launches
     p.writer->finish();
     nlohmann::json doc;
     doc["schema"] = "atomsim.capture.trace/1";
@@ -614,7 +658,12 @@ extern "C" int InitializeInjection() {
   }
   const char* pass = pass_name(Pass::Trace);
   try {
-    write_file_atomically(loaded_marker_path(p.settings.out_dir, pass), "injected\n");
+    if (!ProcessStage::enter(p.settings)) return 1;  // another process than --process names: left alone
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "atomsim-capture: %s\n", e.what());
+    return 0;
+  }
+  try {
     p.selector = std::make_unique<LaunchSelector>(p.settings);
     const char* lib = std::getenv(kEnvSanitizerLibrary);
     const char* patches = std::getenv(kEnvPatches);
@@ -625,6 +674,7 @@ extern "C" int InitializeInjection() {
     p.api.check(p.api.sanitizerSubscribe(&handle, dispatch, nullptr), "sanitizerSubscribe");
     p.api.check(p.api.sanitizerEnableDomain(1, handle, SANITIZER_CB_DOMAIN_RESOURCE), "sanitizerEnableDomain");
     p.api.check(p.api.sanitizerEnableDomain(1, handle, SANITIZER_CB_DOMAIN_LAUNCH), "sanitizerEnableDomain");
+    p.api.check(p.api.sanitizerEnableDomain(1, handle, SANITIZER_CB_DOMAIN_GRAPHS), "sanitizerEnableDomain");
   } catch (const std::exception& e) {
     p.fail(e.what());
     write_file_atomically(error_path(p.settings.out_dir, pass), p.first_error + "\n");
