@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "sim_helpers.hpp"
+#include "models/atomic_update.hpp"
 #include "traces/format.hpp"
 #include "traces/prefetch.hpp"
 #include "traces/reader.hpp"
@@ -506,4 +507,21 @@ TEST_CASE("SASS text gives op class, registers, width and atomic kind", "[traces
   REQUIRE(shfl.dst[0] == 11);
   REQUIRE(classify_opcode("MUFU.RCP") == OpClass::Sfu);
   REQUIRE(classify_opcode("BAR.SYNC.DEFER_BLOCKING") == OpClass::Barrier);
+}
+
+// Triton's scatters add two adjacent floats with one vector RED: one 8-byte
+// operand whose halves add apart (REDG.E.ADD.F32x2 was once read as a 4-byte U32).
+TEST_CASE("a vector float atomic is an 8-byte F32x2 whose halves add apart", "[traces][sass]") {
+  const StaticInst s =
+      parse_sass_instruction("REDG.E.ADD.F32x2.FTZ.RN.STRONG.GPU desc[UR4][R2.64], R4", 0x40);
+  REQUIRE(s.atomic_type == DataType::F32x2);
+  REQUIRE(s.atomic_op == AtomicOp::Add);
+  REQUIRE(s.access_bytes == 8);
+  REQUIRE(std::string(data_type_name(s.atomic_type)) == "f32x2");
+  auto pack = [](float lo, float hi) {
+    return std::uint64_t{std::bit_cast<std::uint32_t>(lo)} | std::uint64_t{std::bit_cast<std::uint32_t>(hi)} << 32;
+  };
+  REQUIRE(add_f32x2(pack(1.5f, -2.0f), pack(0.25f, 3.0f)) == pack(1.75f, 1.0f));
+  REQUIRE(atomsim::model::combine_updates(pack(1.0f, 2.0f), pack(3.0f, 4.0f), AtomicOp::Add, DataType::F32x2) ==
+          pack(4.0f, 6.0f));
 }

@@ -25,8 +25,14 @@ const char* atomic_op_name(AtomicOp op) {
   return i < std::size(names) ? names[i] : "invalid";
 }
 
+std::uint64_t add_f32x2(std::uint64_t a, std::uint64_t b) {
+  auto half = [](std::uint64_t bits, int i) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits >> (32 * i))); };
+  auto bits = [](float f) { return static_cast<std::uint64_t>(std::bit_cast<std::uint32_t>(f)); };
+  return bits(half(a, 0) + half(b, 0)) | bits(half(a, 1) + half(b, 1)) << 32;
+}
+
 const char* data_type_name(DataType t) {
-  static const char* names[] = {"none", "u32", "s32", "u64", "s64", "f32", "f64", "f16x2", "bf16x2"};
+  static const char* names[] = {"none", "u32", "s32", "u64", "s64", "f32", "f64", "f16x2", "bf16x2", "f32x2"};
   auto i = static_cast<unsigned>(t);
   return i < std::size(names) ? names[i] : "invalid";
 }
@@ -220,7 +226,7 @@ KernelInfo decode_kernel(ByteReader& in) {
     s.access_bytes = in.u8();
     auto aop = in.u8();
     auto aty = in.u8();
-    if (aop > static_cast<int>(AtomicOp::Cas) || aty > static_cast<int>(DataType::BF16x2)) in.fail("unknown atomic kind");
+    if (aop > static_cast<int>(AtomicOp::Cas) || aty > static_cast<int>(DataType::F32x2)) in.fail("unknown atomic kind");
     s.atomic_op = static_cast<AtomicOp>(aop);
     s.atomic_type = static_cast<DataType>(aty);
     if (is_global_memory(s.op) && (s.access_bytes == 0 || s.access_bytes > 16)) in.fail("memory access width out of range");

@@ -34,10 +34,16 @@ inline constexpr int kOpClassCount = 16;
 const char* op_class_name(OpClass op);
 
 enum class AtomicOp : std::uint8_t { None = 0, Add, Min, Max, Inc, Dec, And, Or, Xor, Exch, Cas };
-enum class DataType : std::uint8_t { None = 0, U32, S32, U64, S64, F32, F64, F16x2, BF16x2 };
+// F32x2: a vector atomic on two adjacent floats (REDG.E.ADD.F32x2, as Triton
+// emits), one 8-byte operand whose halves add apart.
+enum class DataType : std::uint8_t { None = 0, U32, S32, U64, S64, F32, F64, F16x2, BF16x2, F32x2 };
 const char* atomic_op_name(AtomicOp op);
 // Bytes one lane's operand of this type takes: 8 for the 64-bit types, 4 otherwise.
-inline std::uint32_t operand_bytes(DataType t) { return t == DataType::U64 || t == DataType::S64 || t == DataType::F64 ? 8 : 4; }
+inline std::uint32_t operand_bytes(DataType t) {
+  return t == DataType::U64 || t == DataType::S64 || t == DataType::F64 || t == DataType::F32x2 ? 8 : 4;
+}
+// The sum of two F32x2 operands, each half a float rounded on its own.
+std::uint64_t add_f32x2(std::uint64_t a, std::uint64_t b);
 const char* data_type_name(DataType t);
 
 inline bool is_global_memory(OpClass op) {

@@ -65,6 +65,7 @@ void L2Slice::apply(AtomicCell& cell, const LaneOp& op, AtomicOp kind, DataType 
     case AtomicOp::Add:
       if (type == DataType::F32) cell.bits = f32_bits(f32(a) + f32(b));
       else if (type == DataType::F64) cell.bits = std::bit_cast<std::uint64_t>(f64(a) + f64(b));
+      else if (type == DataType::F32x2) cell.bits = trace::add_f32x2(a, b);
       else cell.bits = (a + b) & mask;
       break;
     case AtomicOp::Min: case AtomicOp::Max: {

@@ -21,6 +21,7 @@
 # DEST/suite.txt: one line per case with its verdict and each pass's seconds.
 #
 # Usage: tools/capture/capture_suite.sh CAPTURE_DIR DEST [CASE_REGEX]
+#   TRACE_PASSES: the passes of the traced launch (default count,trace,counters).
 #   CAPTURE_DIR: an unpacked `make capture-bundle` or a build folder (atomsim-capture,
 #   the trace pass and atomsim). Needs python3 with torch, jax and cupy, and nvcc.
 set -uo pipefail
@@ -81,7 +82,7 @@ for entry in "${cases[@]}"; do
   rm -rf "$out"
   mkdir -p "$out/trace"
   verdict=ok times=""
-  for run in "timing,stall $out" "count,trace,counters $out/trace"; do
+  for run in "timing,stall $out" "${TRACE_PASSES:-count,trace,counters} $out/trace"; do
     read -r passes where <<<"$run"
     if ! eval "\"$capture\" --pass $passes --kernel '$kernel' --launch $launch --timeout 300 --keep-join-input \
           --out \"$where\" -- $program" > "$where/program.log" 2> "$where/capture.log"; then

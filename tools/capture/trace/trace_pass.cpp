@@ -301,7 +301,9 @@ std::vector<std::uint64_t> launch_counts(const std::filesystem::path& count_json
   return {};
 }
 
-bool is_real(trace::DataType t) { return t == trace::DataType::F32 || t == trace::DataType::F64; }
+bool is_real(trace::DataType t) {
+  return t == trace::DataType::F32 || t == trace::DataType::F64 || t == trace::DataType::F32x2;
+}
 
 // A word's raw bits as a number of the atomic's type, and back. A float sum or
 // difference computed in double and rounded to float equals the float operation.
@@ -314,11 +316,25 @@ std::uint64_t bits_of(trace::DataType t, double v) {
   return std::bit_cast<std::uint32_t>(static_cast<float>(v));
 }
 bool is_wide(trace::DataType t) {
-  return t == trace::DataType::U64 || t == trace::DataType::S64 || t == trace::DataType::F64;
+  return t == trace::DataType::U64 || t == trace::DataType::S64 || t == trace::DataType::F64 ||
+         t == trace::DataType::F32x2;
+}
+// The floats a word holds: one, or two for F32x2.
+std::vector<double> reals_of(trace::DataType t, std::uint64_t bits) {
+  if (t != trace::DataType::F32x2) return {real_of(t, bits)};
+  return {real_of(trace::DataType::F32, bits & 0xFFFFFFFFu), real_of(trace::DataType::F32, bits >> 32)};
 }
 
 // a + sign * b in the atomic's type, as raw bits.
 std::uint64_t add_bits(trace::DataType t, std::uint64_t a, std::uint64_t b, int sign) {
+  if (t == trace::DataType::F32x2) {  // each half a float of its own
+    std::uint64_t sum = 0;
+    for (int i = 0; i < 2; ++i) {
+      const std::uint64_t half = add_bits(trace::DataType::F32, a >> (32 * i) & 0xFFFFFFFFu, b >> (32 * i) & 0xFFFFFFFFu, sign);
+      sum |= half << (32 * i);
+    }
+    return sum;
+  }
   if (is_real(t)) return bits_of(t, real_of(t, a) + sign * real_of(t, b));
   std::uint64_t sum = sign > 0 ? a + b : a - b;
   return is_wide(t) ? sum : static_cast<std::uint32_t>(sum);
@@ -365,7 +381,8 @@ nlohmann::json replay_atomics(TracePass& p, const Sanitizer_LaunchData* ld, cons
       ++updates;
       w.value = add_bits(w.type, w.value, added(inst.atomic_type, d.before[l], d.after[l]), +1);
       if (is_real(w.type))
-        w.largest = std::max({w.largest, std::fabs(real_of(w.type, d.before[l])), std::fabs(real_of(w.type, d.after[l]))});
+        for (std::uint64_t bits : {d.before[l], d.after[l]})
+          for (double v : reals_of(w.type, bits)) w.largest = std::max(w.largest, std::fabs(v));
     }
   }
   std::uint64_t compared = 0, exact = 0, within = 0, skipped = 0;
@@ -386,8 +403,10 @@ nlohmann::json replay_atomics(TracePass& p, const Sanitizer_LaunchData* ld, cons
     // that a single before/after pair cannot replay bit for bit; the error is
     // therefore measured against the largest magnitude the word held, which
     // stays meaningful where the adds cancel.
-    double replayed = real_of(w.type, w.value), measured = real_of(w.type, final_bits);
-    double error = std::fabs(replayed - measured) / std::max(1e-30, w.largest);
+    const std::vector<double> replayed = reals_of(w.type, w.value), measured = reals_of(w.type, final_bits);
+    double error = 0;
+    for (std::size_t i = 0; i < replayed.size(); ++i)
+      error = std::max(error, std::fabs(replayed[i] - measured[i]) / std::max(1e-30, w.largest));
     worst = std::max(worst, error);
     if (error <= 1e-5) ++within;
   }
