@@ -47,7 +47,7 @@ cases=(
   "graph-index-add|indexFuncLargeIndex|2|yes|python3 $programs/torch_programs.py graph-index-add"
   "grid-sample-magnified|grid_sampler_2d_backward|1|no|python3 $programs/torch_programs.py grid-sample-magnified"
   "grid-sample-minified|grid_sampler_2d_backward|1|no|python3 $programs/torch_programs.py grid-sample-minified"
-  "spawn-bincount|kernelHistogram1D|0|no|bash -c 'exec python3 $programs/torch_programs.py spawn-bincount'"
+  "spawn-bincount|kernelHistogram1D|0|no|bash -c 'exec python3 $programs/torch_programs.py spawn-bincount --elements 4194304'"
   "jax-scatter|scatter|1|any|python3 $programs/jax_scatter.py"
   "cupy-p2g|p2g|1|no|python3 $programs/cupy_p2g.py"
   "cupy-p2g-packed|p2g|1|no|python3 $programs/cupy_p2g.py --packed"

@@ -228,6 +228,20 @@ Buffers& prepare_buffers(TracePass& p, const Sanitizer_LaunchData* ld, std::uint
   return b;
 }
 
+// The loaded (and patched) module that defines a launched function. A graph's
+// kernel node may name its module by another handle than the one it was
+// loaded with; the function's name, NUL-bounded in the cubin's string table,
+// finds it then.
+CUmodule module_defining(const TracePass& p, CUmodule named, const std::string& mangled) {
+  if (p.modules.count(named)) return named;
+  std::string symbol(1, '\0');
+  symbol += mangled;
+  symbol += '\0';
+  for (const auto& [handle, module] : p.modules)
+    if (module.cubin.find(symbol) != std::string::npos) return handle;
+  throw CaptureError(fmt::format("{}: no loaded module defines the launched function", demangle(mangled.c_str())));
+}
+
 // Launches recorded into a graph by stream capture run nothing yet.
 bool capturing(CUstream stream) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -258,13 +272,13 @@ void on_launch_begin(TracePass& p, const Sanitizer_LaunchData* ld, bool graph_no
   p.current_handle = ld->hLaunch;
   p.current_open = true;
   LaunchRecord& r = p.current;
-  r.module = ld->module;
+  r.module = module_defining(p, ld->module, r.mangled);
   trace::KernelInfo& k = r.kernel;
   k.name = r.name;
   k.grid = {ld->gridDim_x, ld->gridDim_y, ld->gridDim_z};
   k.block = {ld->blockDim_x, ld->blockDim_y, ld->blockDim_z};
   std::uint64_t size = 0;
-  ATOMSIM_SAN(sanitizerGetFunctionPcAndSize(ld->module, r.mangled.c_str(), &r.function_pc, &size));
+  ATOMSIM_SAN(sanitizerGetFunctionPcAndSize(r.module, r.mangled.c_str(), &r.function_pc, &size));
   Buffers& b = prepare_buffers(p, ld, k.total_warps());
   ATOMSIM_SAN(sanitizerSetCallbackData(ld->function, b.control));
 }
