@@ -37,7 +37,7 @@ dest=$(cd "$dest" && pwd)
 programs=$root/workloads/capture_suite
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
-nvcc -O3 -std=c++17 -arch=sm_90 -o "$bin/launch_apis" "$programs/launch_apis.cu" || exit 1
+nvcc -O3 -std=c++17 -arch=sm_90 -I"$root" -o "$bin/launch_apis" "$programs/launch_apis.cu" || exit 1
 export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
 
 # name | kernel regex | launch | expects a graph launch | program

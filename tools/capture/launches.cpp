@@ -32,6 +32,17 @@ void apply_attributes(LaunchInfo& info, const CUlaunchAttribute* attrs, unsigned
   }
 }
 
+// cuLaunchKernel's and cuLaunchCooperativeKernel's parameters, which name the
+// same fields; returns the stream.
+template <class Params>
+CUstream take_launch(LaunchInfo& info, const Params* p) {
+  info.function = p->f;
+  info.grid = {p->gridDimX, p->gridDimY, p->gridDimZ};
+  info.block = {p->blockDimX, p->blockDimY, p->blockDimZ};
+  info.dynamic_shared_bytes = p->sharedMemBytes;
+  return p->hStream;
+}
+
 // Launches recorded into a graph by stream capture run nothing yet.
 bool capturing(CUstream stream) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -133,26 +144,14 @@ std::vector<LaunchInfo> decode_launches(CUpti_CallbackId cbid, const CUpti_Callb
   CUstream stream = nullptr;
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
-      auto* p = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
-      info.function = p->f;
-      info.grid = {p->gridDimX, p->gridDimY, p->gridDimZ};
-      info.block = {p->blockDimX, p->blockDimY, p->blockDimZ};
-      info.dynamic_shared_bytes = p->sharedMemBytes;
-      stream = p->hStream;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+      stream = take_launch(info, static_cast<const cuLaunchKernel_params*>(cb->functionParams));
       break;
-    }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
-      auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams);
-      info.function = p->f;
-      info.grid = {p->gridDimX, p->gridDimY, p->gridDimZ};
-      info.block = {p->blockDimX, p->blockDimY, p->blockDimZ};
-      info.dynamic_shared_bytes = p->sharedMemBytes;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      stream = take_launch(info, static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams));
       info.cooperative = true;
-      stream = p->hStream;
       break;
-    }
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
       auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);

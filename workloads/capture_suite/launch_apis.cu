@@ -6,23 +6,14 @@
 // bins against a float64 sum on the host.
 //
 //   launch_apis --mode cluster|cooperative|explicit-graph [--elements N] [--bins B]
-#include <cuda_runtime.h>
-
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
-#define CHECK(call)                                                                            \
-  do {                                                                                         \
-    cudaError_t e = (call);                                                                    \
-    if (e != cudaSuccess) {                                                                    \
-      std::fprintf(stderr, "launch_apis: %s: %s\n", #call, cudaGetErrorString(e));             \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
+#include "workloads/common/runner.cuh"
+
+#define CHECK WORKLOAD_CHECK
 
 __global__ void histogram(const unsigned* keys, const float* values, float* bins, int n, int nbins) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
@@ -35,17 +26,11 @@ __global__ void scale(float* values, int n, float by) {
 }
 
 int main(int argc, char** argv) {
-  std::string mode;
-  int n = 1 << 20, nbins = 4096;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--mode")) mode = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--elements")) n = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--bins")) nbins = std::atoi(argv[i + 1]);
-  }
-  if (mode != "cluster" && mode != "cooperative" && mode != "explicit-graph") {
-    std::fprintf(stderr, "usage: launch_apis --mode cluster|cooperative|explicit-graph [--elements N] [--bins B]\n");
-    return 2;
-  }
+  const atomsim::workload::Options options(argc, argv, {{"mode", ""}, {"elements", "1048576"}, {"bins", "4096"}},
+                                           "launch_apis --mode cluster|cooperative|explicit-graph [--elements N] [--bins B]");
+  const std::string mode = options.choice("mode", {"cluster", "cooperative", "explicit-graph"});
+  int n = static_cast<int>(options.integer("elements", 1, 1 << 28));
+  int nbins = static_cast<int>(options.integer("bins", 1, 1 << 24));
   std::vector<unsigned> keys(n);
   std::vector<float> values(n);
   unsigned s = 12345;
