@@ -280,6 +280,9 @@ void on_launch_begin(TracePass& p, const Sanitizer_LaunchData* ld, bool graph_no
   std::uint64_t size = 0;
   ATOMSIM_SAN(sanitizerGetFunctionPcAndSize(r.module, r.mangled.c_str(), &r.function_pc, &size));
   Buffers& b = prepare_buffers(p, ld, k.total_warps());
+  // A graph's kernel node may already be queued behind the copies that reset
+  // the record buffers; they must have landed before it runs.
+  if (graph_node) ATOMSIM_SAN(sanitizerStreamSynchronize(ld->hStream));
   ATOMSIM_SAN(sanitizerSetCallbackData(ld->function, b.control));
 }
 
