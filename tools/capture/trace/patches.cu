@@ -97,6 +97,10 @@ __device__ void settle(const Call& call) {
   if (!slot) return;
   LaneData& data = c->lanes[slot - 1];
   std::uint32_t mask = pending.mask;
+  // Program order alone did not order a vector RED (REDG.E.ADD.F32x2) before
+  // the reads of its words (torch.compile's index_add_, H200: after-values
+  // without the update's upper half); the fence makes it performed first.
+  __threadfence();
   if ((mask >> call.lane) & 1) data.after[call.lane] = read_word(data.address[call.lane], data.bytes);
   __syncwarp(call.active);
   if (call.lane == call.leader) {
