@@ -62,14 +62,12 @@ selected_kernels() {
 import json, sys
 for path in sys.argv[1:]:
     d = json.load(open(path))
-    ks = [k for k in d["kernels"] if d["pass"] != "timing" or k.get("launch") is not None]
-    k = ks[0] if d["pass"] != "timing" else None
     if d["pass"] == "timing":
-        graph = any("graph" in k for k in d["kernels"])
         print(f'timing {len(d["kernels"])} launches, {sum("graph" in k for k in d["kernels"])} from graphs')
-    else:
-        g = k.get("graph") is not None or k.get("graph_node", False)
-        print(f'{d["pass"]} {k["name"][:60]} graph={"yes" if g else "no"}')
+        continue
+    k = d["kernels"][0]
+    graph = k.get("graph") is not None or k.get("graph_node", False)
+    print(f'{d["pass"]} {k["name"][:60]} graph={"yes" if graph else "no"}')
 PY
 }
 

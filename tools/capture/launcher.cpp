@@ -213,17 +213,18 @@ nlohmann::json merged_timing(const std::vector<const StagedProcess*>& ran, const
   nlohmann::json merged = docs.front().first;
   merged["kernels"] = nlohmann::json::array();
   merged["processes"] = nlohmann::json::array();
-  std::uint64_t seen = 0;
+  std::uint64_t seen = 0, selected = 0;
   for (std::size_t i = 0; i < docs.size(); ++i) {
     merged["processes"].push_back(docs[i].second->process);
     seen += docs[i].first.at("selection").value("launches_seen", std::uint64_t{0});
+    selected += docs[i].first.at("selection").value("launches_selected", std::uint64_t{0});
     for (auto k : docs[i].first.at("kernels")) {
       k["process"] = i;
       merged["kernels"].push_back(std::move(k));
     }
   }
   merged["selection"]["launches_seen"] = seen;
-  merged["selection"]["launches_selected"] = seen;
+  merged["selection"]["launches_selected"] = selected;
   if (docs.size() > 1)
     std::stable_sort(merged["kernels"].begin(), merged["kernels"].end(),
                      [](const auto& a, const auto& b) { return a.value("start_ns", 0) < b.value("start_ns", 0); });

@@ -1,4 +1,5 @@
 #include "tools/capture/launches.hpp"
+#include "tools/capture/stream_capture.hpp"
 
 #include <cupti_activity.h>
 
@@ -41,12 +42,6 @@ CUstream take_launch(LaunchInfo& info, const Params* p) {
   info.block = {p->blockDimX, p->blockDimY, p->blockDimZ};
   info.dynamic_shared_bytes = p->sharedMemBytes;
   return p->hStream;
-}
-
-// Launches recorded into a graph by stream capture run nothing yet.
-bool capturing(CUstream stream) {
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  return cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 LaunchInfo kernel_node(CUgraphNode node, std::uint32_t graph_id) {
@@ -166,7 +161,7 @@ std::vector<LaunchInfo> decode_launches(CUpti_CallbackId cbid, const CUpti_Callb
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
     case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz: {
       auto* p = static_cast<const cuGraphLaunch_params*>(cb->functionParams);
-      if (capturing(p->hStream)) return {};
+      if (stream_is_capturing(p->hStream)) return {};
       std::vector<LaunchInfo> kernels = graphs.kernels_of(p->hGraph);
       for (LaunchInfo& k : kernels) {
         k.context = cb->context;
@@ -176,7 +171,7 @@ std::vector<LaunchInfo> decode_launches(CUpti_CallbackId cbid, const CUpti_Callb
     }
     default: return {};
   }
-  if (capturing(stream)) return {};
+  if (stream_is_capturing(stream)) return {};
   describe_function(info);
   return {info};
 }

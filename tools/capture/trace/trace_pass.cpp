@@ -30,6 +30,7 @@
 #include "tools/capture/outputs.hpp"
 #include "tools/capture/provenance.hpp"
 #include "tools/capture/settings.hpp"
+#include "tools/capture/stream_capture.hpp"
 #include "tools/capture/trace/records.hpp"
 #include "tools/capture/warp_join.hpp"
 #include "traces/sass.hpp"
@@ -242,15 +243,9 @@ CUmodule module_defining(const TracePass& p, CUmodule named, const std::string& 
   throw CaptureError(fmt::format("{}: no loaded module defines the launched function", demangle(mangled.c_str())));
 }
 
-// Launches recorded into a graph by stream capture run nothing yet.
-bool capturing(CUstream stream) {
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  return cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
 void on_launch_begin(TracePass& p, const Sanitizer_LaunchData* ld, bool graph_node) {
   auto& api = p.api;
-  if (!graph_node && capturing(ld->stream)) return;
+  if (!graph_node && stream_is_capturing(ld->stream)) return;
   LaunchRecord launch;
   launch.ordinal = p.selector->launches_seen();
   launch.mangled = ld->functionName ? ld->functionName : "";
