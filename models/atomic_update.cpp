@@ -13,7 +13,7 @@ bool combinable_update(AtomicOp kind, DataType type) {
   switch (kind) {
     case AtomicOp::Add:
       return type == DataType::F32 || type == DataType::F64 || type == DataType::U32 || type == DataType::S32 ||
-             type == DataType::U64 || type == DataType::S64 || type == DataType::F32x2;
+             type == DataType::U64 || type == DataType::S64 || trace::holds_float_pair(type);
     case AtomicOp::Min: case AtomicOp::Max:
       return type == DataType::U32 || type == DataType::S32 || type == DataType::U64 || type == DataType::S64;
     case AtomicOp::And: case AtomicOp::Or: case AtomicOp::Xor:
@@ -24,7 +24,7 @@ bool combinable_update(AtomicOp kind, DataType type) {
 }
 
 std::uint64_t combine_updates(std::uint64_t a, std::uint64_t b, AtomicOp kind, DataType type) {
-  const std::uint64_t mask = trace::operand_bytes(type) == 8 ? ~0ull : 0xFFFFFFFFull;
+  const std::uint64_t mask = trace::value_bytes(type) == 8 ? ~0ull : 0xFFFFFFFFull;
   a &= mask;
   b &= mask;
   switch (kind) {
@@ -40,7 +40,7 @@ std::uint64_t combine_updates(std::uint64_t a, std::uint64_t b, AtomicOp kind, D
         return bits;
       }
       if (type == DataType::F64) return std::bit_cast<std::uint64_t>(std::bit_cast<double>(a) + std::bit_cast<double>(b));
-      if (type == DataType::F32x2) return trace::add_f32x2(a, b);
+      if (trace::holds_float_pair(type)) return trace::add_f32x2(a, b);
       return (a + b) & mask;
     case AtomicOp::Min:
       if (type == DataType::S32) return std::int32_t(a) < std::int32_t(b) ? a : b;

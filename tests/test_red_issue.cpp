@@ -689,3 +689,29 @@ TEST_CASE("RED requests probe: the busiest slice's share of every SM's atomics, 
     }
   }
 }
+
+// torch.compile's index_add_ adds four floats per lane with one RED: every
+// update reaches the L2 once, in 16-byte lanes, and the first two floats' sums
+// are the words' values.
+TEST_CASE("F32x4 REDs of many warps onto shared words are each applied once", "[models][memory]") {
+  const auto path = write_kernel("red_f32x4", {"REDG.E.ADD.F32x4.FTZ.RN.STRONG.GPU desc[UR4][R10.64], R32", "EXIT"}, 8, 4,
+                                 [](std::uint64_t warp) {
+                                   trace::WarpInst red;
+                                   red.index = 0;
+                                   red.active_mask = 0xFFFFFFFFu;
+                                   for (int lane = 0; lane < 32; ++lane) {
+                                     // two warps on each 512-byte row: a lane's 16 bytes each
+                                     red.address[lane] = 0x10000000ull + 512 * (warp / 2) + 16ull * lane;
+                                     red.value[lane] = 0x400000003f800000ull;  // (1.0f, 2.0f)
+                                   }
+                                   trace::WarpInst exit;
+                                   exit.index = 1;
+                                   exit.active_mask = 0xFFFFFFFFu;
+                                   return std::vector<trace::WarpInst>{red, exit};
+                                 });
+  const KernelRun run = run_one(h100_with({}), path);
+  std::remove(path.c_str());
+  REQUIRE(run.check.passed());
+  REQUIRE(run.check.addresses == 16 * 32);
+  REQUIRE(run.check.lane_updates_applied == 32 * 32);
+}

@@ -525,3 +525,21 @@ TEST_CASE("a vector float atomic is an 8-byte F32x2 whose halves add apart", "[t
   REQUIRE(atomsim::model::combine_updates(pack(1.0f, 2.0f), pack(3.0f, 4.0f), AtomicOp::Add, DataType::F32x2) ==
           pack(4.0f, 6.0f));
 }
+
+// Four floats in one RED (torch.compile's index_add_ on the H200): a 16-byte
+// access whose record values are its first two floats' gain.
+TEST_CASE("a four-float vector atomic is a 16-byte F32x4 carrying its first pair", "[traces][sass]") {
+  const StaticInst s =
+      parse_sass_instruction("REDG.E.ADD.F32x4.FTZ.RN.STRONG.GPU desc[UR4][R10.64], R32", 0x8e0);
+  REQUIRE(s.atomic_type == DataType::F32x4);
+  REQUIRE(s.atomic_op == AtomicOp::Add);
+  REQUIRE(s.access_bytes == 16);
+  REQUIRE(operand_bytes(DataType::F32x4) == 16);
+  REQUIRE(value_bytes(DataType::F32x4) == 8);
+  REQUIRE(std::string(data_type_name(s.atomic_type)) == "f32x4");
+  auto pack = [](float lo, float hi) {
+    return std::uint64_t{std::bit_cast<std::uint32_t>(lo)} | std::uint64_t{std::bit_cast<std::uint32_t>(hi)} << 32;
+  };
+  REQUIRE(atomsim::model::combine_updates(pack(1.0f, 2.0f), pack(3.0f, 4.0f), AtomicOp::Add, DataType::F32x4) ==
+          pack(4.0f, 6.0f));
+}

@@ -32,7 +32,7 @@ std::uint64_t add_f32x2(std::uint64_t a, std::uint64_t b) {
 }
 
 const char* data_type_name(DataType t) {
-  static const char* names[] = {"none", "u32", "s32", "u64", "s64", "f32", "f64", "f16x2", "bf16x2", "f32x2"};
+  static const char* names[] = {"none", "u32", "s32", "u64", "s64", "f32", "f64", "f16x2", "bf16x2", "f32x2", "f32x4"};
   auto i = static_cast<unsigned>(t);
   return i < std::size(names) ? names[i] : "invalid";
 }
@@ -226,7 +226,7 @@ KernelInfo decode_kernel(ByteReader& in) {
     s.access_bytes = in.u8();
     auto aop = in.u8();
     auto aty = in.u8();
-    if (aop > static_cast<int>(AtomicOp::Cas) || aty > static_cast<int>(DataType::F32x2)) in.fail("unknown atomic kind");
+    if (aop > static_cast<int>(AtomicOp::Cas) || aty > static_cast<int>(DataType::F32x4)) in.fail("unknown atomic kind");
     s.atomic_op = static_cast<AtomicOp>(aop);
     s.atomic_type = static_cast<DataType>(aty);
     if (is_global_memory(s.op) && (s.access_bytes == 0 || s.access_bytes > 16)) in.fail("memory access width out of range");

@@ -205,7 +205,8 @@ StaticInst parse_sass_instruction(std::string_view text, std::uint64_t pc) {
         {"EXCH", AtomicOp::Exch}, {"CAS", AtomicOp::Cas}};
     s.atomic_op = AtomicOp::Add;
     for (auto [name, op] : ops) if (has_modifier(mnemonic, name)) s.atomic_op = op;
-    s.atomic_type = has_modifier(mnemonic, "F32x2") ? DataType::F32x2
+    s.atomic_type = has_modifier(mnemonic, "F32x4") ? DataType::F32x4
+                  : has_modifier(mnemonic, "F32x2") ? DataType::F32x2
                   : has_modifier(mnemonic, "F32") ? DataType::F32
                   : has_modifier(mnemonic, "F64") ? DataType::F64
                   : has_modifier(mnemonic, "F16x2") ? DataType::F16x2

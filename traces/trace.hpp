@@ -34,14 +34,21 @@ inline constexpr int kOpClassCount = 16;
 const char* op_class_name(OpClass op);
 
 enum class AtomicOp : std::uint8_t { None = 0, Add, Min, Max, Inc, Dec, And, Or, Xor, Exch, Cas };
-// F32x2: a vector atomic on two adjacent floats (REDG.E.ADD.F32x2, as Triton
-// emits), one 8-byte operand whose halves add apart.
-enum class DataType : std::uint8_t { None = 0, U32, S32, U64, S64, F32, F64, F16x2, BF16x2, F32x2 };
+// F32x2 and F32x4: vector atomics on two or four adjacent floats
+// (REDG.E.ADD.F32x2 and .F32x4, as Triton emits), each float added on its own.
+enum class DataType : std::uint8_t { None = 0, U32, S32, U64, S64, F32, F64, F16x2, BF16x2, F32x2, F32x4 };
 const char* atomic_op_name(AtomicOp op);
-// Bytes one lane's operand of this type takes: 8 for the 64-bit types, 4 otherwise.
+// Bytes one lane's operand of this type takes: 16 for F32x4, 8 for the 64-bit
+// types and F32x2, 4 otherwise.
 inline std::uint32_t operand_bytes(DataType t) {
+  if (t == DataType::F32x4) return 16;
   return t == DataType::U64 || t == DataType::S64 || t == DataType::F64 || t == DataType::F32x2 ? 8 : 4;
 }
+// Bytes of a lane's operand that a trace record's value holds: all of it, but
+// for F32x4 its first two floats (docs/trace-format.md).
+inline std::uint32_t value_bytes(DataType t) { return t == DataType::F32x4 ? 8 : operand_bytes(t); }
+// Types whose value is a pair of floats, added apart: F32x2, and F32x4's first two floats.
+inline bool holds_float_pair(DataType t) { return t == DataType::F32x2 || t == DataType::F32x4; }
 // The sum of two F32x2 operands, each half a float rounded on its own.
 std::uint64_t add_f32x2(std::uint64_t a, std::uint64_t b);
 const char* data_type_name(DataType t);

@@ -59,13 +59,13 @@ void L2Slice::apply(AtomicCell& cell, const LaneOp& op, AtomicOp kind, DataType 
   auto f32 = [](std::uint64_t bits) { float f; std::uint32_t b = static_cast<std::uint32_t>(bits); std::memcpy(&f, &b, 4); return f; };
   auto f32_bits = [](float f) { std::uint32_t b; std::memcpy(&b, &f, 4); return std::uint64_t(b); };
   auto f64 = [](std::uint64_t bits) { return std::bit_cast<double>(bits); };
-  const std::uint64_t mask = trace::operand_bytes(type) == 8 ? ~0ull : 0xFFFFFFFFull;
+  const std::uint64_t mask = trace::value_bytes(type) == 8 ? ~0ull : 0xFFFFFFFFull;
   std::uint64_t a = cell.bits, b = op.value & mask;
   switch (kind) {
     case AtomicOp::Add:
       if (type == DataType::F32) cell.bits = f32_bits(f32(a) + f32(b));
       else if (type == DataType::F64) cell.bits = std::bit_cast<std::uint64_t>(f64(a) + f64(b));
-      else if (type == DataType::F32x2) cell.bits = trace::add_f32x2(a, b);
+      else if (trace::holds_float_pair(type)) cell.bits = trace::add_f32x2(a, b);
       else cell.bits = (a + b) & mask;
       break;
     case AtomicOp::Min: case AtomicOp::Max: {

@@ -50,26 +50,27 @@ __device__ __forceinline__ std::uint32_t lock_of(const Control* c, std::uint64_t
   return static_cast<std::uint32_t>(((address >> 3) * 0x9E3779B97F4A7C15ull) >> (64 - c->lock_bits));
 }
 
-// Takes the locks of the words the running lanes update, in ascending order
-// (so that two warps never each hold a lock the other waits for), and notes
-// them in the warp's pending entry. All running lanes call it.
-__device__ void acquire_locks(const Call& call, Pending& pending, std::uint64_t address) {
+// Takes the locks of the `words` 8-byte words from each running lane's
+// address, in ascending order (so that two warps never each hold a lock the
+// other waits for), and notes them in the warp's pending entry. All running
+// lanes call it.
+__device__ void acquire_locks(const Call& call, Pending& pending, std::uint64_t address, std::uint32_t words) {
   Control* c = call.control;
-  const std::uint32_t mine = lock_of(c, address);
   // The leader gathers the lanes' locks, sorted and without repeats (tools
   // patches may not use warp reductions).
-  std::uint32_t sorted[32];
+  std::uint32_t sorted[kMaxLocks];
   std::uint32_t count = 0;
-  for (std::uint32_t m = call.active; m; m &= m - 1) {
-    const std::uint32_t lock = __shfl_sync(call.active, mine, __ffs(m) - 1);
-    if (call.lane != call.leader) continue;
-    std::uint32_t at = count;
-    while (at > 0 && sorted[at - 1] > lock) --at;
-    if (at > 0 && sorted[at - 1] == lock) continue;
-    for (std::uint32_t k = count; k > at; --k) sorted[k] = sorted[k - 1];
-    sorted[at] = lock;
-    ++count;
-  }
+  for (std::uint32_t m = call.active; m; m &= m - 1)
+    for (std::uint32_t word = 0; word < words; ++word) {
+      const std::uint32_t lock = __shfl_sync(call.active, lock_of(c, address + 8 * word), __ffs(m) - 1);
+      if (call.lane != call.leader) continue;
+      std::uint32_t at = count;
+      while (at > 0 && sorted[at - 1] > lock) --at;
+      if (at > 0 && sorted[at - 1] == lock) continue;
+      for (std::uint32_t k = count; k > at; --k) sorted[k] = sorted[k - 1];
+      sorted[at] = lock;
+      ++count;
+    }
   if (call.lane == call.leader) {
     for (std::uint32_t k = 0; k < count; ++k) {
       while (atomicCAS(&c->locks[sorted[k]], 0u, 1u) != 0u) __nanosleep(32);
@@ -95,33 +96,34 @@ __device__ void settle(const Call& call) {
   std::uint32_t slot = call.lane == call.leader ? pending.slot : 0;
   slot = __shfl_sync(call.active, slot, call.leader);
   if (!slot) return;
-  LaneData& data = c->lanes[slot - 1];
+  // A 16-byte atomic's second word is in the next slot.
+  LaneData* data[2] = {&c->lanes[slot - 1], &c->lanes[slot]};
+  const std::uint32_t slots = data[0]->bytes == 16 ? 2 : 1;
   std::uint32_t mask = pending.mask;
-  // Program order alone did not order a vector RED (REDG.E.ADD.F32x2) before
-  // the reads of its words (torch.compile's index_add_, H200: after-values
-  // without the update's upper half); the fence makes it performed first.
-  __threadfence();
-  if ((mask >> call.lane) & 1) data.after[call.lane] = read_word(data.address[call.lane], data.bytes);
+  auto read_after = [&](std::uint32_t lane) {
+    for (std::uint32_t k = 0; k < slots; ++k)
+      data[k]->after[lane] = read_word(data[k]->address[lane], slots == 2 ? 8 : data[k]->bytes);
+  };
+  if ((mask >> call.lane) & 1) read_after(call.lane);
   __syncwarp(call.active);
   if (call.lane == call.leader) {
-    for (std::uint32_t m = mask & ~call.active; m; m &= m - 1) {
-      int other = __ffs(m) - 1;
-      data.after[other] = read_word(data.address[other], data.bytes);
-    }
+    for (std::uint32_t m = mask & ~call.active; m; m &= m - 1) read_after(__ffs(m) - 1);
     pending.slot = 0;
     release_locks(c, pending);
   }
   __syncwarp(call.active);
 }
 
-// Appends the warp's record; returns its LaneData slot + 1 (0 without one) to every lane.
-__device__ std::uint32_t append(const Call& call, std::uint64_t pc, EventKind kind, std::uint64_t target, bool with_lanes) {
+// Appends the warp's record with `lane_slots` consecutive LaneData slots;
+// returns the first one's index + 1 (0 without any) to every lane.
+__device__ std::uint32_t append(const Call& call, std::uint64_t pc, EventKind kind, std::uint64_t target,
+                                std::uint32_t lane_slots) {
   Control* c = call.control;
   std::uint32_t slot = 0;
   if (call.lane == call.leader) {
     unsigned long long index = atomicAdd(&c->event_count, 1ull);
-    if (with_lanes) slot = static_cast<std::uint32_t>(atomicAdd(&c->lane_count, 1ull) + 1);
-    if (index >= c->event_capacity || slot > c->lane_capacity) {
+    if (lane_slots) slot = static_cast<std::uint32_t>(atomicAdd(&c->lane_count, 1ull * lane_slots) + 1);
+    if (index >= c->event_capacity || (lane_slots && slot + lane_slots - 1 > c->lane_capacity)) {
       atomicExch(&c->overflow, 1u);
       slot = 0;
     } else {
@@ -141,7 +143,7 @@ __device__ SanitizerPatchResult record(void* userdata, std::uint64_t pc, EventKi
   if (!userdata) return SANITIZER_PATCH_SUCCESS;
   Call call = begin(userdata);
   settle(call);
-  append(call, pc, kind, target, false);
+  append(call, pc, kind, target, 0);
   return SANITIZER_PATCH_SUCCESS;
 }
 
@@ -156,18 +158,29 @@ extern "C" __device__ __noinline__ SanitizerPatchResult atomsim_global_access(vo
   settle(call);
   // Atomics report no data pointer; they are serialised so that their effect can be read.
   bool atomic = data == nullptr && (flags & SANITIZER_MEMORY_DEVICE_FLAG_WRITE);
+  // A 16-byte atomic (REDG.E.ADD.F32x4) is read as two 8-byte words, each in a slot of its own.
+  const bool two_words = atomic && bytes == 16;
   Pending& pending = c->pending[call.warp];
-  if (atomic) acquire_locks(call, pending, reinterpret_cast<std::uint64_t>(ptr));
-  std::uint32_t slot = append(call, pc, kMemory, 0, true);
+  const std::uint64_t address = reinterpret_cast<std::uint64_t>(ptr);
+  if (atomic) acquire_locks(call, pending, address, two_words ? 2 : 1);
+  std::uint32_t slot = append(call, pc, kMemory, 0, two_words ? 2 : 1);
   if (slot) {
     LaneData& d = c->lanes[slot - 1];
-    std::uint64_t address = reinterpret_cast<std::uint64_t>(ptr);
     d.address[call.lane] = address;
     if (call.lane == call.leader) {
       d.bytes = bytes;
       d.atomic = atomic;
     }
-    if (atomic && (bytes == 4 || bytes == 8)) {
+    if (two_words) {
+      LaneData& second = c->lanes[slot];
+      second.address[call.lane] = address + 8;
+      if (call.lane == call.leader) {
+        second.bytes = bytes;
+        second.atomic = atomic;
+      }
+      d.before[call.lane] = read_word(address, 8);
+      second.before[call.lane] = read_word(address + 8, 8);
+    } else if (atomic && (bytes == 4 || bytes == 8)) {
       d.before[call.lane] = read_word(address, bytes);
     } else if (flags & SANITIZER_MEMORY_DEVICE_FLAG_WRITE) {
       std::uint64_t written = 0;
@@ -219,7 +232,7 @@ extern "C" __device__ __noinline__ SanitizerPatchResult atomsim_syncwarp(void* u
     if (other < call.lane && named == mask) first_of_its_mask = false;
   }
   const std::uint32_t masks = __popc(__ballot_sync(call.active, first_of_its_mask));
-  append(call, pc, kSyncwarp, masks, false);
+  append(call, pc, kSyncwarp, masks, 0);
   return SANITIZER_PATCH_SUCCESS;
 }
 

@@ -22,7 +22,8 @@ struct Event {
 // Per-lane operands of a global memory instruction. For atomics, the word each
 // lane updates is read just before and just after the instruction, with every
 // other atomic on that word held off meanwhile, so after - before is what the
-// instruction added. For a store of up to 8 bytes, `before` is the value it
+// instruction added; a 16-byte atomic takes two slots, the second for the
+// words 8 bytes on. For a store of up to 8 bytes, `before` is the value it
 // writes; for a load of 4 or 8 bytes, the word as read just before the load
 // (what a load polling a flag sees, but for a store landing in between).
 struct LaneData {
@@ -36,11 +37,13 @@ struct LaneData {
 
 // An atomic whose after-values are still to be read, per warp, and the word
 // locks its warp holds until then (ascending).
+constexpr std::uint32_t kMaxLocks = 64;  // two words for each of 32 lanes
+
 struct Pending {
   std::uint32_t slot;      // LaneData index + 1; 0 = none
   std::uint32_t mask;
   std::uint32_t lock_count;
-  std::uint32_t locks[32];
+  std::uint32_t locks[kMaxLocks];
 };
 
 struct Control {
