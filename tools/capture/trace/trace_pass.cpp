@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "tools/capture/awaited_values.hpp"
@@ -45,7 +46,7 @@ namespace dev = device;
 struct SanitizerApi {
 #define ATOMSIM_SANITIZER_FUNCTIONS(X)                                                                          \
   X(sanitizerSubscribe) X(sanitizerEnableDomain) X(sanitizerAddPatchesFromFile) X(sanitizerPatchInstructions) \
-  X(sanitizerPatchModule) X(sanitizerSetCallbackData) X(sanitizerAlloc) X(sanitizerMemcpyHostToDeviceAsync)   \
+  X(sanitizerPatchModule) X(sanitizerSetCallbackData) X(sanitizerSetLaunchCallbackData) X(sanitizerAlloc) X(sanitizerMemcpyHostToDeviceAsync)   \
   X(sanitizerMemset)                                                                                          \
   X(sanitizerMemcpyDeviceToHost) X(sanitizerStreamSynchronize) X(sanitizerGetFunctionPcAndSize)               \
   X(sanitizerGetResultString)
@@ -114,6 +115,13 @@ struct TracePass {
   LaunchRecord current;
   Sanitizer_LaunchHandle current_handle = nullptr;
   bool current_open = false;
+  // A selected graph node whose records are read once its graph's launch has
+  // ended: the node's own end comes while the graph is still being issued.
+  struct AwaitedGraph {
+    CUgraphExec exec = nullptr;
+    Sanitizer_LaunchData launch{};
+  };
+  std::optional<AwaitedGraph> awaited_graph;
   // Launches begun and not yet ended, with the domain that began them: a graph's
   // kernel may be announced by its node's callbacks and by the launch domain's.
   std::map<Sanitizer_LaunchHandle, Sanitizer_CallbackDomain> begun;
@@ -259,7 +267,7 @@ void on_launch_begin(TracePass& p, const Sanitizer_LaunchData* ld, bool graph_no
     if (p.modules.count(ld->module)) ATOMSIM_SAN(sanitizerSetCallbackData(ld->function, nullptr));
     return;
   }
-  if (p.current_open)
+  if (p.current_open || p.awaited_graph)
     throw CaptureError(fmt::format("launches {} and {} of {} run at once (kernels of one CUDA graph); trace one of "
                                    "them with --launch", p.current.ordinal, launch.ordinal, launch.name));
   ProcessStage::mark_selected(p.settings);
@@ -279,6 +287,8 @@ void on_launch_begin(TracePass& p, const Sanitizer_LaunchData* ld, bool graph_no
   // the record buffers; they must have landed before it runs.
   if (graph_node) ATOMSIM_SAN(sanitizerStreamSynchronize(ld->hStream));
   ATOMSIM_SAN(sanitizerSetCallbackData(ld->function, b.control));
+  // A graph's kernel may carry the callback data it was instantiated with; this launch's own overrides it.
+  if (graph_node) ATOMSIM_SAN(sanitizerSetLaunchCallbackData(ld->hLaunch, ld->function, ld->hStream, b.control));
 }
 
 // The count pass's executed warp instructions of the kernel, per instruction
@@ -312,6 +322,10 @@ std::vector<std::uint64_t> launch_counts(const std::filesystem::path& count_json
   }
   return {};
 }
+
+// The type of one 8-byte word a record's slot holds: a 16-byte F32x4 atomic's
+// two words are each a pair of floats.
+trace::DataType word_type(trace::DataType t) { return t == trace::DataType::F32x4 ? trace::DataType::F32x2 : t; }
 
 bool is_real(trace::DataType t) {
   return t == trace::DataType::F32 || t == trace::DataType::F64 || t == trace::DataType::F32x2;
@@ -388,13 +402,44 @@ nlohmann::json replay_atomics(TracePass& p, const Sanitizer_LaunchData* ld, cons
       seen[d.address[l]] = true;
       auto [it, fresh] = words.try_emplace(d.address[l]);
       Word& w = it->second;
-      if (fresh) { w.bytes = d.bytes; w.type = inst.atomic_type; w.value = d.before[l]; }
+      if (fresh) {
+        w.bytes = d.bytes == 16 ? 8 : d.bytes;
+        w.type = word_type(inst.atomic_type);
+        w.value = d.before[l];
+      }
       if (inst.atomic_op != trace::AtomicOp::Add) { w.replayable = false; continue; }
       ++updates;
-      w.value = add_bits(w.type, w.value, added(inst.atomic_type, d.before[l], d.after[l]), +1);
+      w.value = add_bits(w.type, w.value, added(w.type, d.before[l], d.after[l]), +1);
       if (is_real(w.type))
         for (std::uint64_t bits : {d.before[l], d.after[l]})
           for (double v : reals_of(w.type, bits)) w.largest = std::max(w.largest, std::fabs(v));
+    }
+  }
+  // The words as the kernel left them, copied in spans of nearby words: a copy
+  // per word took minutes for the millions of words of a minified grid_sample
+  // backward. A span that crosses unmapped memory (words of two allocations)
+  // is copied word by word.
+  std::unordered_map<std::uint64_t, std::uint64_t> final_values;
+  {
+    constexpr std::uint64_t kGapBytes = 256, kSpanBytes = 64ull << 20;
+    std::vector<unsigned char> span;
+    for (auto it = words.begin(); it != words.end();) {
+      const std::uint64_t begin = it->first;
+      std::uint64_t end = begin + it->second.bytes;
+      auto last = std::next(it);
+      while (last != words.end() && last->first <= end + kGapBytes && last->first + last->second.bytes - begin <= kSpanBytes)
+        end = std::max(end, last->first + last->second.bytes), ++last;
+      span.resize(end - begin);
+      const bool whole = api.sanitizerMemcpyDeviceToHost(span.data(), reinterpret_cast<void*>(begin), span.size(),
+                                                         ld->hStream) == SANITIZER_SUCCESS;
+      for (; it != last; ++it) {
+        std::uint64_t bits = 0;
+        if (whole)
+          std::memcpy(&bits, span.data() + (it->first - begin), it->second.bytes);
+        else
+          ATOMSIM_SAN(sanitizerMemcpyDeviceToHost(&bits, reinterpret_cast<void*>(it->first), it->second.bytes, ld->hStream));
+        final_values[it->first] = bits;
+      }
     }
   }
   std::uint64_t compared = 0, exact = 0, within = 0, skipped = 0;
@@ -402,8 +447,7 @@ nlohmann::json replay_atomics(TracePass& p, const Sanitizer_LaunchData* ld, cons
   std::map<std::uint64_t, nlohmann::json> mismatched;  // a few words that did not replay, for diagnosis
   for (auto& [address, w] : words) {
     if (!w.replayable) { ++skipped; continue; }
-    std::uint64_t final_bits = 0;
-    ATOMSIM_SAN(sanitizerMemcpyDeviceToHost(&final_bits, reinterpret_cast<void*>(address), w.bytes, ld->hStream));
+    const std::uint64_t final_bits = final_values.at(address);
     ++compared;
     if (final_bits == w.value) { ++exact; ++within; continue; }
     if (mismatched.size() < 4) mismatched[address] = {{"final", final_bits}, {"replayed", w.value}, {"updates", nlohmann::json::array()}};
@@ -444,10 +488,10 @@ nlohmann::json replay_atomics(TracePass& p, const Sanitizer_LaunchData* ld, cons
           {"mismatched_words", mismatches}, {"passed", within == compared}};
 }
 
-void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
+// Reads the selected launch's records once it has run, joins its warps and
+// appends it to the trace.
+void collect(TracePass& p, const Sanitizer_LaunchData* ld) {
   auto& api = p.api;
-  if (!p.current_open || ld->hLaunch != p.current_handle) return;
-  p.current_open = false;
   LaunchRecord& r = p.current;
   progress(p, fmt::format("launch {} ({}) issued; waiting for it", r.ordinal, r.name));
   // Where the pass's time goes, kept with the launch: the instrumented kernel,
@@ -525,7 +569,14 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
     const trace::StaticInst& s = k.program[inst.index];
     if (e.slot && trace::is_global_memory(s.op)) {
       const dev::LaneData& d = lanes[e.slot - 1];
+      // The replay reads and adds words of the width the SASS names; an access
+      // the Sanitizer reports wider would be read as something else.
+      if (d.atomic && s.atomic_op == trace::AtomicOp::Add && d.bytes != trace::operand_bytes(s.atomic_type))
+        throw CaptureError(fmt::format("{}: the atomic at pc 0x{:x} ({}) accesses {} bytes per lane; its decoded type "
+                                       "has {}", r.name, s.pc, text[inst.index], d.bytes,
+                                       trace::operand_bytes(s.atomic_type)));
       slot_use[e.slot - 1] = {static_cast<std::int32_t>(inst.index), e.mask};
+      if (d.atomic && d.bytes == 16) slot_use.at(e.slot) = slot_use[e.slot - 1];  // its second word
       LaneOperands ops;
       std::map<std::uint64_t, bool> credited;
       for (std::uint32_t m = e.mask; m; m &= m - 1) {
@@ -536,7 +587,7 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
           ops.value[lane] = d.before[lane];  // what a store wrote or a load read (mark_awaited_values)
         } else if (s.atomic_op == trace::AtomicOp::Add && !credited[d.address[lane]]) {
           credited[d.address[lane]] = true;
-          ops.value[lane] = added(s.atomic_type, d.before[lane], d.after[lane]);
+          ops.value[lane] = added(word_type(s.atomic_type), d.before[lane], d.after[lane]);
         }
       }
       if (s.op == trace::OpClass::Atom)
@@ -609,6 +660,27 @@ void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld) {
   p.launches.push_back(entry);
 }
 
+void on_launch_end(TracePass& p, const Sanitizer_LaunchData* ld, CUgraphExec graph) {
+  if (!p.current_open || ld->hLaunch != p.current_handle) return;
+  p.current_open = false;
+  if (graph) {
+    p.awaited_graph = TracePass::AwaitedGraph{graph, *ld};
+    return;
+  }
+  collect(p, ld);
+}
+
+// The graph's launch has been issued: its work, the selected node's included,
+// is complete once the stream it was launched on is.
+void on_graph_launch_end(TracePass& p, const Sanitizer_GraphLaunchData* g) {
+  if (!p.awaited_graph || p.awaited_graph->exec != g->graphExec || g->isGraphUpload) return;
+  Sanitizer_LaunchData ld = p.awaited_graph->launch;
+  p.awaited_graph.reset();
+  ld.hStream = g->hStream;
+  ld.stream = g->stream;
+  collect(p, &ld);
+}
+
 void SANITIZERAPI dispatch(void*, Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbid, const void* data) {
   TracePass& p = *g_pass;
   std::lock_guard lock(p.mutex);
@@ -619,11 +691,11 @@ void SANITIZERAPI dispatch(void*, Sanitizer_CallbackDomain domain, Sanitizer_Cal
     if (!p.begun.emplace(ld->hLaunch, domain).second) return;
     on_launch_begin(p, ld, graph_node);
   };
-  auto end = [&](const Sanitizer_LaunchData* ld) {
+  auto end = [&](const Sanitizer_LaunchData* ld, CUgraphExec graph) {
     auto it = p.begun.find(ld->hLaunch);
     if (it == p.begun.end() || it->second != domain) return;
     p.begun.erase(it);
-    on_launch_end(p, ld);
+    on_launch_end(p, ld, graph);
   };
   try {
     if (domain == SANITIZER_CB_DOMAIN_RESOURCE && cbid == SANITIZER_CBID_RESOURCE_MODULE_LOADED) {
@@ -631,13 +703,15 @@ void SANITIZERAPI dispatch(void*, Sanitizer_CallbackDomain domain, Sanitizer_Cal
     } else if (domain == SANITIZER_CB_DOMAIN_LAUNCH && cbid == SANITIZER_CBID_LAUNCH_BEGIN) {
       begin(static_cast<const Sanitizer_LaunchData*>(data), false);
     } else if (domain == SANITIZER_CB_DOMAIN_LAUNCH && cbid == SANITIZER_CBID_LAUNCH_END) {
-      end(static_cast<const Sanitizer_LaunchData*>(data));
+      end(static_cast<const Sanitizer_LaunchData*>(data), nullptr);
     } else if (domain == SANITIZER_CB_DOMAIN_GRAPHS &&
                (cbid == SANITIZER_CBID_GRAPHS_NODE_LAUNCH_BEGIN || cbid == SANITIZER_CBID_GRAPHS_NODE_LAUNCH_END)) {
       auto* node = static_cast<const Sanitizer_GraphNodeLaunchData*>(data);
       if (node->nodeType != CU_GRAPH_NODE_TYPE_KERNEL || node->isGraphUpload) return;
       if (cbid == SANITIZER_CBID_GRAPHS_NODE_LAUNCH_BEGIN) begin(&node->launchData, true);
-      else end(&node->launchData);
+      else end(&node->launchData, node->graphExec);
+    } else if (domain == SANITIZER_CB_DOMAIN_GRAPHS && cbid == SANITIZER_CBID_GRAPHS_LAUNCH_END) {
+      on_graph_launch_end(p, static_cast<const Sanitizer_GraphLaunchData*>(data));
     }
   } catch (const std::exception& e) {
     p.fail(e.what());
@@ -650,6 +724,8 @@ void write_outputs() {
   const char* pass = pass_name(Pass::Trace);
   try {
     ProcessStage::record_launches(p.settings, *p.selector);
+    if (p.awaited_graph)
+      p.fail(fmt::format("launch {} of {}: its graph's launch never reported its end", p.current.ordinal, p.current.name));
     if (!p.first_error.empty()) {
       p.writer.reset();  // removes the partial trace
       write_file_atomically(error_path(p.settings.out_dir, pass), p.first_error + "\n");
