@@ -25,7 +25,7 @@ echo "{\"pid\": $$, \"parent\": $PPID, \"command\": \"$1\"}" > "$stage/process.j
 echo "{\"seen\": $2, \"matching\": $3, \"selected\": $3}" > "$stage/launches.json"
 [ "$3" -gt 0 ] || exit 0
 start=$((1000 + $$))
-echo "{\"pass\": \"$ATOMSIM_CAPTURE_PASS\", \"selection\": {\"launches_seen\": $2, \"launches_selected\": $3}, \"cubins\": [], \"kernels\": [{\"launch\": 0, \"name\": \"k\", \"start_ns\": $start}]}" \
+echo "{\"pass\": \"$ATOMSIM_CAPTURE_PASS\", \"selection\": {\"launches_seen\": $2, \"launches_selected\": $3}, \"cubins\": [], \"kernels\": [{\"launch\": 0, \"name\": \"k\", \"mangled\": \"k\", \"start_ns\": $start}]}" \
   > "$stage/$ATOMSIM_CAPTURE_PASS.json"
 echo cubin > "$stage/cubin-$$.cubin"
 SH
@@ -65,6 +65,11 @@ ls "$work/p"/cubin-*.cubin >/dev/null 2>&1 || fail "--process did not bring the 
 # Only the child selects: it is kept without --process; the parent never touches the outputs.
 PARENT_SELECTED=0 run --pass count --out "$work/c" || fail "one selecting process: $(cat "$work/err")"
 [ "$(ls "$work/c"/cubin-*.cubin 2>/dev/null | wc -l)" -eq 1 ] || fail "the parent's files reached the outputs"
+# The parent launched 3 kernels: Nsight Compute could not place the child's
+# launch among both processes', so the counters pass refuses it.
+grep -q '"launches_in_other_processes": 3' "$work/c/count.json" || fail "count.json does not say the parent launched 3 kernels"
+run --pass counters --out "$work/c" && fail "the counters pass of a child's launch was not refused"
+grep -q "Nsight Compute numbers launches across processes" "$work/err" || fail "counters refusal: $(cat "$work/err")"
 # Nothing selected anywhere: the reason counts every process's launches.
 PARENT_SELECTED=0 CHILD_SELECTED=0 run --pass stall --kernel k --out "$work/n" && fail "nothing selected was not an error"
 grep -q "no kernel matching 'k' among 5 launches" "$work/err" || fail "nothing selected: $(cat "$work/err")"

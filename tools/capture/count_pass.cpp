@@ -45,6 +45,14 @@ class CountPass final : public CapturePass {
   void on_launch_begin(const LaunchInfo& launch) override {
     if (!launch.selected || counted_ || enabled_) return;
     refuse_shared_graph_function(launch, "SASS counts");
+    // H200, CUDA 13: enabling SASS metrics at the launch of a graph of two
+    // kernel nodes lost the selected node's work in that launch (the program's
+    // histogram held 3 of its 4 launches), whether patching was lazy or eager,
+    // with modules loaded lazily or eagerly; a one-node graph counted right.
+    if (launch.graph && launch.graph->kernels > 1)
+      throw CaptureError("launch " + std::to_string(launch.ordinal) + " (" + launch.name + ") is a node of a CUDA graph of " +
+                         std::to_string(launch.graph->kernels) + " kernel nodes; SASS counts would lose its work in that "
+                         "launch (count a launch of it outside the graph, or in a graph of one kernel)");
     configure(launch.context);
     CUpti_SassMetricsEnable_Params enable{CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
     enable.ctx = context_;

@@ -54,6 +54,7 @@ void run_ncu(const fs::path& ncu, const std::vector<std::string>& args, const fs
 struct CountedLaunch {
   std::uint64_t ordinal = 0;
   std::string mangled;
+  nlohmann::json launches_in_other_processes;  // null: unknown (--process)
 };
 
 CountedLaunch counted_launch(const fs::path& out) {
@@ -70,13 +71,22 @@ CountedLaunch counted_launch(const fs::path& out) {
   if (kernels.size() != 1 || !kernels[0].contains("launch") || !kernels[0].contains("mangled"))
     throw CaptureError("counters pass: " + count.string() + " counted " + std::to_string(kernels.size()) +
                        " launches; the counters pass takes one (--launch)");
-  return {kernels[0].at("launch").get<std::uint64_t>(), kernels[0].at("mangled").get<std::string>()};
+  return {kernels[0].at("launch").get<std::uint64_t>(), kernels[0].at("mangled").get<std::string>(),
+          doc.value("launches_in_other_processes", nlohmann::json(0))};
 }
 
 }  // namespace
 
 void capture_counters(const CountersRequest& r) {
   const CountedLaunch launch = counted_launch(r.out);
+  // Nsight Compute's --launch-skip counts the launches of every process, the
+  // count pass's ordinal those of its own.
+  const auto& elsewhere = launch.launches_in_other_processes;
+  if (elsewhere.is_null() || (elsewhere.is_number() && elsewhere.get<std::uint64_t>() > 0))
+    throw CaptureError("counters pass: the counted launch " + std::to_string(launch.ordinal) + " ran in one of several "
+                       "processes that launch kernels" + (elsewhere.is_null() ? std::string(" (--process)") : "") +
+                       ", and Nsight Compute numbers launches across processes; run the counters pass where one "
+                       "process launches the program's kernels");
   const fs::path ncu = find_ncu();
   fs::create_directories(r.out);
   const fs::path report = r.out / "counters.partial.ncu-rep", details = r.out / "counters.details.partial",

@@ -265,6 +265,16 @@ void collect(const Options& o, Pass pass) {
       if (!p.error.empty()) throw CaptureError(std::string(name) + " pass: " + named(p) + p.error);
     throw CaptureError(std::string(name) + " pass: " + nothing_selected(o, processes, pass));
   }
+  // Several selecting processes are refused before any one's error: --process
+  // is the remedy for both (PC sampling in two processes at once gave one of
+  // them no samples, H200).
+  if (pass != Pass::Timing && ran.size() > 1) {
+    std::string list;
+    for (const StagedProcess* p : ran) list += (list.empty() ? "" : ", ") + describe(*p);
+    throw CaptureError(std::string(name) + " pass: " + std::to_string(ran.size()) +
+                       " processes ran selected launches: " + list +
+                       "; choose one with --process REGEX (matched against the command line)");
+  }
   for (const StagedProcess* p : ran) {
     if (!p->error.empty()) {
       take_files(*p, o.out, name);
@@ -280,16 +290,15 @@ void collect(const Options& o, Pass pass) {
   if (pass == Pass::Timing) {
     doc = merged_timing(ran, name);
   } else {
-    if (ran.size() > 1) {
-      std::string list;
-      for (const StagedProcess* p : ran) list += (list.empty() ? "" : ", ") + describe(*p);
-      throw CaptureError(std::string(name) + " pass: " + std::to_string(ran.size()) +
-                         " processes ran selected launches: " + list +
-                         "; choose one with --process REGEX (matched against the command line)");
-    }
     doc = read_json(result_path(kept->dir, name));
     if (doc.is_discarded()) throw CaptureError(std::string(name) + " pass: unreadable " + result_path(kept->dir, name).string());
     doc["process"] = kept->process;
+    // Kernels the other processes launched (unknown where --process left them
+    // alone): Nsight Compute numbers launches across every process.
+    std::uint64_t elsewhere = 0;
+    for (const auto& p : processes)
+      if (&p != kept && p.launches.is_object()) elsewhere += p.launches.value("seen", std::uint64_t{0});
+    doc["launches_in_other_processes"] = o.process.empty() ? nlohmann::json(elsewhere) : nlohmann::json();
   }
   take_files(*kept, o.out, name);
   write_json_atomically(result_path(o.out, name), doc);
