@@ -406,3 +406,28 @@ TEST_CASE("warp join joins grid_sample's backward as the count pass counted it",
   REQUIRE(result.warp_instructions > 28'000'000);
   REQUIRE(executions == input.counts);
 }
+
+// The capture suite's saved inputs (traces/h200/capture-suite: eager, compiled,
+// graph-replayed and spawned PyTorch kernels, grid_sample backward magnified
+// and minified, XLA, CuPy and the launch APIs, H200): each joins, and every
+// instruction runs as often as its count pass counted.
+TEST_CASE("warp join joins every capture-suite input as its count pass counted it", "[capture][join-suite]") {
+  const std::filesystem::path suite = std::filesystem::path(ATOMSIM_SOURCE_DIR) / "traces/h200/capture-suite";
+  std::size_t joined = 0, counted = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(suite)) {
+    const auto saved = entry.path() / "trace" / "join-input.json.zst";
+    if (!std::filesystem::exists(saved)) continue;
+    INFO(entry.path().filename().string());
+    const JoinInput input = load_join_input(read_document(saved.string()));
+    std::vector<std::uint64_t> executions(input.pcs.size(), 0);
+    RejoinResult result;
+    REQUIRE_NOTHROW(result = rejoin(input, 2, [&](std::uint64_t, const trace::WarpInst& i) { ++executions[i.index]; }));
+    REQUIRE(result.warp_instructions > 0);
+    ++joined;
+    if (input.counts.empty()) continue;  // a graph node the count pass refuses
+    REQUIRE(executions == input.counts);
+    ++counted;
+  }
+  REQUIRE(joined == 12);
+  REQUIRE(counted == 11);
+}

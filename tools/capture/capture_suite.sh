@@ -4,9 +4,9 @@
 # faithful.
 #   eager-index-add, compiled-index-add (torch.compile with its default compile
 #   workers), graph-index-add (a torch.cuda.CUDAGraph replay),
-#   grid-sample-magnified / -minified (F.grid_sample's backward), spawn-bincount
-#   (a shell running python, whose kernel runs in a multiprocessing spawn
-#   worker), jax-scatter (jax.jit), cupy-p2g / cupy-p2g-packed (a RawKernel),
+#   grid-sample-magnified / -minified (F.grid_sample's backward), spawn-index-add
+#   (a shell running python, whose index_add_ runs in it and in a multiprocessing
+#   spawn worker: the worker's is taken with --process), jax-scatter (jax.jit), cupy-p2g / cupy-p2g-packed (a RawKernel),
 #   launch-cluster, launch-cooperative, launch-explicit-graph
 #   (cudaLaunchKernelEx with a cluster, cudaLaunchCooperativeKernel, a node of
 #   an explicitly built graph).
@@ -16,8 +16,9 @@
 # faithfulness.json; trace.atr and cubins are removed, DEST being for
 # committing). Checks per case: every pass succeeds, the passes selected the
 # same kernel, graph launches are marked so in every pass, the trace is
-# faithful (atomsim trace check). spawn-bincount also checks that a kernel two
-# processes launch is refused without --process and taken with it.
+# faithful (atomsim trace check). spawn-index-add also checks that a kernel two
+# processes launch is refused without --process, and its counters pass (which
+# Nsight Compute cannot place among two processes' launches) with it.
 # DEST/suite.txt: one line per case with its verdict and each pass's seconds.
 #
 # Usage: tools/capture/capture_suite.sh CAPTURE_DIR DEST [CASE_REGEX]
@@ -40,20 +41,20 @@ trap 'rm -rf "$bin"' EXIT
 nvcc -O3 -std=c++17 -arch=sm_90 -I"$root" -o "$bin/launch_apis" "$programs/launch_apis.cu" || exit 1
 export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
 
-# name | kernel regex | launch | expects a graph launch | program
+# name | kernel regex | launch | expects a graph launch | capture options | program
 cases=(
-  "eager-index-add|indexFuncLargeIndex|1|no|python3 $programs/torch_programs.py eager-index-add"
-  "compiled-index-add|triton_.*index_add|1|no|python3 $programs/torch_programs.py compiled-index-add"
-  "graph-index-add|indexFuncLargeIndex|2|yes|python3 $programs/torch_programs.py graph-index-add"
-  "grid-sample-magnified|grid_sampler_2d_backward|1|no|python3 $programs/torch_programs.py grid-sample-magnified"
-  "grid-sample-minified|grid_sampler_2d_backward|1|no|python3 $programs/torch_programs.py grid-sample-minified"
-  "spawn-bincount|kernelHistogram1D|0|no|bash -c 'exec python3 $programs/torch_programs.py spawn-bincount --elements 4194304'"
-  "jax-scatter|scatter|1|any|python3 $programs/jax_scatter.py"
-  "cupy-p2g|p2g|1|no|python3 $programs/cupy_p2g.py"
-  "cupy-p2g-packed|p2g|1|no|python3 $programs/cupy_p2g.py --packed"
-  "launch-cluster|histogram|1|no|$bin/launch_apis --mode cluster"
-  "launch-cooperative|histogram|1|no|$bin/launch_apis --mode cooperative"
-  "launch-explicit-graph|histogram|1|yes|$bin/launch_apis --mode explicit-graph"
+  "eager-index-add|indexFuncLargeIndex|1|no||python3 $programs/torch_programs.py eager-index-add"
+  "compiled-index-add|triton_.*index_add|1|no||python3 $programs/torch_programs.py compiled-index-add"
+  "graph-index-add|indexFuncLargeIndex|2|yes||python3 $programs/torch_programs.py graph-index-add"
+  "grid-sample-magnified|grid_sampler_2d_backward|1|no||python3 $programs/torch_programs.py grid-sample-magnified"
+  "grid-sample-minified|grid_sampler_2d_backward|1|no||python3 $programs/torch_programs.py grid-sample-minified"
+  "spawn-index-add|indexFuncLargeIndex|0|no|--process spawn_main|bash -c 'exec python3 $programs/torch_programs.py spawn-bincount --elements 4194304'"
+  "jax-scatter|scatter|1|any||python3 $programs/jax_scatter.py"
+  "cupy-p2g|p2g|1|no||python3 $programs/cupy_p2g.py"
+  "cupy-p2g-packed|p2g|1|no||python3 $programs/cupy_p2g.py --packed"
+  "launch-cluster|histogram|1|no||$bin/launch_apis --mode cluster"
+  "launch-cooperative|histogram|1|no||$bin/launch_apis --mode cooperative"
+  "launch-explicit-graph|histogram|1|yes||$bin/launch_apis --mode explicit-graph"
 )
 
 # The kernel each pass selected, and whether it came from a graph, as one line per pass.
@@ -74,15 +75,20 @@ PY
 : > "$dest/suite.txt"
 failures=0
 for entry in "${cases[@]}"; do
-  IFS='|' read -r name kernel launch graph program <<<"$entry"
+  IFS='|' read -r name kernel launch graph options program <<<"$entry"
   [[ $name =~ $only ]] || continue
   out=$dest/$name
   rm -rf "$out"
   mkdir -p "$out/trace"
   verdict=ok times=""
-  for run in "timing,stall $out" "${TRACE_PASSES:-count,trace,counters} $out/trace"; do
+  trace_passes=${TRACE_PASSES:-count,trace,counters}
+  # Nsight Compute cannot place a launch of one of several processes (checked below).
+  [[ $options == *--process* ]] && trace_passes=${trace_passes/,counters/}
+  # SASS counts refuse a node of a graph of several kernels (checked below): the trace alone.
+  [ "$name" = launch-explicit-graph ] && trace_passes=trace
+  for run in "timing,stall $out" "$trace_passes $out/trace"; do
     read -r passes where <<<"$run"
-    if ! eval "\"$capture\" --pass $passes --kernel '$kernel' --launch $launch --timeout 300 --keep-join-input \
+    if ! eval "\"$capture\" --pass $passes --kernel '$kernel' --launch $launch $options --timeout 300 --keep-join-input \
           --out \"$where\" -- $program" > "$where/program.log" 2> "$where/capture.log"; then
       verdict="FAILED $passes: $(tail -1 "$where/capture.log")"
       break
@@ -90,7 +96,9 @@ for entry in "${cases[@]}"; do
     times+=" $(sed -n 's|^atomsim-capture: \([a-z]*\) pass -> .* (\(.*\) s)$|\1 \2|p' "$where/capture.log" | tr '\n' ' ')"
   done
   if [ "$verdict" = ok ]; then
-    kinds=$(selected_kernels "$out/timing.json" "$out/stall.json" "$out/trace/count.json" "$out/trace/trace.json")
+    selected=("$out/timing.json" "$out/stall.json" "$out/trace/trace.json")
+    [ -f "$out/trace/count.json" ] && selected+=("$out/trace/count.json")
+    kinds=$(selected_kernels "${selected[@]}")
     echo "$kinds" > "$out/selected.txt"
     names=$(echo "$kinds" | grep -v '^timing' | sed 's/^[a-z]* \(.*\) graph=.*/\1/' | sort -u | wc -l)
     [ "$names" -eq 1 ] || verdict="FAILED the passes selected different kernels: $(echo "$kinds" | tr '\n' ';')"
@@ -99,27 +107,36 @@ for entry in "${cases[@]}"; do
       [ "$bad" -eq 0 ] || verdict="FAILED graph launch expected: $graph: $(echo "$kinds" | tr '\n' ';')"
     fi
   fi
-  if [ "$verdict" = ok ]; then
+  if [ "$verdict" = ok ] && [ "$name" = launch-explicit-graph ]; then
+    if eval "\"$capture\" --pass count --kernel '$kernel' --launch $launch --out \"$out/trace/count-refused\" -- $program" \
+         >/dev/null 2>"$out/trace/count-refused.log" || ! grep -q "a node of a CUDA graph of 2 kernel nodes" "$out/trace/count-refused.log"; then
+      verdict="FAILED the count pass of a node of a two-kernel graph: $(tail -1 "$out/trace/count-refused.log")"
+    elif ! python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["kernels"][0]["atomic_replay"]["passed"] else 1)' \
+         "$out/trace/trace.json"; then
+      verdict="FAILED the trace's atomic replay"
+    fi
+  elif [ "$verdict" = ok ]; then
     check=$("$atomsim" trace check "$out/trace/trace.atr" --count "$out/trace/count.json" \
             --capture "$out/trace/trace.json" --report "$out/trace/faithfulness.json" 2>&1 | tail -1)
     [[ $check == faithful* ]] || verdict="FAILED trace check: $check"
   fi
-  if [ "$verdict" = ok ] && [ "$name" = spawn-bincount ]; then
-    # Both processes run index_add_: refused without --process, the worker's taken with it.
+  if [ "$verdict" = ok ] && [ "$name" = spawn-index-add ]; then
+    # Both processes run index_add_: the stall pass refuses them without
+    # --process; the timing pass keeps both.
     p=$out/two-processes
     mkdir -p "$p"
-    if eval "\"$capture\" --pass timing,stall --kernel indexFuncLargeIndex --out \"$p\" -- $program" >/dev/null 2>"$p/refused.log"; then
+    if eval "\"$capture\" --pass stall --kernel indexFuncLargeIndex --launch 0 --out \"$p\" -- $program" >/dev/null 2>"$p/refused.log"; then
       verdict="FAILED two processes' launches were not refused"
     elif ! grep -q "processes ran selected launches" "$p/refused.log"; then
       verdict="FAILED refusal: $(tail -1 "$p/refused.log")"
-    elif ! eval "\"$capture\" --pass stall --kernel indexFuncLargeIndex --process spawn_main --out \"$p\" -- $program" \
-         >/dev/null 2>"$p/chosen.log"; then
-      verdict="FAILED --process: $(tail -1 "$p/chosen.log")"
-    elif ! grep -q spawn_main "$p/stall.json"; then
-      verdict="FAILED --process took another process"
-    fi
-    eval "\"$capture\" --pass timing --kernel indexFuncLargeIndex --out \"$p\" -- $program" >/dev/null 2>&1 &&
+    elif eval "\"$capture\" --pass counters --out \"$out/trace\" -- $program" >/dev/null 2>"$p/counters-refused.log" ||
+         ! grep -q "numbers launches across processes" "$p/counters-refused.log"; then
+      verdict="FAILED the counters pass of a launch of one of two processes: $(tail -1 "$p/counters-refused.log")"
+    elif eval "\"$capture\" --pass timing --kernel indexFuncLargeIndex --out \"$p\" -- $program" >/dev/null 2>&1; then
       python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("timing of both:", len(d["processes"]), "processes,", len(d["kernels"]), "launches")' "$p/timing.json" >> "$p/refused.log"
+    else
+      verdict="FAILED the timing pass of both processes"
+    fi
   fi
   rm -f "$out"/trace/trace.atr "$out"/trace/cubin-* "$out"/cubin-*
   [ "$verdict" = ok ] || failures=$((failures + 1))
