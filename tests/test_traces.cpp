@@ -509,6 +509,11 @@ TEST_CASE("SASS text gives op class, registers, width and atomic kind", "[traces
   REQUIRE(classify_opcode("BAR.SYNC.DEFER_BLOCKING") == OpClass::Barrier);
 }
 
+// Two floats as one 8-byte word, the first in the low half.
+static std::uint64_t pack(float lo, float hi) {
+  return std::uint64_t{std::bit_cast<std::uint32_t>(lo)} | std::uint64_t{std::bit_cast<std::uint32_t>(hi)} << 32;
+}
+
 // Triton's scatters add two adjacent floats with one vector RED: one 8-byte
 // operand whose halves add apart (REDG.E.ADD.F32x2 was once read as a 4-byte U32).
 TEST_CASE("a vector float atomic is an 8-byte F32x2 whose halves add apart", "[traces][sass]") {
@@ -518,9 +523,6 @@ TEST_CASE("a vector float atomic is an 8-byte F32x2 whose halves add apart", "[t
   REQUIRE(s.atomic_op == AtomicOp::Add);
   REQUIRE(s.access_bytes == 8);
   REQUIRE(std::string(data_type_name(s.atomic_type)) == "f32x2");
-  auto pack = [](float lo, float hi) {
-    return std::uint64_t{std::bit_cast<std::uint32_t>(lo)} | std::uint64_t{std::bit_cast<std::uint32_t>(hi)} << 32;
-  };
   REQUIRE(add_f32x2(pack(1.5f, -2.0f), pack(0.25f, 3.0f)) == pack(1.75f, 1.0f));
   REQUIRE(atomsim::model::combine_updates(pack(1.0f, 2.0f), pack(3.0f, 4.0f), AtomicOp::Add, DataType::F32x2) ==
           pack(4.0f, 6.0f));
@@ -537,9 +539,6 @@ TEST_CASE("a four-float vector atomic is a 16-byte F32x4 carrying its first pair
   REQUIRE(operand_bytes(DataType::F32x4) == 16);
   REQUIRE(value_bytes(DataType::F32x4) == 8);
   REQUIRE(std::string(data_type_name(s.atomic_type)) == "f32x4");
-  auto pack = [](float lo, float hi) {
-    return std::uint64_t{std::bit_cast<std::uint32_t>(lo)} | std::uint64_t{std::bit_cast<std::uint32_t>(hi)} << 32;
-  };
   REQUIRE(atomsim::model::combine_updates(pack(1.0f, 2.0f), pack(3.0f, 4.0f), AtomicOp::Add, DataType::F32x4) ==
           pack(4.0f, 6.0f));
 }
