@@ -514,31 +514,28 @@ static std::uint64_t pack(float lo, float hi) {
   return std::uint64_t{std::bit_cast<std::uint32_t>(lo)} | std::uint64_t{std::bit_cast<std::uint32_t>(hi)} << 32;
 }
 
-// Triton's scatters add two adjacent floats with one vector RED: one 8-byte
-// operand whose halves add apart (REDG.E.ADD.F32x2 was once read as a 4-byte U32).
-TEST_CASE("a vector float atomic is an 8-byte F32x2 whose halves add apart", "[traces][sass]") {
-  const StaticInst s =
-      parse_sass_instruction("REDG.E.ADD.F32x2.FTZ.RN.STRONG.GPU desc[UR4][R2.64], R4", 0x40);
-  REQUIRE(s.atomic_type == DataType::F32x2);
-  REQUIRE(s.atomic_op == AtomicOp::Add);
-  REQUIRE(s.access_bytes == 8);
-  REQUIRE(std::string(data_type_name(s.atomic_type)) == "f32x2");
+// Triton's scatters add two or four adjacent floats with one vector RED (the
+// two-float one was once read as a 4-byte U32; torch.compile's index_add_ on
+// the H200 uses the four-float one). A record's value is a float pair: all of
+// F32x2's operand, F32x4's first two floats.
+TEST_CASE("vector float atomics decode to their width and add as float pairs", "[traces][sass]") {
+  const struct {
+    const char* sass;
+    DataType type;
+    std::uint32_t bytes;
+    const char* name;
+  } cases[] = {{"REDG.E.ADD.F32x2.FTZ.RN.STRONG.GPU desc[UR4][R2.64], R4", DataType::F32x2, 8, "f32x2"},
+               {"REDG.E.ADD.F32x4.FTZ.RN.STRONG.GPU desc[UR4][R10.64], R32", DataType::F32x4, 16, "f32x4"}};
+  for (const auto& c : cases) {
+    INFO(c.sass);
+    const StaticInst s = parse_sass_instruction(c.sass, 0x40);
+    REQUIRE(s.atomic_type == c.type);
+    REQUIRE(s.atomic_op == AtomicOp::Add);
+    REQUIRE(s.access_bytes == c.bytes);
+    REQUIRE(operand_bytes(c.type) == c.bytes);
+    REQUIRE(value_bytes(c.type) == 8);
+    REQUIRE(std::string(data_type_name(c.type)) == c.name);
+    REQUIRE(atomsim::model::combine_updates(pack(1.0f, 2.0f), pack(3.0f, 4.0f), AtomicOp::Add, c.type) == pack(4.0f, 6.0f));
+  }
   REQUIRE(add_f32x2(pack(1.5f, -2.0f), pack(0.25f, 3.0f)) == pack(1.75f, 1.0f));
-  REQUIRE(atomsim::model::combine_updates(pack(1.0f, 2.0f), pack(3.0f, 4.0f), AtomicOp::Add, DataType::F32x2) ==
-          pack(4.0f, 6.0f));
-}
-
-// Four floats in one RED (torch.compile's index_add_ on the H200): a 16-byte
-// access whose record values are its first two floats' gain.
-TEST_CASE("a four-float vector atomic is a 16-byte F32x4 carrying its first pair", "[traces][sass]") {
-  const StaticInst s =
-      parse_sass_instruction("REDG.E.ADD.F32x4.FTZ.RN.STRONG.GPU desc[UR4][R10.64], R32", 0x8e0);
-  REQUIRE(s.atomic_type == DataType::F32x4);
-  REQUIRE(s.atomic_op == AtomicOp::Add);
-  REQUIRE(s.access_bytes == 16);
-  REQUIRE(operand_bytes(DataType::F32x4) == 16);
-  REQUIRE(value_bytes(DataType::F32x4) == 8);
-  REQUIRE(std::string(data_type_name(s.atomic_type)) == "f32x4");
-  REQUIRE(atomsim::model::combine_updates(pack(1.0f, 2.0f), pack(3.0f, 4.0f), AtomicOp::Add, DataType::F32x4) ==
-          pack(4.0f, 6.0f));
 }

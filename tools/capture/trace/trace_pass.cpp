@@ -341,10 +341,7 @@ std::uint64_t bits_of(trace::DataType t, double v) {
   if (t == trace::DataType::F64) return std::bit_cast<std::uint64_t>(v);
   return std::bit_cast<std::uint32_t>(static_cast<float>(v));
 }
-bool is_wide(trace::DataType t) {
-  return t == trace::DataType::U64 || t == trace::DataType::S64 || t == trace::DataType::F64 ||
-         t == trace::DataType::F32x2;
-}
+bool is_wide(trace::DataType t) { return trace::value_bytes(t) == 8; }
 // The floats a word holds: one, or two for F32x2.
 std::vector<double> reals_of(trace::DataType t, std::uint64_t bits) {
   if (t != trace::DataType::F32x2) return {real_of(t, bits)};
