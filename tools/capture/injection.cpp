@@ -4,6 +4,8 @@
 // writes that pass's JSON (or a one-line error) into the output folder.
 #include <cupti.h>
 
+#include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -40,8 +42,35 @@ nlohmann::json LaunchInfo::to_json() const {
 
 namespace {
 
+// Where a pass spends a program's time, for ATOMSIM_CAPTURE_VERBOSE: the
+// seconds inside each kind of callback, against the process's whole run.
+class CallbackProfile {
+ public:
+  enum Kind { kLaunchBegin, kLaunchEnd, kModuleLoaded, kOther, kKinds };
+  using Clock = std::chrono::steady_clock;
+
+  void add(Kind kind, Clock::time_point since) {
+    seconds_[kind] += std::chrono::duration<double>(Clock::now() - since).count();
+    ++calls_[kind];
+  }
+  void print(const char* pass, double finish_seconds) const {
+    static constexpr std::array<const char*, kKinds> kNames{"launch begin", "launch end", "module loaded", "other"};
+    std::fprintf(stderr, "atomsim-capture: %s pass: %.2f s since injection;", pass,
+                 std::chrono::duration<double>(Clock::now() - start_).count());
+    for (int k = 0; k < kKinds; ++k)
+      std::fprintf(stderr, " %s %.2f s (%llu calls);", kNames[k], seconds_[k], static_cast<unsigned long long>(calls_[k]));
+    std::fprintf(stderr, " finish %.2f s\n", finish_seconds);
+  }
+
+ private:
+  Clock::time_point start_ = Clock::now();
+  std::array<double, kKinds> seconds_{};
+  std::array<std::uint64_t, kKinds> calls_{};
+};
+
 struct Injection {
   Settings settings;
+  CallbackProfile profile;
   std::unique_ptr<CapturePass> pass;
   std::unique_ptr<LaunchSelector> selector;
   CUpti_SubscriberHandle subscriber = nullptr;
@@ -105,6 +134,13 @@ void on_resource(Injection& inj, CUpti_CallbackId cbid, const CUpti_ResourceData
 void CUPTIAPI dispatch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   Injection& inj = *g_injection;
   std::lock_guard lock(inj.mutex);
+  const auto start = CallbackProfile::Clock::now();
+  auto kind = CallbackProfile::kOther;
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
+    kind = static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_ENTER ? CallbackProfile::kLaunchBegin
+                                                                                        : CallbackProfile::kLaunchEnd;
+  else if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED)
+    kind = CallbackProfile::kModuleLoaded;
   try {
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
       on_driver_call(inj, cbid, static_cast<const CUpti_CallbackData*>(data));
@@ -113,6 +149,7 @@ void CUPTIAPI dispatch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
   } catch (const std::exception& e) {
     inj.fail(e.what());
   }
+  inj.profile.add(kind, start);
 }
 
 void write_outputs() {
@@ -120,11 +157,14 @@ void write_outputs() {
   std::lock_guard lock(inj.mutex);
   const char* pass = pass_name(inj.settings.pass);
   nlohmann::json body;
+  const auto finish_start = CallbackProfile::Clock::now();
   try {
     body = inj.pass->finish();
   } catch (const std::exception& e) {
     inj.fail(e.what());
   }
+  if (inj.settings.verbose)
+    inj.profile.print(pass, std::chrono::duration<double>(CallbackProfile::Clock::now() - finish_start).count());
   try {
     ProcessStage::record_launches(inj.settings, *inj.selector);
     if (!inj.first_error.empty()) {

@@ -135,8 +135,13 @@ struct TracePass {
 };
 TracePass* g_pass = nullptr;
 
+// Each line carries the seconds since the library was loaded, to show where a capture's time goes.
+const auto g_loaded_at = std::chrono::steady_clock::now();
+
 void progress(const TracePass& p, const std::string& what) {
-  if (p.settings.verbose) std::fprintf(stderr, "atomsim-capture trace: %s\n", what.c_str());
+  if (p.settings.verbose)
+    std::fprintf(stderr, "atomsim-capture trace: %7.2f s %s\n",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - g_loaded_at).count(), what.c_str());
 }
 
 // Runs cuobjdump with `options` on the cubin and returns what it prints.
