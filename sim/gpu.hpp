@@ -15,7 +15,7 @@
 #include "models/sm/stall.hpp"
 #include "sim/config.hpp"
 #include "sim/engine/stats.hpp"
-#include "tools/compare/measured_costs.hpp"
+#include "sim/compare/measured_costs.hpp"
 #include "traces/reader.hpp"
 
 namespace atomsim {

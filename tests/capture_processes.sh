@@ -25,7 +25,7 @@ echo "{\"pid\": $$, \"parent\": $PPID, \"command\": \"$1\"}" > "$stage/process.j
 echo "{\"seen\": $2, \"matching\": $3, \"selected\": $3}" > "$stage/launches.json"
 [ "$3" -gt 0 ] || exit 0
 start=$((1000 + $$))
-echo "{\"pass\": \"$ATOMSIM_CAPTURE_PASS\", \"selection\": {\"launches_seen\": $2, \"launches_selected\": $3}, \"cubins\": [], \"kernels\": [{\"launch\": 0, \"name\": \"k\", \"mangled\": \"k\", \"start_ns\": $start}]}" \
+echo "{\"pass\": \"$ATOMSIM_CAPTURE_PASS\", \"selection\": {\"launches_seen\": $2, \"launches_selected\": $3}, \"cubins\": [], \"kernels\": [{\"launch\": 0, \"name\": \"k\", \"mangled\": \"k\", \"pcs\": [], \"start_ns\": $start}]}" \
   > "$stage/$ATOMSIM_CAPTURE_PASS.json"
 echo cubin > "$stage/cubin-$$.cubin"
 SH

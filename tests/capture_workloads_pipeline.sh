@@ -15,7 +15,7 @@ set -euo pipefail
 root=$1 atomsim=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-src=$root/traces/h100/regressions/pytorch/scatter-add-random
+src=$root/traces/datasets/h100/regressions/pytorch/scatter-add-random
 mkdir -p "$work/cap" "$work/bin"
 # The stand-in notes which GPU each pass was given, and fails where FAIL_KERNEL names its folder.
 cat > "$work/cap/atomsim-capture" <<STANDIN

@@ -143,7 +143,7 @@ inline std::vector<std::pair<std::uint64_t, std::uint64_t>> branches_of(const st
 
 // The name, in a cuobjdump listing, of the function whose mangled name ends in
 // `mangled_tail` (a probe's anonymous namespace puts a hash in the rest); by a
-// listing of the probes under traces/h100/latency.
+// listing of the probes under traces/datasets/h100/latency.
 inline std::string function_named(const std::string& listing, const std::string& mangled_tail) {
   const auto at = listing.find(mangled_tail);
   if (at == std::string::npos) throw std::invalid_argument("no function ending in " + mangled_tail + " in the listing");
@@ -151,22 +151,22 @@ inline std::string function_named(const std::string& listing, const std::string&
   return listing.substr(begin, at + mangled_tail.size() - begin);
 }
 inline std::string probe_function(const std::string& listing_file, const std::string& mangled_tail) {
-  return function_named(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/" + listing_file), mangled_tail);
+  return function_named(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/" + listing_file), mangled_tail);
 }
 
 // That function's program.
 inline std::vector<trace::StaticInst> probe_program(const std::string& listing_file, const std::string& mangled_tail) {
-  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/" + listing_file);
+  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/" + listing_file);
   return trace::parse_sass_function(listing, probe_function(listing_file, mangled_tail));
 }
 
 // The innermost loop (the shortest backward branch and what it jumps over) of
-// `function` in a cuobjdump listing of the probes under traces/h100/latency;
+// `function` in a cuobjdump listing of the probes under traces/datasets/h100/latency;
 // with `timed`, the innermost of those between the function's first two clock
 // reads (the loop a probe times, not one that prepares its data).
 inline std::vector<trace::StaticInst> innermost_loop(const std::string& listing_file, const std::string& function,
                                                      bool timed = false) {
-  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/" + listing_file);
+  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/" + listing_file);
   const auto program = trace::parse_sass_function(listing, function);
   std::uint64_t first = 0, last = ~std::uint64_t(0);
   if (timed) {
@@ -190,7 +190,7 @@ inline std::vector<trace::StaticInst> innermost_loop(const std::string& listing_
 // listing, and what it jumps over: of a kernel with a loop for each of its
 // warps' kinds, the one a kind runs.
 inline std::vector<trace::StaticInst> nth_loop(const std::string& listing_file, const std::string& function, std::size_t n) {
-  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/" + listing_file);
+  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/" + listing_file);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> loops;
   for (const auto& [from, to] : branches_of(listing, function))
     if (to < from) loops.emplace_back(from, to);

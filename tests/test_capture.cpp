@@ -53,7 +53,7 @@ TEST_CASE("Capture: launches are selected by name and index among matches", "[ca
 // Only modules that define a selected kernel are patched (trace pass) and
 // kept (count pass): a PyTorch program loads thousands of kernels.
 TEST_CASE("Capture: a cubin is known to hold a selected kernel from its symbol table", "[capture]") {
-  std::ifstream in(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/grid/cubin-f5ed83bc.cubin", std::ios::binary);
+  std::ifstream in(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/microbench/grid/cubin-f5ed83bc.cubin", std::ios::binary);
   const std::string cubin((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   REQUIRE(cubin.size() > 1000);
   setenv(kEnvPass, "count", 1);

@@ -109,6 +109,19 @@ TEST_CASE("CLI: damaged or missing traces fail with the offset, and leave no out
   r = cli("trace validate " + cut);
   REQUIRE(r.code == 1);
   REQUIRE(r.err.find(cut) != std::string::npos);
+
+  // Damage found while the simulation runs stops it: still one line, no SystemC note.
+  std::string damaged = testing::temp_trace("damaged.trace");
+  {
+    std::string bytes = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/regressions/divergence/sparse_loop/trace.atr");
+    bytes[bytes.size() / 2] ^= 0xff;
+    std::ofstream(damaged, std::ios::binary) << bytes;
+  }
+  r = cli("run -q --trace " + damaged);
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err_lines() == 1);
+  REQUIRE(r.err.find("corrupt chunk payload") != std::string::npos);
+  std::remove(damaged.c_str());
   r = cli("trace info /nonexistent.trace");
   REQUIRE(r.code == 1);
   REQUIRE(r.err.find("/nonexistent.trace") != std::string::npos);
@@ -209,7 +222,7 @@ TEST_CASE("CLI: the H200's grid, where one-lane REDs spread over 94 slices, is t
   std::string json = testing::temp_trace("compare-h200.json");
   auto error = [&](const std::string& set) {
     CliResult r = cli(std::string("compare -q -d ") + ATOMSIM_SOURCE_DIR +
-                      "/traces/h200/microbench/grid --only 'baseline-lpp1-af0.25' " + set + " --json " + json);
+                      "/traces/datasets/h200/microbench/grid --only 'baseline-lpp1-af0.25' " + set + " --json " + json);
     REQUIRE(r.code == 0);
     auto doc = nlohmann::json::parse(slurp(json));
     REQUIRE(doc["kernels"].size() == 1);
@@ -225,7 +238,7 @@ TEST_CASE("CLI: the H200's grid, where one-lane REDs spread over 94 slices, is t
 
 TEST_CASE("CLI: compare simulates dataset kernels and writes the table, JSON and plot", "[cli][compare]") {
   std::string json = testing::temp_trace("compare.json"), svg = testing::temp_trace("compare.svg");
-  CliResult r = cli(std::string("compare -q -d ") + ATOMSIM_SOURCE_DIR + "/traces/h100/microbench/grid --only 'lpp1-af0.25' " +
+  CliResult r = cli(std::string("compare -q -d ") + ATOMSIM_SOURCE_DIR + "/traces/datasets/h100/microbench/grid --only 'lpp1-af0.25' " +
                     "--instructions 4 --json " + json + " --plot " + svg);
   REQUIRE(r.code == 0);
   REQUIRE(r.out.find("summary: cycles mean |error|") != std::string::npos);
@@ -252,7 +265,7 @@ TEST_CASE("CLI: compare simulates dataset kernels and writes the table, JSON and
   REQUIRE(doc["overrides"].empty());
   REQUIRE(r.out.find("simulated with h100\n") != std::string::npos);
   // What a comparison was simulated with, overrides included, heads its table and its JSON.
-  CliResult overridden = cli(std::string("compare -q -d ") + ATOMSIM_SOURCE_DIR + "/traces/h100/microbench/grid --only 'swb-lpp1-af0.25' " +
+  CliResult overridden = cli(std::string("compare -q -d ") + ATOMSIM_SOURCE_DIR + "/traces/datasets/h100/microbench/grid --only 'swb-lpp1-af0.25' " +
                              "--set gpu.lookahead_cycles=4 --set l2.rop_units_per_slice=2 --json " + json);
   REQUIRE(overridden.code == 0);
   REQUIRE(overridden.out.find("simulated with h100 (--set gpu.lookahead_cycles=4, --set l2.rop_units_per_slice=2)\n") !=
@@ -261,12 +274,12 @@ TEST_CASE("CLI: compare simulates dataset kernels and writes the table, JSON and
           nlohmann::json::array({"gpu.lookahead_cycles=4", "l2.rop_units_per_slice=2"}));
   // Generated kernels in child processes, two at a time: the same table.
   CliResult parallel = cli(std::string("compare -q -j 2 -d ") + ATOMSIM_SOURCE_DIR +
-                           "/traces/h100/microbench/grid --only 'lpp1-af0.25' --instructions 4");
+                           "/traces/datasets/h100/microbench/grid --only 'lpp1-af0.25' --instructions 4");
   REQUIRE(parallel.code == 0);
   REQUIRE(parallel.out == r.out);
   std::remove(json.c_str());
   std::remove(svg.c_str());
-  CliResult bad = cli(std::string("compare -d ") + ATOMSIM_SOURCE_DIR + "/traces/h100/microbench/grid --only nothing-like-this");
+  CliResult bad = cli(std::string("compare -d ") + ATOMSIM_SOURCE_DIR + "/traces/datasets/h100/microbench/grid --only nothing-like-this");
   REQUIRE(bad.code == 1);
   REQUIRE(bad.err_lines() == 1);
   REQUIRE(bad.err.find("matches no kernel given") != std::string::npos);
@@ -275,7 +288,7 @@ TEST_CASE("CLI: compare simulates dataset kernels and writes the table, JSON and
 // A library kernel of a PyTorch program (workloads/pytorch/scatter_add.py),
 // captured on the H100 with three index patterns, grouped by a manifest.
 TEST_CASE("CLI: compare simulates kernels captured from any program, with speedups over a named baseline", "[cli][compare]") {
-  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/regressions/pytorch";
+  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/regressions/pytorch";
   std::string json = testing::temp_trace("compare-captures.json");
   CliResult r = cli("compare -q --manifest " + dir + "/manifest.json --only 'random|sorted' --json " + json);
   REQUIRE(r.code == 0);
@@ -323,7 +336,7 @@ TEST_CASE("CLI: compare simulates kernels captured from any program, with speedu
   }
   std::remove(json.c_str());
 
-  CliResult both = cli("compare -q -d " + std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/grid " + dir + "/scatter-add-few");
+  CliResult both = cli("compare -q -d " + std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/microbench/grid " + dir + "/scatter-add-few");
   REQUIRE(both.code == 1);
   REQUIRE(both.err.find("either --dataset or capture folders") != std::string::npos);
   CliResult no_trace = cli("compare -q " + dir);
@@ -344,7 +357,7 @@ TEST_CASE("CLI: compare simulates kernels captured from any program, with speedu
 TEST_CASE("CLI: compare --against traced sets each kernel beside the launch its trace holds", "[cli][compare]") {
   // The 3DGS regime's training steps get faster launch by launch: the traced
   // second step is not the median of the eleven.
-  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/workloads";
+  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/workloads";
   const std::string capture = dir + "/splat3d-volume/sws/backward";
   const std::string json = testing::temp_trace("compare-against-traced.json");
   CliResult r = cli("compare -q --saved --against traced " + capture + " --json " + json);
@@ -377,7 +390,7 @@ TEST_CASE("CLI: compare --against traced sets each kernel beside the launch its 
   REQUIRE(other_sequence.code == 1);
   REQUIRE(other_sequence.err_lines() == 1);
   REQUIRE(other_sequence.err.find("sparse/baseline/restrict/timing.json: no timed launch 1 of the kernel") != std::string::npos);
-  CliResult grid = cli("compare -q --against traced --dataset " + std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/grid");
+  CliResult grid = cli("compare -q --against traced --dataset " + std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/microbench/grid");
   REQUIRE(grid.code == 1);
   REQUIRE(grid.err.find("--against traced compares with the launch a capture traced") != std::string::npos);
   CliResult unknown = cli("compare -q --saved --against mean " + capture);
@@ -387,7 +400,7 @@ TEST_CASE("CLI: compare --against traced sets each kernel beside the launch its 
 
 TEST_CASE("CLI: compare --saved sets captures' saved simulations beside their measurements without their traces", "[cli][compare]") {
   // The full-size dataset keeps no traces; each folder keeps the comparison made where it was traced.
-  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/workloads";
+  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/workloads";
   const std::string json = testing::temp_trace("compare-saved.json");
   // Without --saved, a capture needs its trace (a copy without it, whatever this checkout keeps).
   const std::string untraced_dir = testing::temp_trace("untraced-capture");
@@ -445,7 +458,7 @@ TEST_CASE("CLI: compare --saved sets captures' saved simulations beside their me
   // Compared now, then read back: the comparison names the revision that simulated it.
   const std::string copy = testing::temp_trace("saved-copy");
   std::filesystem::remove_all(copy);
-  std::filesystem::copy(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/regressions/pytorch/scatter-add-few", copy,
+  std::filesystem::copy(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/regressions/pytorch/scatter-add-few", copy,
                         std::filesystem::copy_options::recursive);
   REQUIRE(cli("compare -q " + copy + " --json " + copy + "/compare.json").code == 0);
   const std::string revision = nlohmann::json::parse(slurp(copy + "/compare.json"))["kernels"][0]["simulated"]["revision"];

@@ -11,9 +11,9 @@
 #include "models/dispatch/cta_dispatcher.hpp"
 #include "sim/config.hpp"
 #include "sim_helpers.hpp"
-#include "tools/capture/document.hpp"
-#include "tools/compare/comparison.hpp"
-#include "tools/compare/faithfulness.hpp"
+#include "traces/capture_document.hpp"
+#include "sim/compare/comparison.hpp"
+#include "tools/capture/faithfulness.hpp"
 
 using namespace atomsim;
 using namespace atomsim::compare;
@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kGrid = fs::path(ATOMSIM_SOURCE_DIR) / "traces/h100/microbench/grid";
+const fs::path kGrid = fs::path(ATOMSIM_SOURCE_DIR) / "traces/datasets/h100/microbench/grid";
 
 nlohmann::json read(const fs::path& p) { return atomsim::compare::read_json(p); }
 
@@ -146,7 +146,7 @@ TEST_CASE("Comparison rows: errors, speedups over the same-shape baseline, summa
 }
 
 TEST_CASE("Every committed captured trace is faithful to the H100's count pass and atomic replay", "[compare][faithfulness]") {
-  const fs::path dir = fs::path(ATOMSIM_SOURCE_DIR) / "traces/h100/microbench/traces";
+  const fs::path dir = fs::path(ATOMSIM_SOURCE_DIR) / "traces/datasets/h100/microbench/traces";
   std::ifstream manifest_file(dir / "manifest.json");
   const auto manifest = nlohmann::json::parse(manifest_file);
   std::size_t checked = 0;
@@ -167,7 +167,7 @@ TEST_CASE("Every committed captured trace is faithful to the H100's count pass a
 }
 
 TEST_CASE("A trace set beside another launch's counts is not faithful", "[compare][faithfulness][errors]") {
-  const fs::path dir = fs::path(ATOMSIM_SOURCE_DIR) / "traces/h100/microbench/traces";
+  const fs::path dir = fs::path(ATOMSIM_SOURCE_DIR) / "traces/datasets/h100/microbench/traces";
   // Same kernel, other parameters: the counts differ.
   FaithfulnessReport r = check_faithfulness(dir / "baseline-lpp1-af1.0-thr8/trace.atr", 0,
                                             dir / "baseline-lpp1-af0.25-thr8/count.json", {}, {});
@@ -187,7 +187,7 @@ TEST_CASE("A trace set beside another launch's counts is not faithful", "[compar
 // rule, with the timing pass holding at least two launches of it (the first
 // warms up), and its count and trace passes, where taken, of that same configuration.
 TEST_CASE("The full-size workload dataset fills the H100 with every kernel it measured", "[compare][dataset]") {
-  const fs::path root = fs::path(ATOMSIM_SOURCE_DIR) / "traces/h100/workloads";
+  const fs::path root = fs::path(ATOMSIM_SOURCE_DIR) / "traces/datasets/h100/workloads";
   const GpuParams h100 = load_gpu_params("h100", {});
   const model::SmLimits limits{h100.sm.max_warps, h100.sm.max_ctas, h100.sm.registers,
                                h100.sm.register_allocation_unit, h100.sm.shared_memory_bytes};
@@ -227,7 +227,7 @@ TEST_CASE("The full-size workload dataset fills the H100 with every kernel it me
 // whose dimension loop reports nothing to the trace pass: the count pass's
 // trip counts let the join place it, and the trace is exact in every class.
 TEST_CASE("A PyTorch library kernel captured on the H100 is faithful and exact", "[compare][faithfulness]") {
-  const fs::path root = fs::path(ATOMSIM_SOURCE_DIR) / "traces/h100/regressions/pytorch";
+  const fs::path root = fs::path(ATOMSIM_SOURCE_DIR) / "traces/datasets/h100/regressions/pytorch";
   for (const char* pattern : {"random", "sorted", "few"}) {
     const fs::path d = root / (std::string("scatter-add-") + pattern) / "trace";
     INFO(d.string());
@@ -242,7 +242,7 @@ TEST_CASE("A PyTorch library kernel captured on the H100 is faithful and exact",
 // Kernels of our own whose warps diverge the ways real kernels do
 // (workloads/divergence), captured on the H100 by tools/capture/capture_regressions.sh.
 TEST_CASE("Divergent kernels captured on the H100 are faithful", "[compare][faithfulness]") {
-  const fs::path root = fs::path(ATOMSIM_SOURCE_DIR) / "traces/h100/regressions/divergence";
+  const fs::path root = fs::path(ATOMSIM_SOURCE_DIR) / "traces/datasets/h100/regressions/divergence";
   std::size_t checked = 0;
   for (const char* kernel : {"early_exit", "lane_loops", "nested", "partial_atomics", "sync_under_divergence", "sparse_loop"}) {
     const fs::path d = root / kernel;
@@ -265,7 +265,7 @@ TEST_CASE("Divergent kernels captured on the H100 are faithful", "[compare][fait
 // of a microbenchmark launch equal those of the eager patching it replaced.
 TEST_CASE("The count pass patching lazily counts what eager patching counted", "[compare][faithfulness]") {
   auto load = [](const fs::path& p) { return read(p)["kernels"][0]; };
-  const fs::path h100 = fs::path(ATOMSIM_SOURCE_DIR) / "traces/h100";
+  const fs::path h100 = fs::path(ATOMSIM_SOURCE_DIR) / "traces/datasets/h100";
   nlohmann::json lazy = load(h100 / "regressions/microbench-count-lazy/count.json");
   nlohmann::json eager = load(h100 / "microbench/grid/sws-lpp32-af0.5-thr8/count.json");
   REQUIRE(lazy["name"] == eager["name"]);
@@ -306,7 +306,7 @@ TEST_CASE("Timing-dependent instructions excuse only themselves", "[compare][fai
 }
 
 TEST_CASE("A capture's launches are matched to its trace across builds that hash anonymous namespaces apart", "[compare][capture]") {
-  const fs::path source = fs::path(ATOMSIM_SOURCE_DIR) / "traces/h100/regressions/pytorch/scatter-add-random";
+  const fs::path source = fs::path(ATOMSIM_SOURCE_DIR) / "traces/datasets/h100/regressions/pytorch/scatter-add-random";
   const fs::path dir = testing::temp_trace("anonymous");
   fs::create_directories(dir / "trace");
   fs::copy_file(source / "stall.json", dir / "stall.json");

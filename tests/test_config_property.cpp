@@ -63,7 +63,7 @@ std::string property_trace() {
   micro.threshold = 8;
   trace::TraceWriter writer(path);
   for (const auto& k : workloads::microbench_variants(micro, "all")) workloads::write_microbench_kernel(k, writer);
-  trace::TraceReader captured(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/regressions/divergence/partial_atomics/trace.atr");
+  trace::TraceReader captured(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/regressions/divergence/partial_atomics/trace.atr");
   trace::KernelInfo info = captured.kernel(0);
   info.grid = {6, 1, 1};
   writer.begin_kernel(info);

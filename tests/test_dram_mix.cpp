@@ -1,4 +1,4 @@
-// The dram_mix probe (workloads/latency/dram_mix.cu, traces/h100/latency/
+// The dram_mix probe (workloads/latency/dram_mix.cu, traces/datasets/h100/latency/
 // dram_mix.json, dram_mix-32.json and ncu-dram-mix*.csv) simulated from its own
 // SASS: what a load that misses reads from DRAM, and what DRAM's channels take
 // at mixes of reads and writes of lines no launch touched.
@@ -128,7 +128,7 @@ MixRun scattered_reds(const GpuParams& params) {
 // at the L2 fetch granularity the run had.
 double measured_accesses_per_ns(const MixPoint& m, int granularity) {
   const std::string file = granularity == 64 ? "dram_mix.json" : "dram_mix-32.json";
-  const auto doc = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/" + file));
+  const auto doc = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/" + file));
   for (const auto& p : doc.at("points"))
     if (p.at("reads") == m.reads && p.at("writes") == m.writes && p.at("bytes") == m.bytes && p.at("granularity") == granularity)
       return p.at("accesses_per_ns").get<double>();
@@ -144,7 +144,7 @@ double measured_sectors_read_per_load(const MixPoint& m, int granularity) {
       m.bytes == 4 ? std::string("scattered_reds") : fmt::format("void mixed_sectors<{} {} {}>", m.reads, m.writes, m.bytes);
   const double loads = m.bytes == 4 ? 132.0 * 32 * 64 * 4 * 32 : 132.0 * 32 * 512 * (32 / (m.bytes / 16));
   int launch = 0;
-  for (const auto& l : ncu_launches(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/" + file))
+  for (const auto& l : ncu_launches(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/" + file))
     if (l.at("Kernel Name").rfind(kernel, 0) == 0 && l.at("Metric Name") == "dram__sectors_read.sum" && launch++ == 1)
       return std::stod(l.at("Metric Value")) / loads;
   FAIL("no second launch of " + kernel + " in " + file);

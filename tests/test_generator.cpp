@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "sim_helpers.hpp"
-#include "tools/compare/measured.hpp"
+#include "sim/compare/measured.hpp"
 #include "traces/reader.hpp"
 #include "traces/validate.hpp"
 #include "traces/writer.hpp"
@@ -22,7 +22,7 @@ namespace {
 
 // smsp__inst_executed.sum per (variant, lanes per primitive), as measured on the H100.
 std::map<std::pair<std::string, int>, double> measured_instructions() {
-  std::ifstream in(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/probe/ncu.csv");
+  std::ifstream in(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/microbench/probe/ncu.csv");
   REQUIRE(in);
   std::map<std::pair<std::string, int>, double> out;
   std::string line;
@@ -118,7 +118,7 @@ TEST_CASE("generator parameters are checked", "[generator][errors]") {
 TEST_CASE("generated streams match the H100's count pass in warp and predicate-on thread instructions", "[generator]") {
   // Configurations of the committed grid (264 CTAs x 8 warps, 8 iterations): every
   // variant, same-address and distinct-address, at two activities.
-  const std::string grid = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/grid/";
+  const std::string grid = std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/microbench/grid/";
   for (const char* id : {"baseline-lpp32-af0.5-thr8", "swb-lpp32-af0.5-thr8", "sws-lpp32-af0.5-thr8",
                          "baseline-lpp1-af0.25-thr8", "swb-lpp1-af0.25-thr8", "sws-lpp1-af0.25-thr8"}) {
     auto counted = atomsim::compare::read_json(grid + id + "/count.json")["kernels"][0];

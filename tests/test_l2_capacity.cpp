@@ -1,5 +1,5 @@
 // The L2 capacity probe (workloads/latency/l2_capacity.cu,
-// traces/h100/latency/ncu-l2-capacity.csv) simulated: every SM's warps read,
+// traces/datasets/h100/latency/ncu-l2-capacity.csv) simulated: every SM's warps read,
 // or write whole lines of, the first F MB of a buffer twice, in a grid-stride
 // order; what the second pass moves from and to DRAM says how much of the
 // footprint the L2 kept.
@@ -63,7 +63,7 @@ std::pair<double, double> second_pass_dram(const GpuParams& params, bool write, 
 
 TEST_CASE("L2 capacity: what the probe's second pass moves to and from DRAM, simulated beside the H100", "[.][l2-capacity-table]") {
   // One metric a line: "Run","ID",...,"Metric Name","Metric Unit","Metric Value".
-  std::ifstream csv(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/ncu-l2-capacity.csv");
+  std::ifstream csv(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/ncu-l2-capacity.csv");
   std::vector<std::pair<std::string, std::map<std::string, double>>> runs;
   std::vector<std::string> header;
   for (std::string line; std::getline(csv, line);) {

@@ -879,10 +879,10 @@ TEST_CASE("L1: updates of one word leave same_word_interval apart, other words' 
 }
 
 // Nsight Compute's counts on the H100 for ten lane patterns
-// (traces/h100/microbench/red_requests, workloads/microbench/red_requests.cu):
+// (traces/datasets/h100/microbench/red_requests, workloads/microbench/red_requests.cu):
 // the L1 model sends, per RED instruction, the L2 requests and sectors the GPU did.
 TEST_CASE("L1: RED requests and sectors per instruction match the H100 on every probed lane pattern", "[models][l1]") {
-  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/red_requests/";
+  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/microbench/red_requests/";
   const auto launches = testing::ncu_launches(dir + "ncu.csv");
   const auto patterns = nlohmann::json::parse(std::ifstream(dir + "patterns.json"))["patterns"];
   REQUIRE(launches.size() == patterns.size());

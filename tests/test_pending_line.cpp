@@ -1,5 +1,5 @@
 // The pending_line probe (workloads/latency/pending_line.cu,
-// traces/h100/latency/pending_line.json and ncu-pending-line.csv) simulated
+// traces/datasets/h100/latency/pending_line.json and ncu-pending-line.csv) simulated
 // from its own SASS: an SM's warps loading one line at once.
 #include <catch2/catch.hpp>
 
@@ -70,7 +70,7 @@ PendingLoads pending_loads(const GpuParams& params, const std::string& mode, std
 }  // namespace
 
 TEST_CASE("pending_line probe: every point simulated", "[.][pending-line-table]") {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/pending_line.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/pending_line.json"));
   const auto params = h100_with({});
   std::printf("| mode | warps | H100 mean cycles | model | error | model L2 reads |\n|---|---|---|---|---|---|\n");
   for (const auto& p : measured["points"]) {
@@ -87,7 +87,7 @@ TEST_CASE("pending_line probe: an SM's 32 warps loading one line send the L2 one
   const PendingLoads line = pending_loads(params, "line", 32), own = pending_loads(params, "own", 32);
   CHECK(line.l2_requests == params.sms);
   CHECK(own.l2_requests == 32.0 * params.sms);
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/pending_line.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/pending_line.json"));
   for (const auto& p : measured["points"]) {
     if (p["warps"] != 32 || p["mode"] == "word") continue;
     INFO(p["mode"].get<std::string>() << ": H100 " << p["mean_cycles"].get<double>() << " cycles a warp");

@@ -1,4 +1,4 @@
-// The RED probe (workloads/latency/red_issue.cu, traces/h100/latency/red_issue.json)
+// The RED probe (workloads/latency/red_issue.cu, traces/datasets/h100/latency/red_issue.json)
 // simulated from its own SASS.
 #include <catch2/catch.hpp>
 
@@ -15,7 +15,7 @@ using namespace atomsim::testing;
 
 namespace {
 
-const std::string kListing = "/traces/h100/latency/red_issue.sass";
+const std::string kListing = "/traces/datasets/h100/latency/red_issue.sass";
 
 struct RedRates {
   double issued = 0, applied = 0;  // REDs per SM cycle, per CTA
@@ -119,7 +119,7 @@ RedRates red_issue_rates(const GpuParams& params, bool returns, std::uint32_t la
 // Part one's points of one SM with 32 warps, REDs or ATOMs (`returns`), of
 // the given shapes: each applied rate within `tolerance` of the H100's; how many.
 int one_sm_points_within(bool returns, const std::set<std::string>& shapes, double tolerance) {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/red_issue.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/red_issue.json"));
   const auto params = h100_with({});
   int checked = 0;
   for (const auto& p : measured["issue"]) {
@@ -138,7 +138,7 @@ int one_sm_points_within(bool returns, const std::set<std::string>& shapes, doub
 
 // Part one against the model: tests/atomsim_tests "[red-issue-table]".
 TEST_CASE("RED probe: the REDs one SM and every SM issue and apply, every point simulated", "[.][red-issue-table]") {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/red_issue.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/red_issue.json"));
   const auto params = h100_with({});
   std::printf("| op | shape | SMs | warps | H100 issued / SM cycle | model | error | H100 applied / SM cycle | model | error |\n"
               "|---|---|---|---|---|---|---|---|---|---|\n");
@@ -349,7 +349,7 @@ Percentiles cta_period_cycles(const GpuParams& params, bool one_word, std::uint3
 
 // Parts three and four against the model: tests/atomsim_tests "[red-issue-steps]".
 TEST_CASE("RED probe: an atomic's round trip and a memory instruction's operands, simulated", "[.][red-issue-steps]") {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/red_issue.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/red_issue.json"));
   const auto params = h100_with({});
   std::printf("| step | H100 cycles | model |\n|---|---|---|\n");
   for (bool atomic : {true, false})
@@ -382,7 +382,7 @@ TEST_CASE("RED probe: an atomic's round trip and a memory instruction's operands
 
 // The done latency is fitted on part five's one-warp CTA without REDs.
 TEST_CASE("RED probe: a one-warp CTA without REDs gives its place to the next CTA in the H100's time", "[models][dispatch]") {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/red_issue.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/red_issue.json"));
   for (const auto& p : measured["cta_period"])
     if (p["warps_per_cta"] == 1 && p["reds_per_warp"] == 0 && !p["store_at_end"].get<bool>())
       CHECK(cta_period_cycles(h100_with({}), false, 1, 0, false).median == Approx(p["period_cycles"].get<double>()).epsilon(0.03));
@@ -394,7 +394,7 @@ TEST_CASE("RED probe: a one-warp CTA without REDs gives its place to the next CT
 // CTAs finished in a third of the time, and the median SM's at 0.37x).
 TEST_CASE("RED probe: CTAs whose REDs crowd the slices, or one word, give their places to the next in the H100's time",
           "[models][memory]") {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/red_issue.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/red_issue.json"));
   int checked = 0;
   for (const auto& p : measured["cta_period"]) {
     if (p["warps_per_cta"] != 4 || p["reds_per_warp"] < 4) continue;
@@ -408,7 +408,7 @@ TEST_CASE("RED probe: CTAs whose REDs crowd the slices, or one word, give their 
 }
 
 TEST_CASE("RED probe: a dependent ATOM's round trip and a RED's operands take the H100's time", "[models][memory]") {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/red_issue.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/red_issue.json"));
   const auto params = h100_with({});
   CHECK(chain_step_cycles(params, true) == Approx(measured["round_trip"]["atom_cycles"].get<double>()).epsilon(0.03));
   CHECK(chain_step_cycles(params, false) == Approx(measured["round_trip"]["load_cg_cycles"].get<double>()).epsilon(0.03));
@@ -507,7 +507,7 @@ KernelRun simulate_red_requests(const GpuParams& params, const std::string& list
 
 }  // namespace
 
-// The red_requests probe's ten lane patterns (traces/h100/microbench/red_requests):
+// The red_requests probe's ten lane patterns (traces/datasets/h100/microbench/red_requests):
 // CTAs of 8 warps, each warp 64 REDs into its own 4 KB, lane l onto word
 // (l / lanes_per_word) x word_stride; 528 CTAs (four an SM), and from the
 // slices' counters run 132 (one an SM) and 53 (53 SMs), 1 to 66, and one CTA
@@ -517,7 +517,7 @@ KernelRun simulate_red_requests(const GpuParams& params, const std::string& list
 // profiled launch lasts longer than an unprofiled one by a constant that the
 // small launches feel most (a second error column adds it to the model's).
 TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-requests-time]") {
-  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/red_requests/";
+  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/microbench/red_requests/";
   const GpuParams params = h100_with({});
   const double l2_clocks_per_cycle = params.l2.lookups_per_cycle;  // one lookup an L2 clock
   const std::string listing = slurp(dir + "slices/red_requests.sass");
@@ -529,12 +529,12 @@ TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-reques
   // What a profiled launch costs beyond the unprofiled one the model's launch
   // is fitted on: an empty kernel's median under Nsight Compute
   // (one_sm/ncu-empty.csv) less the 1,711 cycles its timing pass gives
-  // (traces/h100/latency/launch_overhead.json), about 2,300 SM cycles.
+  // (traces/datasets/h100/latency/launch_overhead.json), about 2,300 SM cycles.
   std::vector<double> empty;
   for (const auto& launch : ncu_launches(dir + "one_sm/ncu-empty.csv")) empty.push_back(ncu_value(launch, "sm__cycles_elapsed.avg"));
   REQUIRE(!empty.empty());
   std::sort(empty.begin(), empty.end());
-  const auto launches_timed = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/launch_overhead.json"));
+  const auto launches_timed = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/launch_overhead.json"));
   const double profiled_extra = empty[empty.size() / 2] - launches_timed["empty_kernel"][0]["median_cycles"].get<double>();
   std::printf("| CTAs | warps a CTA | lanes per word | word stride | requests per RED | H100 L2 cycles | model | error | with the profiled "
               "launch's %.0f SM cycles | busiest slice, H100 | model | its L2 cycles a request, H100 | model |\n"
@@ -565,12 +565,12 @@ TEST_CASE("RED requests probe: every pattern's time, simulated", "[.][red-reques
 }
 
 // The same ten patterns from every SM as ATOMs whose old values the warp sums
-// and as REDs, one start of the H100 (traces/h100/microbench/red_requests/atom:
+// and as REDs, one start of the H100 (traces/datasets/h100/microbench/red_requests/atom:
 // red_requests_probe.sh OUT 528 256 [--op atom]): each pattern's time in L2
 // cycles, the ATOMs' over the REDs', on the H100 and in the model. The table:
 // tests/atomsim_tests "[red-requests-atom]" -s.
 TEST_CASE("RED requests probe: ATOMs against REDs from every SM, simulated", "[.][red-requests-atom]") {
-  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/red_requests/atom/";
+  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/microbench/red_requests/atom/";
   const GpuParams params = h100_with({});
   const std::string listing = slurp(dir + "red_requests.sass");
   const auto reds = ncu_launches(dir + "ncu-red.csv"), atoms = ncu_launches(dir + "ncu.csv");
@@ -595,7 +595,7 @@ TEST_CASE("RED requests probe: ATOMs against REDs from every SM, simulated", "[.
 
 namespace {
 
-// One SM (traces/h100/microbench/red_requests/one_sm, red_requests_probe.sh
+// One SM (traces/datasets/h100/microbench/red_requests/one_sm, red_requests_probe.sh
 // OUT 1 THREADS ...): what a warp's update costs the SM, as the difference
 // between 256 and 64 updates a warp over the 192 more the SM's warps send, so
 // that what a launch costs besides (a profiled launch ends about 3,700 SM
@@ -608,7 +608,7 @@ struct OneSmRate {
 };
 
 std::vector<OneSmRate> one_sm_rates(const GpuParams& params) {
-  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/red_requests/one_sm/";
+  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/microbench/red_requests/one_sm/";
   const std::string listing = slurp(dir + "red_requests.sass");
   std::vector<OneSmRate> out;
   for (const std::string set : {"t32", "t64", "t128", "t256", "t1024", "t32-r2", "t32-r4", "t64-w2", "t256-w8", "t32-store"}) {
@@ -658,12 +658,12 @@ TEST_CASE("RED requests probe, one SM: what an update costs the SM is the H100's
 
 // How evenly the probe's atomics spread over the slices: the busiest slice's
 // atomic input over the mean, on the H100 (lts__d_atomic_input_cycles_active,
-// traces/h100/microbench/red_requests/path: red_requests_path.sh OUT) and in
+// traces/datasets/h100/microbench/red_requests/path: red_requests_path.sh OUT) and in
 // the model (l2_slice.atomic_sectors), each pattern as REDs and ATOMs. The
 // spread is the slice hash's doing, which NVIDIA does not publish. The table:
 // tests/atomsim_tests "[red-requests-spread]" -s.
 TEST_CASE("RED requests probe: the busiest slice's share of every SM's atomics, simulated", "[.][red-requests-spread]") {
-  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/red_requests/";
+  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/microbench/red_requests/";
   const GpuParams params = h100_with({});
   const std::string listing = slurp(dir + "atom/red_requests.sass");
   std::printf("| op | lanes per word | word stride | H100 L2 cycles | model | error | H100 busiest / mean | model |\n"

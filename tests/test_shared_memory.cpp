@@ -1,5 +1,5 @@
 // The shared-memory probe (workloads/latency/shared_banks.cu,
-// traces/h100/latency/shared_banks.json) simulated from its own SASS.
+// traces/datasets/h100/latency/shared_banks.json) simulated from its own SASS.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -31,7 +31,7 @@ struct Span {
 double histogram_load_to_use(GpuParams params, int between, bool from_l2, std::uint32_t warps_per_sm, std::uint32_t copies = 1) {
   const std::string function =
       "_ZN44_GLOBAL__N__15d1191b_15_shared_banks_cu_main14histogram_loopILNS_7BetweenE" + std::to_string(between) + "EEEvPKjjjPjPyj";
-  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/shared_banks.sass");
+  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/shared_banks.sass");
   const auto program = trace::parse_sass_function(listing, function);
   std::uint64_t first_load = 0;
   for (const auto& s : program)
@@ -129,7 +129,7 @@ double histogram_load_to_use(GpuParams params, int between, bool from_l2, std::u
 double red_lines_per_us(const GpuParams& params, std::uint32_t lanes, std::uint32_t spread, std::uint32_t stride, std::uint32_t lines,
                         std::uint32_t line_stride) {
   const std::string function = "_ZN44_GLOBAL__N__15d1191b_15_shared_banks_cu_main9red_linesEPjjjijjj";
-  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/shared_banks.sass");
+  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/shared_banks.sass");
   const auto program = trace::parse_sass_function(listing, function);
   Span loop;  // the unrolled loop: the backward branch around the REDs
   for (const auto& [from, to] : branches_of(listing, function))
@@ -175,7 +175,7 @@ double red_lines_per_us(const GpuParams& params, std::uint32_t lanes, std::uint3
 // Every point of the histogram loop against the model:
 // tests/atomsim_tests "[shared-loop-table]" (about a minute).
 TEST_CASE("Shared memory: the radix sort's histogram loop, every point simulated", "[.][shared-loop-table]") {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/shared_banks.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/shared_banks.json"));
   const auto params = h100_with({});
   const std::map<std::string, int> between = {{"nothing", 0}, {"atomic_digits", 1}, {"atomic_conflict_free", 2},
                                               {"atomic_key_free", 3}, {"store_digits", 4}};
@@ -199,7 +199,7 @@ TEST_CASE("Shared memory: the radix sort's histogram loop, every point simulated
 
 // Part five against the model: tests/atomsim_tests "[red-lines-table]".
 TEST_CASE("L2: REDs crowding onto a few lines, every point of shared_banks.json simulated", "[.][red-lines-table]") {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/shared_banks.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/shared_banks.json"));
   const auto params = h100_with({});
   const std::map<std::string, std::array<std::uint32_t, 3>> shapes = {
       {"line", {32, 1, 0}}, {"sector", {8, 1, 0}}, {"word", {1, 1, 0}}, {"words_of_a_sector", {1, 8, 1}}, {"sectors_of_a_line", {1, 4, 8}}};
@@ -214,7 +214,7 @@ TEST_CASE("L2: REDs crowding onto a few lines, every point of shared_banks.json 
 }
 
 TEST_CASE("Shared memory: the histogram loop without a flush and REDs spread over 32 lines take the H100's time", "[models][memory]") {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/shared_banks.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/shared_banks.json"));
   const auto params = h100_with({});
   const auto within = [](double simulated, double on_h100, double tolerance) {
     INFO("simulated " << simulated << " against " << on_h100 << " measured");
@@ -240,7 +240,7 @@ TEST_CASE("Shared memory: the histogram loop without a flush and REDs spread ove
 TEST_CASE("Shared memory: a conflicted load's result comes two cycles a wavefront later (part six)", "[models][memory]") {
   // One warp's dependent loads, the loop of shared_banks.sass's dependent_loads, with
   // the wavefronts a counters pass would measure of k words in one bank.
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/shared_banks.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/shared_banks.json"));
   const auto params = h100_with({"gpu.sms=1", "l2.slices=2", "l2.partitions=1"});
   const std::string function = probe_function("shared_banks.sass", "dependent_loadsEPKjiPjPx");
   // The timed loop, 0x1d0-0x210: LEA of the loaded index, LDS, the count and the branch back.

@@ -284,10 +284,10 @@ TEST_CASE("Long latencies and long gaps without events finish and add their cycl
   std::remove(path.c_str());
 }
 
-// The launch probe's empty kernels (traces/h100/latency/launch_overhead.json):
+// The launch probe's empty kernels (traces/datasets/h100/latency/launch_overhead.json):
 // 1 to 1,056 CTAs that exit at once, on the GPU's clock from launch to end.
 TEST_CASE("empty kernels take the H100's launch time", "[sim][dispatch]") {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/launch_overhead.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/launch_overhead.json"));
   const auto params = h100_with({});
   for (const auto& point : measured["empty_kernel"]) {
     const std::uint32_t ctas = point["blocks"], warps = point["threads"].get<std::uint32_t>() / 32;
@@ -346,7 +346,7 @@ double median_spacing(const std::vector<std::vector<Cycle>>& by_sm, std::size_t 
 
 // The cta_launch probe against the model: tests/atomsim_tests "[cta-launch-table]".
 TEST_CASE("cta_launch probe: every point simulated", "[.][cta-launch-table]") {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/cta_launch.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/cta_launch.json"));
   const auto params = h100_with({});
   std::printf("| threads | CTAs an SM | H100 spacing | model |\n|---|---|---|---|\n");
   for (const auto& p : measured["spacing"]) {
@@ -374,7 +374,7 @@ TEST_CASE("cta_launch probe: every point simulated", "[.][cta-launch-table]") {
 // second wave of 8-warp CTAs starts 48 cycles apart against the H100's 31:
 // the first wave's CTAs end further apart in the model.)
 TEST_CASE("CTAs start on their SM as far apart as on the H100, in a first wave and in the next", "[sim][dispatch]") {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/cta_launch.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/cta_launch.json"));
   const auto params = h100_with({});
   for (const auto& p : measured["refill"]) {
     const std::uint32_t warps = p["threads"].get<std::uint32_t>() / 32, per_sm = p["ctas_per_sm"];

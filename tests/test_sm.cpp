@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "models/interconnect/address_map.hpp"
-#include "tools/compare/measured.hpp"
+#include "sim/compare/measured.hpp"
 #include "sim_helpers.hpp"
 
 using namespace atomsim;
@@ -508,12 +508,12 @@ TEST_CASE("SM: a MATCH takes the shuffle pipe and returns after the match latenc
 
 namespace {
 // Cycles per step of a dependent chain made of `pcs` (in order) of one function
-// of the latency probe's listing (traces/h100/latency/latency.sass), run by one
+// of the latency probe's listing (traces/datasets/h100/latency/latency.sass), run by one
 // warp of `lanes` lanes: the difference between chains of 400 and 200 steps, so
 // that the start (a first miss, the launch) drops out.
 double chain_step_cycles(const GpuParams& params, const std::string& function, const std::vector<std::uint64_t>& pcs,
                          std::uint32_t lanes = 0xFFFFFFFF, float match_values = 0) {
-  const auto program = trace::parse_sass_function(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.sass"), function);
+  const auto program = trace::parse_sass_function(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/latency.sass"), function);
   std::vector<trace::StaticInst> step;
   for (std::uint64_t pc : pcs)
     for (const auto& s : program)
@@ -589,7 +589,7 @@ std::map<std::string, double> loop_state_shares(const GpuParams& params, const s
 
 // Bytes each SM moves per SM cycle when `warps_per_sm` warps (CTAs of
 // `warps_per_cta`) on each of `active_sms` SMs of `params` run the loop of the loaded probe's
-// stream_loads<loads> (traces/h100/latency/loaded.sass): load k of trip t of a
+// stream_loads<loads> (traces/datasets/h100/latency/loaded.sass): load k of trip t of a
 // warp reads the line t * loads + k strides past its first (interleaved: warp w
 // of the GPU starts at line w, its stride the GPU's warps; tiled: each CTA a
 // tile of its own), from a window of 2 GB (DRAM, every line new) or 8 MB (L2,
@@ -685,7 +685,7 @@ double probe_rate(const GpuParams& params, const std::string& function, float ma
 TEST_CASE("SM: a MATCH.ANY of several values, as a counters pass measures them, takes the H100's step and rate", "[models][sm]") {
   // The latency probe's chains and rate loops of 2, 8 and 32 distinct values a
   // match, with the values a capture's counters pass would set on the program.
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/latency.json"));
   const auto params = h100_with(kOneSm);
   for (int values : {2, 8, 32}) {
     const std::string key = "match_values_" + std::to_string(values), n = std::to_string(values);
@@ -704,14 +704,14 @@ TEST_CASE("SM: a MATCH.ANY of several values, as a counters pass measures them, 
 TEST_CASE("SM: the latency probe's rates on a full SM, one kind and two mixed, are the H100's", "[models][sm]") {
   // Which instructions share a pipe: BREV with FLO, MATCH with REDUX; SHFL, BREV and MATCH each have their own,
   // but a shuffle passes through the match pipe too.
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/latency.json"));
   const auto params = h100_with(kOneSm);
   // Shuffles with an eighth or a quarter of the chains BREV or FLO were
   // measured on an H200 (the H100's SM: its other rates there within 0.3% of
   // the H100's). More than one MIO instruction a cycle passes (1.012, 1.060;
   // with three eighths 1.163, where the model's one dispatch a cycle gives
   // 0.99: docs/validation.md, "The MIO's dispatch with bit manipulation among shuffles").
-  const auto h200 = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h200/latency/latency.json"));
+  const auto h200 = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h200/latency/latency.json"));
   REQUIRE(h200["device"] == "NVIDIA H200");
   const auto& single = measured["per_sm_cycle"];
   const auto& mixed = measured["per_sm_cycle_mixed"];
@@ -748,7 +748,7 @@ TEST_CASE("SM: the latency probe's rates on a full SM, one kind and two mixed, a
 
 TEST_CASE("SM: the latency probe's chains and loop with their control bits take the H100's time per step", "[models][sm]") {
   // SM cycles per dependent step on the H100; repeated runs of the probe differ by up to a cycle.
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/latency.json"));
   const auto params = h100_with(kOneSm);
   const auto within_a_cycle = [](double simulated, double on_h100) {
     INFO("simulated " << simulated << " against " << on_h100 << " measured");
@@ -772,7 +772,7 @@ TEST_CASE("SM: the latency probe's chains and loop with their control bits take 
 TEST_CASE("SM: SW-S's peer loop from the latency probe takes the H100's time on one warp and on a full SM", "[models][sm]") {
   // The loop as the probe's own kernels compile it (the group's mask known uniform)
   // and as the 3DGS and microbenchmark kernels do (MATCH.ANY and REDUX check the group each peer).
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.json"))["sws_reduce"];
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/latency.json"))["sws_reduce"];
   const auto params = h100_with(kOneSm);
   for (const auto& [function, lanes, form] : {std::tuple{"_Z10sws_reduceILi32ELb0EEvPfPxj", 0xFFFFFFFFu, ""},
                                              std::tuple{"_Z10sws_reduceILi16ELb0EEvPfPxj", 0xFFFFu, ""},
@@ -797,7 +797,7 @@ TEST_CASE("SM: SW-S's peer loop from the latency probe takes the H100's time on 
 }
 
 TEST_CASE("Memory: a chase through the L2 and through lines no launch read takes the H100's time per load", "[models][memory]") {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/latency.json"));
   const auto params = h100_with({});
   for (const auto& [from_dram, key] : {std::pair{false, "ldg_l2_hit"}, std::pair{true, "ldg_dram"}}) {
     const double simulated = chase_cycles_per_load(params, from_dram), on_h100 = measured[key];
@@ -808,7 +808,7 @@ TEST_CASE("Memory: a chase through the L2 and through lines no launch read takes
   // load each in flight), loads of new lines fall into two modes, one per half
   // of the lines: the near partition's misses and the far one's. The model's
   // chases through the lines of either partition are as far apart.
-  const auto spread = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/load_spread.json"));
+  const auto spread = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/load_spread.json"));
   const auto& idle = spread["points"][0];
   REQUIRE(idle["source"] == "dram");
   REQUIRE(idle["warps_per_sm"] == 4);
@@ -837,7 +837,7 @@ double simulated_stream(const GpuParams& params, const nlohmann::json& point) {
 }  // namespace
 
 TEST_CASE("Memory: lines streamed from the L2 and DRAM, idle to saturated, move the H100's bytes per SM cycle", "[models][memory]") {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/loaded.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/loaded.json"));
   const auto params = h100_with({});
   const auto point = [&](const std::string& source, const std::string& pattern, int sms, int warps, int warps_per_cta, int loads) {
     for (const auto& p : measured["points"])
@@ -885,7 +885,7 @@ TEST_CASE("Memory: lines streamed from the L2 and DRAM, idle to saturated, move 
 // The whole probe against the model, for docs/validation.md:
 // tests/atomsim_tests "[loaded-table]" (about a minute).
 TEST_CASE("Memory: every point of the loaded probe, simulated", "[.][loaded-table]") {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/loaded.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/loaded.json"));
   const auto params = h100_with({});
   std::printf("| source | pattern | SMs | warps/SM | warps/CTA | loads in flight | H100 B/SM cycle | model | error |\n|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& p : measured["points"]) {
@@ -897,7 +897,7 @@ TEST_CASE("Memory: every point of the loaded probe, simulated", "[.][loaded-tabl
 }
 
 TEST_CASE("SM: one sub-core feeds the MIO shuffles, matches and bit instructions at the H100's rates", "[models][sm]") {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/latency.json"));
   const auto params = h100_with(kOneSm);
   for (const auto& [kind, key] : {std::pair{4, "subcore_shfl"}, std::pair{0, "subcore_brev"}, std::pair{5, "subcore_match"}})
     for (std::uint32_t warps : {1u, 2u, 4u, 8u}) {
@@ -934,12 +934,12 @@ double one_warp_trip_cycles(const GpuParams& params, const std::vector<trace::St
 }  // namespace
 
 TEST_CASE("SM: a divergent branch's WARPSYNC and the lanes' join cost one warp the H100's time a trip", "[models][sm]") {
-  // convergence.cu's loop (traces/h100/latency/convergence.sass): half the
+  // convergence.cu's loop (traces/datasets/h100/latency/convergence.sass): half the
   // warp branches to the join (BSYNC) and waits there while the other half
   // loads a word (an L1 hit), syncs its 16 lanes (WARPSYNC) and joins them.
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/convergence.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/convergence.json"));
   const auto program =
-      trace::parse_sass_function(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/convergence.sass"),
+      trace::parse_sass_function(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/convergence.sass"),
                                  "_Z13converge_loopIL5Shape2EEvPjPxjij");
   auto at = [&](std::uint64_t pc) {
     for (std::uint32_t i = 0; i < program.size(); ++i)
@@ -965,7 +965,7 @@ TEST_CASE("SM: a divergent branch's WARPSYNC and the lanes' join cost one warp t
 }
 
 namespace {
-// Cycles a trip of convergence.cu's group_loop (traces/h100/latency/convergence.sass):
+// Cycles a trip of convergence.cu's group_loop (traces/datasets/h100/latency/convergence.sass):
 // one warp whose 32 lanes name `groups` different masks (lanes alike modulo
 // the count) at the loop's WARPSYNC, whose records carry the count as the
 // trace pass records it; `shuffle`: the loop's __shfl_sync of each lane's group.
@@ -988,7 +988,7 @@ double group_trip_cycles(const GpuParams& params, bool shuffle, std::uint32_t gr
 }  // namespace
 
 TEST_CASE("SM: a WARPSYNC whose lanes name different masks costs one warp the H100's time a trip", "[models][sm]") {
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/convergence.json"));
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/convergence.json"));
   const auto params = h100_with(kOneSm);
   for (bool shuffle : {false, true})
     for (std::uint32_t groups : {1u, 2u, 4u, 8u, 16u, 32u}) {
@@ -1022,7 +1022,7 @@ ProbeLoop loop_holding(const std::string& listing, const std::string& function, 
   throw std::invalid_argument("no loop of " + mnemonic + " in " + function);
 }
 
-// match_under_shuffles<loaded> (traces/h100/latency/latency.sass) on one SM:
+// match_under_shuffles<loaded> (traces/datasets/h100/latency/latency.sass) on one SM:
 // warp 0 steps a one-value MATCH.ANY chain `trips` times around its loop
 // while `loaded` warps of its sub-core (4, 8, 12) run the loop of 8 SHFL.IDX
 // chains for longer. The run's per-instruction profile, and the two loops.
@@ -1036,7 +1036,7 @@ MatchUnderShuffles match_under_shuffles(const GpuParams& params, int loaded, int
   const bool beside = subcore != 0 || loaded == 2;
   const std::string function = beside ? "_Z21match_beside_shufflesILi" + std::to_string(loaded) + "ELi" + std::to_string(subcore) + "EEvPjPxj"
                                       : "_Z20match_under_shufflesILi" + std::to_string(loaded) + "EEvPjPxj";
-  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/latency.sass");
+  const std::string listing = slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/latency.sass");
   MatchUnderShuffles out;
   out.program = trace::parse_sass_function(listing, function);
   const auto& program = out.program;
@@ -1073,11 +1073,11 @@ std::map<std::string, double> profile_shares(const KernelRun& run, std::uint64_t
   return shares;
 }
 
-// The H100's PC samples (traces/h100/latency/mio-stalls.json) of one launch
+// The H100's PC samples (traces/datasets/h100/latency/mio-stalls.json) of one launch
 // configuration of a probe kernel at pcs first..last, each reason's share.
 std::map<std::string, double> h100_sample_shares(const std::string& function, std::uint32_t threads, std::uint64_t first,
                                                  std::uint64_t last) {
-  const auto doc = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/mio-stalls.json"));
+  const auto doc = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/mio-stalls.json"));
   std::map<std::string, double> shares;
   double all = 0;
   for (const auto& k : doc["kernels"])
@@ -1104,7 +1104,7 @@ TEST_CASE("SM: a MATCH.ANY among warps of shuffles takes the H100's step", "[mod
   // waits among shuffles") it takes the H100's steps, two warps' within 20%
   // (the H100's match waits for about 14 shuffles that take longer: 74 cycles
   // against 90).
-  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h200/latency/latency.json"))["match_under_shuffles"];
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h200/latency/latency.json"))["match_under_shuffles"];
   auto passing = kOneSm;
   passing.push_back("mio.passing_a_match=16");
   const auto in_order = h100_with(kOneSm), with_passing = h100_with(passing);

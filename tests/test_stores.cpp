@@ -1,4 +1,4 @@
-// The stores probe (workloads/latency/stores.cu, traces/h100/latency/stores.json
+// The stores probe (workloads/latency/stores.cu, traces/datasets/h100/latency/stores.json
 // and ncu-stores.csv) simulated from its own SASS: what scattered stores cost
 // the L2 and DRAM when they write a sector in part, a whole sector or a line.
 #include <catch2/catch.hpp>
@@ -111,7 +111,7 @@ StoreRun stream_stores(GpuParams params, std::uint32_t bytes_per_lane, std::uint
 // bytes per nanosecond over the whole launch (events), at the SM clock the
 // probe ran at (1,980 MHz).
 double measured_requests_per_cycle(std::uint32_t bytes_per_lane, std::uint32_t lanes_per_line, bool to_dram, std::uint32_t active_sms) {
-  const auto doc = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/stores.json"));
+  const auto doc = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/stores.json"));
   for (const auto& p : doc.at("points"))
     if (p.at("target") == (to_dram ? "dram" : "l2") && p.at("bytes_per_lane") == bytes_per_lane &&
         p.at("lanes_per_line") == lanes_per_line && p.at("active_sms") == active_sms)
@@ -171,7 +171,7 @@ TEST_CASE("Stores: every point of the stores probe on all SMs, simulated", "[.][
 
 namespace {
 
-// The lds_stores probe (workloads/latency/lds_stores.cu, traces/h100/latency/lds_stores.json)
+// The lds_stores probe (workloads/latency/lds_stores.cu, traces/datasets/h100/latency/lds_stores.json)
 // simulated from its SASS: every SM's warps (CTAs of 8) run its loop, each step a
 // conflict-free shared load and, after it, a 4-byte store to a line of the L2's
 // 8 MB (in the L2 from the start), `lanes_per_line` lanes to a line, the lines
@@ -225,7 +225,7 @@ LdsStoresRun lds_stores(GpuParams params, bool loads, bool stores, std::uint32_t
 // (events, at the probe's 1,980 MHz): where the slices saturate, the H100's
 // warps share them unevenly, and a median warp's time says little of the rate.
 TEST_CASE("Stores: shared loads behind scattered stores, every point of the lds_stores probe simulated", "[.][lds-stores-table]") {
-  const auto doc = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/lds_stores.json"));
+  const auto doc = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/lds_stores.json"));
   const GpuParams params = h100_with({});
   const double sms = doc.at("sms");
   std::printf("| loads | stores, lanes a line | warps an SM | H100 cycles a step (median warp) | model (mean) | H100 line requests an SM cycle (launch) | model | error |\n"
@@ -248,7 +248,7 @@ namespace {
 // warps store a word a line, the pass over a window of lines picking the
 // word, so that each line's first sector is written in eight parts, pass after
 // pass. Two runs on the H100: the kernel of today (split_stores,
-// traces/h100/latency/stores-split.json, ncu-stores-split.csv for DRAM's counts
+// traces/datasets/h100/latency/stores-split.json, ncu-stores-split.csv for DRAM's counts
 // and stores-split.sass), and an earlier kernel of the same addresses for
 // windows of a power of two (the stores loop of the other points, its word
 // picked by the pass; the same files named -earlier), whose stores follow each
@@ -262,7 +262,7 @@ namespace {
 // its call (the probe is held by memory: 8 warps an SM take the window as fast
 // as 32).
 struct SplitProbe {
-  const char* results;   // under traces/h100/latency
+  const char* results;   // under traces/datasets/h100/latency
   const char* counts;    // Nsight Compute's, each point launched twice in the results' order
   const char* listing;
   const char* function;
@@ -378,7 +378,7 @@ struct SplitMeasured {
 };
 
 std::vector<SplitMeasured> split_measured(const SplitProbe& probe) {
-  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/latency/";
+  const std::string dir = std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/latency/";
   const auto doc = nlohmann::json::parse(slurp(dir + probe.results));
   std::map<std::size_t, std::map<std::string, double>> counts;
   for (const auto& l : ncu_launches(dir + probe.counts))

@@ -3,7 +3,7 @@
 #include <string_view>
 
 #include "sim_helpers.hpp"
-#include "tools/capture/document.hpp"
+#include "traces/capture_document.hpp"
 #include "tools/capture/warp_join.hpp"
 #include "traces/reader.hpp"
 #include "traces/sass.hpp"
@@ -180,7 +180,7 @@ TEST_CASE("warp join rebuilds the H100's SW-S streams as the committed faithful 
   WarpJoiner joiner(program, input.text, input.observed());
   const auto all_joined = join_all(joiner, input.warps);
 
-  trace::TraceReader committed(std::string(ATOMSIM_SOURCE_DIR) + "/traces/h100/microbench/traces/sws-lpp32-af0.5-thr8/trace.atr");
+  trace::TraceReader committed(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h100/microbench/traces/sws-lpp32-af0.5-thr8/trace.atr");
   REQUIRE(committed.kernel(0).program.size() == program.size());
   for (std::size_t w = 0; w < input.warps.size(); ++w) {
     INFO("warp " << w);
@@ -407,12 +407,12 @@ TEST_CASE("warp join joins grid_sample's backward as the count pass counted it",
   REQUIRE(executions == input.counts);
 }
 
-// The capture suite's saved inputs (traces/h200/capture-suite: eager, compiled,
+// The capture suite's saved inputs (traces/datasets/h200/capture-suite: eager, compiled,
 // graph-replayed and spawned PyTorch kernels, grid_sample backward magnified
 // and minified, XLA, CuPy and the launch APIs, H200): each joins, and every
 // instruction runs as often as its count pass counted.
 TEST_CASE("warp join joins every capture-suite input as its count pass counted it", "[capture][join-suite]") {
-  const std::filesystem::path suite = std::filesystem::path(ATOMSIM_SOURCE_DIR) / "traces/h200/capture-suite";
+  const std::filesystem::path suite = std::filesystem::path(ATOMSIM_SOURCE_DIR) / "traces/datasets/h200/capture-suite";
   std::size_t joined = 0, counted = 0;
   for (const auto& entry : std::filesystem::directory_iterator(suite)) {
     const auto saved = entry.path() / "trace" / "join-input.json.zst";

@@ -105,7 +105,7 @@ struct StaticInst {
   DataType atomic_type = DataType::None;
   ControlBits control;
   // Costs the GPU measured that a trace's records cannot carry, set from a
-  // capture's counters pass (tools/compare/measured_costs.hpp); 0: not measured.
+  // capture's counters pass (sim/compare/measured_costs.hpp); 0: not measured.
   float shared_wavefronts = 0;  // shared memory: mean wavefronts an execution took (bank conflicts)
   float match_values = 0;       // MATCH.ANY: mean distinct values among an execution's lanes
 };

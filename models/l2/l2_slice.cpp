@@ -103,7 +103,7 @@ Cycle L2Slice::run_atomic(MemPacket& packet, Cycle start) {
   // A unit takes requests at its rate in arrival order. A request costs its
   // sectors and the request overhead, an ATOM no more than a RED: the H100's
   // atomic units count the same input cycles for both on every probed pattern
-  // (traces/h100/latency/ncu-l2-slices.csv). A word's updates wait for nothing
+  // (traces/datasets/h100/latency/ncu-l2-slices.csv). A word's updates wait for nothing
   // of their own: one word updated from every SM goes at the slice's rate
   // (shared_banks probe, part five), and words that crowd are slow because
   // they share a slice.
@@ -240,7 +240,7 @@ void L2Slice::serve(MemPacket& packet, Cycle start, bool from_dram) {
         // the partitions to the slice it entered at, which passes them to the
         // SM (red_requests probe, every SM: the links into the far slices
         // carry a far ATOM's request and then its reply's sectors, a RED's
-        // request alone; traces/h100/microbench/red_requests/path).
+        // request alone; traces/datasets/h100/microbench/red_requests/path).
         reply.destination = static_cast<std::uint16_t>(map_.entry_slice(packet.line, packet.source));
         reply.source = packet.source;
         reply.via_partition_link = true;

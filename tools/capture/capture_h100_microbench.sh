@@ -6,11 +6,11 @@
 # the faithfulness check of every trace (check_traces.sh).
 #
 # Usage: tools/capture/capture_h100_microbench.sh [BUILD_DIR] [DEST]
-#   DEST defaults to traces/h100/microbench of this checkout.
+#   DEST defaults to traces/datasets/h100/microbench of this checkout.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-build}
-dest=${2:-$root/traces/h100/microbench}
+dest=${2:-$root/traces/datasets/h100/microbench}
 "$root/tools/capture/capture_microbench.sh" "$dest/grid" "$build"
 "$root/tools/capture/capture_microbench_traces.sh" "$dest/traces" "$build"
 if [ -x "$build/atomsim" ]; then

@@ -19,14 +19,14 @@
 # what comes away.
 #
 # Usage: tools/capture/capture_h100_thresholds.sh CAPTURE_DIR [DEST] [TRACED] [STEPS]
-#   DEST defaults to traces/h100/thresholds of this checkout (where the study's
+#   DEST defaults to traces/datasets/h100/thresholds of this checkout (where the study's
 #   spec looks for the traces); TRACED defaults to the baseline and thresholds 8, 16, 24 and 32;
 #   STEPS: comma-separated subset of microbench,measure,trace,sweep (default all).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 usage="usage: capture_h100_thresholds.sh CAPTURE_DIR [DEST] [TRACED] [STEPS]"
 tools=$(cd "${1:?$usage}" && pwd)
-dest=${2:-$root/traces/h100/thresholds}
+dest=${2:-$root/traces/datasets/h100/thresholds}
 traced=${3:-'baseline|(sws|swb)-t(8|16|24|32)'}
 steps=,${4:-microbench,measure,trace,sweep},
 mkdir -p "$dest"
@@ -57,7 +57,7 @@ fi
 if [[ $steps == *,trace,* ]]; then
   "$workloads" "$tools" "$dest" "^splat3d-threshold/($traced)/" trace
 fi
-if [[ $steps == *,sweep,* ]] && [ -x "$tools/atomsim" ] && [ "$dest" = "$root/traces/h100/thresholds" ]; then
+if [[ $steps == *,sweep,* ]] && [ -x "$tools/atomsim" ] && [ "$dest" = "$root/traces/datasets/h100/thresholds" ]; then
   for spec in threshold threshold-gpus; do
     start=$(date +%s)
     "$tools/atomsim" sweep run "$root/tools/studies/$spec.toml" --out "$dest/$spec-sweep" -j "$(nproc)"

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "tools/capture/counters_document.hpp"
-#include "tools/capture/document.hpp"
+#include "traces/capture_document.hpp"
 #include "tools/capture/outputs.hpp"
 #include "tools/capture/settings.hpp"
 

@@ -45,7 +45,7 @@ runs=(
   "mpm-2d-warp|mpm|mpm_p2g|-|--dimensions 2 --grid 1280 --variant warp"
   "mpm-3d-baseline|mpm|mpm_p2g|-|--dimensions 3 --grid 128 --variant baseline"
 )
-# The atomics probe (workloads/microbench/atom_return.cu) as captured in traces/h100/probes/atom.
+# The atomics probe (workloads/microbench/atom_return.cu) as captured in traces/datasets/h100/probes/atom.
 for p in red-private1 atom-private1 red-private32 atom-private32 red-hot atom-hot; do
   runs+=("probe-$p|atom_return|atom_return|-|--op ${p%-*} --pattern ${p##*-} --iterations 16")
 done

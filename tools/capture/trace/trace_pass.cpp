@@ -27,7 +27,7 @@
 
 #include "tools/capture/awaited_values.hpp"
 #include "tools/capture/cta_order.hpp"
-#include "tools/capture/document.hpp"
+#include "traces/capture_document.hpp"
 #include "tools/capture/outputs.hpp"
 #include "tools/capture/provenance.hpp"
 #include "tools/capture/settings.hpp"
@@ -75,8 +75,10 @@ struct SanitizerApi {
 
 struct Module {
   std::string cubin;
-  std::string listing;  // cuobjdump --dump-sass, made on first use
-  std::string usage;    // cuobjdump --dump-resource-usage
+  // By function, made on first use: `cuobjdump --dump-sass` and
+  // `--dump-resource-usage` of that function alone (a PyTorch module's whole
+  // listing took 15 s).
+  std::map<std::string, std::pair<std::string, std::string>> listing_and_usage;
 };
 
 struct Buffers {
@@ -530,15 +532,19 @@ void collect(TracePass& p, const Sanitizer_LaunchData* ld) {
   const double copy_seconds = lap();
   progress(p, fmt::format("{} records, {} with lane data", events.size(), lanes.size()));
   Module& module = p.modules[r.module];
-  if (module.listing.empty()) {
-    module.listing = cuobjdump(module.cubin, "--dump-sass");
-    module.usage = cuobjdump(module.cubin, "--dump-resource-usage");
+  auto [known, first_use] = module.listing_and_usage.try_emplace(r.mangled);
+  if (first_use) {
+    const std::string function = "--function '" + r.mangled + "'";
+    known->second = {cuobjdump(module.cubin, ("--dump-sass " + function).c_str()),
+                     cuobjdump(module.cubin, ("--dump-resource-usage " + function).c_str())};
   }
+  const auto& [listing, usage] = known->second;
+  if (first_use) progress(p, "kernel's SASS read");
   trace::KernelInfo& k = r.kernel;
   std::vector<std::string> text;
-  k.program = trace::parse_sass_function(module.listing, r.mangled, &text);
-  k.registers_per_thread = resource(module.usage, r.mangled, "REG");
-  k.shared_bytes = resource(module.usage, r.mangled, "SHARED");
+  k.program = trace::parse_sass_function(listing, r.mangled, &text);
+  k.registers_per_thread = resource(usage, r.mangled, "REG");
+  k.shared_bytes = resource(usage, r.mangled, "SHARED");
   std::unordered_map<std::uint64_t, std::uint32_t> by_offset;
   for (std::uint32_t i = 0; i < k.program.size(); ++i) by_offset[k.program[i].pc] = i;
   auto index_of = [&](std::uint64_t pc) {
