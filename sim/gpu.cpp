@@ -224,7 +224,7 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   // Unset: a thread per core but one, which the warp prefetcher takes (16
   // threads on the GPU machine's 16 cores ran slower than 15 in all but one
-  // of 48 rounds, that one a tie: docs/performance.md, "Listed threads first").
+  // of 48 rounds, that one a tie: docs/notes/2026-11-27-threads-and-full-size-traces.md, "Listed threads first").
   const unsigned threads = options.threads ? options.threads : (cores > 2 ? cores - 1 : cores);
   set_evaluation_threads(threads);
   set_window_cycles(params_.lookahead_cycles);

@@ -143,6 +143,12 @@ TEST_CASE("Comparison rows: errors, speedups over the same-shape baseline, summa
   REQUIRE(svg.find("<svg") == 0);
   REQUIRE(svg.find("base lg_throttle: 100.0%") != std::string::npos);
   REQUIRE(svg.find("base long_scoreboard: 50.0%") != std::string::npos);
+  // Two kernels' bars are narrower than the title: the figure widens to hold
+  // it (13-pixel glyphs, at most 7.5 pixels each on average).
+  const double width = std::stod(svg.substr(svg.find("width=\"") + 7));
+  const std::size_t title_at = svg.find("Warp stall reasons");
+  const std::string title = svg.substr(title_at, svg.find("</text>", title_at) - title_at);
+  REQUIRE(width >= 50 + 7.5 * static_cast<double>(title.size()));
 }
 
 TEST_CASE("Every committed captured trace is faithful to the H100's count pass and atomic replay", "[compare][faithfulness]") {

@@ -817,7 +817,7 @@ TEST_CASE("L1: RED lanes leave in per-line requests by rounds of distinct words,
   }
 }
 
-// The red_requests probe on one SM (docs/validation.md, "One SM's updates of
+// The red_requests probe on one SM (docs/notes/2026-11-23-atomics-in-the-l2.md, "One SM's updates of
 // one word"): rounds onto one word leave same_word_interval apart whoever
 // sends them, another word's rounds pass them; a request takes one flit where
 // its header and operands fit, else a flit and one a sector; a store's partial

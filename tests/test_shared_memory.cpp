@@ -222,7 +222,7 @@ TEST_CASE("Shared memory: the histogram loop without a flush and REDs spread ove
   };
   // Loads from the L2 with 32 warps an SM, only lane 0's counters as atomics:
   // 15%, as loads wait behind the atomics their entry slice passes on to the
-  // other partition (docs/validation.md, "SMs that crowd one slice, served in
+  // other partition (docs/notes/2026-11-23-atomics-in-the-l2.md, "SMs that crowd one slice, served in
   // turn": +11% since the slices take the two partitions' atomics in turn) and
   // since requests enter a slice at a flit an L2 clock ("The crossbar into a
   // slice at a flit an L2 clock": +14.4%); 17% since an SM's updates of one

@@ -710,7 +710,7 @@ TEST_CASE("SM: the latency probe's rates on a full SM, one kind and two mixed, a
   // measured on an H200 (the H100's SM: its other rates there within 0.3% of
   // the H100's). More than one MIO instruction a cycle passes (1.012, 1.060;
   // with three eighths 1.163, where the model's one dispatch a cycle gives
-  // 0.99: docs/validation.md, "The MIO's dispatch with bit manipulation among shuffles").
+  // 0.99: docs/notes/2026-11-24-sm-issue-and-mio.md, "The MIO's dispatch with bit manipulation among shuffles").
   const auto h200 = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h200/latency/latency.json"));
   REQUIRE(h200["device"] == "NVIDIA H200");
   const auto& single = measured["per_sm_cycle"];
@@ -862,7 +862,7 @@ TEST_CASE("Memory: lines streamed from the L2 and DRAM, idle to saturated, move 
   // latest of them: the partitions' two latencies and the refreshes' waits);
   // loaded but not saturated (the refreshes' queues); saturated by the
   // GPU-wide interleave and by thousands of tiles. The DRAM path was fitted
-  // with a line a slice; with four (docs/validation.md, "The slices' 512-byte
+  // with a line a slice; with four (docs/notes/2026-11-23-atomics-in-the-l2.md, "The slices' 512-byte
   // chunks") the loaded, unsaturated point moved from within 6% to +9.5%, and
   // where the kernel starts moves it too (+3.4% with the launch 470 cycles
   // later, +7.2% now: "A CTA's period on its SM"), so it has the 10% below.
@@ -875,7 +875,7 @@ TEST_CASE("Memory: lines streamed from the L2 and DRAM, idle to saturated, move 
   CHECK(std::abs(ratio(point("dram", "interleaved", 132, 64, 32, 1)) - 1) <= 0.10);
   CHECK(std::abs(ratio(point("dram", "interleaved", 132, 16, 16, 4)) - 1) <= 0.10);
   // 32 warps of 16 loads on a few SMs still move more in the model than on
-  // the H100 (docs/validation.md, "Memory under load"): a guard that the
+  // the H100 (docs/notes/2026-11-25-memory-system.md, "Memory under load"): a guard that the
   // model stays near its present +18% there.
   const double few_sms = ratio(point("dram", "interleaved", 16, 32, 32, 16));
   CHECK(few_sms >= 1.0);
@@ -1100,7 +1100,7 @@ TEST_CASE("SM: a MATCH.ANY among warps of shuffles takes the H100's step", "[mod
   // sub-core leave it at its step alone, on an H200 (the H100's SM) as in the
   // model. In order (the configuration) the model's match waits 47 and 64
   // cycles; with the 16 shuffles queued behind it going first
-  // (mio.passing_a_match, not adopted: docs/validation.md, "Where a match
+  // (mio.passing_a_match, not adopted: docs/notes/2026-11-24-sm-issue-and-mio.md, "Where a match
   // waits among shuffles") it takes the H100's steps, two warps' within 20%
   // (the H100's match waits for about 14 shuffles that take longer: 74 cycles
   // against 90).

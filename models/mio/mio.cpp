@@ -66,7 +66,7 @@ RateServer* Mio::subcore_limit(std::uint32_t subcore, MioPipe pipe) {
 // The latency probe's MATCH.ANY chain beside warps of shuffles on its
 // sub-core waits about as long as 14 and 22 shuffles take (two and three
 // warps of 8 chains), where three warps on another sub-core cost it nothing
-// (docs/validation.md, "Where a match waits among shuffles"): the shuffles
+// (docs/notes/2026-11-24-sm-issue-and-mio.md, "Where a match waits among shuffles"): the shuffles
 // queued behind a match go first, up to a bound, and BREV, FLO and POPC with
 // them (the microbenchmark's SW-S then waits after its match, where the
 // H100's samples have it, instead of at the FLO behind the match).

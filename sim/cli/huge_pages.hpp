@@ -9,7 +9,7 @@ namespace atomsim {
 // huge pages always or never given, another allocator's tool watching, or
 // the restart failing). A simulation touches hundreds of megabytes of small
 // objects all over, and on a virtual machine every TLB miss walks two levels
-// of page tables (docs/performance.md, "Huge pages"). glibc reads its
+// of page tables (docs/notes/2026-11-27-threads-and-full-size-traces.md, "Huge pages"). glibc reads its
 // tunables only when a process starts.
 void restart_with_huge_page_heap(char** argv);
 

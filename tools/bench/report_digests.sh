@@ -9,7 +9,8 @@
 #
 # Usage: tools/bench/report_digests.sh BUILD [EXPECTED]
 #   prints one "sha256  report" line per report; with EXPECTED (an earlier
-#   output), fails on any that differs.
+#   output, e.g. tools/bench/report_digests.txt, this revision's), fails on
+#   any that differs. About 4 minutes on 2 cores.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 atomsim=$(cd "${1:?usage: report_digests.sh BUILD [EXPECTED]}" && pwd)/atomsim
@@ -21,7 +22,8 @@ cd "$root"
 jobs=$(nproc)
 
 digest() {
-  grep -v -E '"(revision|source_revision|wall_seconds|host)"|^revision|^simulated .* in [0-9.]+ s:' "$2" | sed 's#traces/datasets/#traces/#g' | sha256sum | sed "s|-\$|$1|"
+  grep -v -E '"(revision|source_revision|wall_seconds|host)"|^revision|^simulated .* in [0-9.]+ s:' "$2" |
+    sed 's#traces/datasets/#traces/#g' | sha256sum | sed "s|-\$|$1|" | tee -a "$work/digests.txt"
 }
 
 "$atomsim" run --json "$work/run.json" > "$work/run.txt"
@@ -43,3 +45,7 @@ digest workloads-saved.txt "$work/workloads-saved.txt"
 # Without its first column, the points' keys: they name the simulator's build.
 cut -d, -f2- "$work/sweep.csv" > "$work/sweep-results.csv"
 digest sweep-results.csv "$work/sweep-results.csv"
+if [ -n "$expected" ]; then
+  diff "$expected" "$work/digests.txt" >&2 || { echo "report_digests: reports differ from $expected" >&2; exit 1; }
+  echo "report_digests: every report identical to $expected" >&2
+fi

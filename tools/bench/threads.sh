@@ -5,7 +5,7 @@
 # run's JSON report is compared byte for byte with the first count's. Prints one
 # line per run: trace, threads, wall seconds, simulated warp-instructions per
 # second, peak memory, and whether the report is identical. LOOKAHEAD (default
-# 1) sets gpu.lookahead_cycles for every run (docs/performance.md, "Clusters
+# 1) sets gpu.lookahead_cycles for every run (docs/notes/2026-11-27-threads-and-full-size-traces.md, "Clusters
 # that run cycles apart"): the reports then agree with each other, not with
 # those of another lookahead.
 # Usage: [LOOKAHEAD=L] tools/bench/threads.sh ATOMSIM "1 2 4 8" TRACE...
