@@ -16,30 +16,36 @@
 
 #include <fmt/format.h>
 
+#include "models/l1/l1.hpp"
+#include "models/l2/l2_slice.hpp"
+#include "models/sm/sm.hpp"
 #include "models/sm/stall.hpp"
 
 namespace atomsim {
 
 namespace {
 
-double stat_total(const KernelRun& run, const std::string& kind, const std::string& name) {
-  auto k = run.stats.find(kind);
-  if (k == run.stats.end()) return 0;
-  auto s = k->second.find(name);
-  return s == k->second.end() ? 0 : s->second.total;
+// A registered statistic's summary over the kernel; null where no unit of its
+// kind exists. A name its group does not hold is a defect, not a zero.
+const StatSummary* stat(const KernelRun& run, StatId id) {
+  auto k = run.stats.find(std::string(id.group));
+  if (k == run.stats.end()) return nullptr;
+  auto s = k->second.find(std::string(id.name));
+  if (s == k->second.end())
+    throw std::logic_error("statistic " + std::string(id.group) + "." + std::string(id.name) + " is not registered");
+  return &s->second;
 }
 
-const StatSummary* stat(const KernelRun& run, const std::string& kind, const std::string& name) {
-  auto k = run.stats.find(kind);
-  if (k == run.stats.end()) return nullptr;
-  auto s = k->second.find(name);
-  return s == k->second.end() ? nullptr : &s->second;
+double stat_total(const KernelRun& run, StatId id) {
+  const StatSummary* s = stat(run, id);
+  return s ? s->total : 0;
 }
 
 double warp_cycles_total(const KernelRun& run) {
   double total = 0;
   for (int s = 0; s < model::kWarpStateCount; ++s)
-    total += stat_total(run, "smsp", std::string("stall.") + model::warp_state_name(static_cast<model::WarpState>(s)));
+    total += stat_total(run, {model::smsp_stat::kGroup,
+                              model::smsp_stat::stall_name(model::warp_state_name(static_cast<model::WarpState>(s)))});
   return total;
 }
 
@@ -54,14 +60,14 @@ nlohmann::json kernel_json(const KernelRun& run, const GpuParams& params) {
   k["ctas_per_sm"] = run.ctas_per_sm;
   k["cycles"] = run.cycles;
   k["time_us"] = static_cast<double>(run.cycles) / params.sm_clock_mhz;
-  const double instructions = stat_total(run, "smsp", "warp_instructions");
+  const double instructions = stat_total(run, model::smsp_stat::kWarpInstructions);
   k["warp_instructions"] = static_cast<std::uint64_t>(instructions);
-  k["thread_instructions"] = static_cast<std::uint64_t>(stat_total(run, "smsp", "thread_instructions"));
+  k["thread_instructions"] = static_cast<std::uint64_t>(stat_total(run, model::smsp_stat::kThreadInstructions));
   k["ipc"] = run.cycles ? instructions / static_cast<double>(run.cycles) : 0.0;
   json by_class = json::object();
   for (int c = 0; c < trace::kOpClassCount; ++c) {
     std::string name = trace::op_class_name(static_cast<trace::OpClass>(c));
-    double n = stat_total(run, "smsp", "issued." + name);
+    double n = stat_total(run, {model::smsp_stat::kGroup, model::smsp_stat::issued_name(name)});
     if (n > 0) by_class[name] = static_cast<std::uint64_t>(n);
   }
   k["warp_instructions_by_class"] = by_class;
@@ -70,7 +76,7 @@ nlohmann::json kernel_json(const KernelRun& run, const GpuParams& params) {
   json reasons = json::object();
   for (int s = 0; s < model::kWarpStateCount; ++s) {
     std::string name = model::warp_state_name(static_cast<model::WarpState>(s));
-    double cycles = stat_total(run, "smsp", "stall." + name);
+    double cycles = stat_total(run, {model::smsp_stat::kGroup, model::smsp_stat::stall_name(name)});
     reasons[name] = {{"warp_cycles", static_cast<std::uint64_t>(cycles)},
                      {"fraction", warp_cycles > 0 ? cycles / warp_cycles : 0.0},
                      {"per_instruction", instructions > 0 ? cycles / instructions : 0.0}};
@@ -101,14 +107,14 @@ nlohmann::json kernel_json(const KernelRun& run, const GpuParams& params) {
   }
 
   json atomics;
-  atomics["warp_instructions"] = static_cast<std::uint64_t>(stat_total(run, "smsp", "atomic_warp_instructions"));
-  atomics["lane_ops_issued"] = static_cast<std::uint64_t>(stat_total(run, "smsp", "atomic_lane_ops"));
-  atomics["l1_lane_ops_in"] = static_cast<std::uint64_t>(stat_total(run, "l1", "atomic_lane_ops_in"));
-  atomics["l1_ops_to_l2"] = static_cast<std::uint64_t>(stat_total(run, "l1", "atomic_ops_to_l2"));
-  atomics["l1_buffer_combines"] = static_cast<std::uint64_t>(stat_total(run, "l1", "atomic_buffer_combines"));
-  atomics["l2_ops_processed"] = static_cast<std::uint64_t>(stat_total(run, "l2_slice", "atomic_ops"));
-  atomics["l2_lane_updates"] = static_cast<std::uint64_t>(stat_total(run, "l2_slice", "atomic_lane_updates"));
-  if (const StatSummary* s = stat(run, "l2_slice", "atomic_ops")) {
+  atomics["warp_instructions"] = static_cast<std::uint64_t>(stat_total(run, model::smsp_stat::kAtomicWarpInstructions));
+  atomics["lane_ops_issued"] = static_cast<std::uint64_t>(stat_total(run, model::smsp_stat::kAtomicLaneOps));
+  atomics["l1_lane_ops_in"] = static_cast<std::uint64_t>(stat_total(run, model::l1_stat::kAtomicLaneOpsIn));
+  atomics["l1_ops_to_l2"] = static_cast<std::uint64_t>(stat_total(run, model::l1_stat::kAtomicOpsToL2));
+  atomics["l1_buffer_combines"] = static_cast<std::uint64_t>(stat_total(run, model::l1_stat::kAtomicBufferCombines));
+  atomics["l2_ops_processed"] = static_cast<std::uint64_t>(stat_total(run, model::l2_slice_stat::kAtomicOps));
+  atomics["l2_lane_updates"] = static_cast<std::uint64_t>(stat_total(run, model::l2_slice_stat::kAtomicLaneUpdates));
+  if (const StatSummary* s = stat(run, model::l2_slice_stat::kAtomicOps)) {
     atomics["l2_ops_per_slice_mean"] = s->mean;
     atomics["l2_ops_per_slice_max"] = s->max;
   }
@@ -269,7 +275,7 @@ void print_host_profile(std::ostream& out, const HostProfile& profile) {
 }
 
 void print_kernel_table(std::ostream& out, const KernelRun& run, const GpuParams& params) {
-  const double instructions = stat_total(run, "smsp", "warp_instructions");
+  const double instructions = stat_total(run, model::smsp_stat::kWarpInstructions);
   const double warp_cycles = warp_cycles_total(run);
   out << fmt::format("kernel {}  grid {}x{}x{}  block {}x{}x{}  {} CTAs/SM\n", run.name, run.grid.x, run.grid.y,
                      run.grid.z, run.block.x, run.block.y, run.block.z, run.ctas_per_sm);
@@ -279,26 +285,26 @@ void print_kernel_table(std::ostream& out, const KernelRun& run, const GpuParams
   out << fmt::format("  {:<20}{:>16}{:>10}{:>14}\n", "warp state", "warp-cycles", "fraction", "per instr");
   for (int s = 0; s < model::kWarpStateCount; ++s) {
     std::string name = model::warp_state_name(static_cast<model::WarpState>(s));
-    double cycles = stat_total(run, "smsp", "stall." + name);
+    double cycles = stat_total(run, {model::smsp_stat::kGroup, model::smsp_stat::stall_name(name)});
     if (cycles == 0) continue;
     out << fmt::format("  {:<20}{:>16.0f}{:>9.1f}%{:>14.2f}\n", name, cycles, warp_cycles > 0 ? 100 * cycles / warp_cycles : 0.0,
                        instructions > 0 ? cycles / instructions : 0.0);
   }
   out << fmt::format("  atomics: {:.0f} lane ops issued, {:.0f} leave L1, {:.0f} processed by ROPs (max {:.0f} per slice)\n",
-                     stat_total(run, "smsp", "atomic_lane_ops"), stat_total(run, "l1", "atomic_ops_to_l2"),
-                     stat_total(run, "l2_slice", "atomic_ops"), stat(run, "l2_slice", "atomic_ops") ? stat(run, "l2_slice", "atomic_ops")->max : 0.0);
-  auto util = [&](const char* kind, const char* name) {
-    const StatSummary* s = stat(run, kind, name);
+                     stat_total(run, model::smsp_stat::kAtomicLaneOps), stat_total(run, model::l1_stat::kAtomicOpsToL2),
+                     stat_total(run, model::l2_slice_stat::kAtomicOps), stat(run, model::l2_slice_stat::kAtomicOps) ? stat(run, model::l2_slice_stat::kAtomicOps)->max : 0.0);
+  auto util = [&](StatId id) {
+    const StatSummary* s = stat(run, id);
     return s ? fmt::format("{:.0f}%/{:.0f}%", 100 * s->mean, 100 * s->max) : std::string("-");
   };
-  auto level = [&](const char* kind, const char* name) {
-    const StatSummary* s = stat(run, kind, name);
+  auto level = [&](StatId id) {
+    const StatSummary* s = stat(run, id);
     return s ? fmt::format("{:.1f}/{:.1f}", s->mean, s->max) : std::string("-");
   };
   out << fmt::format("  mean/max: LG queue {} flits, MIO queue {}, L1 pipe {}, L2 lookups {}, ROPs {}, xbar out {}, DRAM {}\n",
-                     level("lg_queue", "occupancy"), level("mio_queue", "occupancy"), util("l1", "pipeline_utilization"),
-                     util("l2_slice", "lookup_utilization"), util("l2_slice", "rop_utilization"),
-                     util("request_network", "output_utilization"), util("dram", "channel_utilization"));
+                     level({"lg_queue", "occupancy"}), level({"mio_queue", "occupancy"}), util({"l1", "pipeline_utilization"}),
+                     util({"l2_slice", "lookup_utilization"}), util({"l2_slice", "rop_utilization"}),
+                     util({"request_network", "output_utilization"}), util({"dram", "channel_utilization"}));
   if (run.measured_costs)
     out << fmt::format("  measured costs: {} shared-memory instructions' wavefronts; MATCH.ANY {:.2f} distinct values on average "
                        "({} executions)\n",

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Each models/<unit>/README.md names every parameter of its unit (from
 # `atomsim config describe`) and every statistic its unit registers (the
-# add_counter/add_integral/add_busy/add_constant calls of its sources), so that
+# add_counter/add_integral/add_busy/add_constant calls of its sources and the
+# StatIds its headers declare), so that
 # a parameter or statistic added without its documentation fails.
 # Usage: tests/check_unit_readmes.sh SOURCE_DIR ATOMSIM
 set -uo pipefail
@@ -13,7 +14,8 @@ for unit in sm mio l1 interconnect l2 dram dispatch; do
   readme=models/$unit/README.md
   [ -f "$readme" ] || { echo "$readme: missing"; missing=$((missing + 1)); continue; }
   names=$(echo "$params" | grep "^$unit\.")
-  names+=$'\n'$(sed -n 's/.*add_\(counter\|integral\|busy\|constant\)("\([a-z_0-9.]*\)".*/\2/p' models/$unit/*.cpp)
+  names+=$'\n'$(sed -n 's/.*add_\(counter\|integral\|busy\|constant\)("\([a-z_0-9.]*\)".*/\2/p' models/$unit/*.cpp models/$unit/*.hpp)
+  names+=$'\n'$(sed -n 's/.*StatId k[A-Za-z0-9]*{"[a-z_0-9]*", "\([a-z_0-9.]*\)"}.*/\1/p' models/$unit/*.hpp)
   for name in $names; do
     checked=$((checked + 1))
     grep -qF "\`$name\`" "$readme" || { echo "$readme: does not name \`$name\`"; missing=$((missing + 1)); }

@@ -500,3 +500,15 @@ TEST_CASE("parameters: missing, unknown, out-of-range and mistyped keys name the
   REQUIRE_THROWS_WITH(ParamSource::from_text("[l2\nslices=", "broken.toml"), Catch::Contains("broken.toml"));
   REQUIRE_THROWS_WITH(ParamSource::from_file("/nonexistent/x.toml"), Catch::Contains("/nonexistent/x.toml"));
 }
+
+TEST_CASE("a statistic named by its id registers only in its own group", "[engine][stats]") {
+  constexpr StatId kHits{"l1", "hits"};
+  std::uint64_t hits = 0;
+  StatRegistry registry;
+  StatGroup& l1 = registry.group("l1", "sm0");
+  l1.add_counter(kHits, &hits, "hits");
+  REQUIRE(l1.entries().back()->name == "hits");
+  StatGroup& l2 = registry.group("l2_slice", "0");
+  REQUIRE_THROWS_WITH(l2.add_counter(kHits, &hits, "hits"), "statistic l1.hits registered in group l2_slice");
+  REQUIRE_THROWS_WITH(l1.add_counter(kHits, &hits, "hits"), "statistic registered twice: l1.hits");
+}

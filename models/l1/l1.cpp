@@ -34,10 +34,10 @@ L1::L1(const sc_core::sc_module_name& name, const L1Params& p, std::uint16_t sm,
   g.add_counter("coherent_load_lines", &coherent_load_lines_,
                 "lines of loads of GPU or system scope (.STRONG.GPU/.SYS), passed to the L2 without a lookup");
   g.add_counter("store_sectors", &store_sectors_, "sectors written through to L2");
-  g.add_counter("atomic_lane_ops_in", &atomic_lane_ops_in_, "atomic lane operations arriving from warps");
-  g.add_counter("atomic_ops_to_l2", &atomic_ops_to_l2_, "atomic operations leaving the L1 for L2");
+  g.add_counter(l1_stat::kAtomicLaneOpsIn, &atomic_lane_ops_in_, "atomic lane operations arriving from warps");
+  g.add_counter(l1_stat::kAtomicOpsToL2, &atomic_ops_to_l2_, "atomic operations leaving the L1 for L2");
   g.add_counter("atomic_packets_to_l2", &atomic_packets_to_l2_, "atomic packets leaving the L1");
-  g.add_counter("atomic_buffer_combines", &buffered_combines_, "updates combined into a buffered entry");
+  g.add_counter(l1_stat::kAtomicBufferCombines, &buffered_combines_, "updates combined into a buffered entry");
   g.add_counter("atomic_buffer_evictions", &buffer_evictions_, "entries sent to L2 to make room");
   g.add_counter("backpressure_cycles", &stall_cycles_, "cycles the pipeline waited on the interconnect");
   g.add_integral("inflight_instructions", &inflight_integral_, "time-averaged instructions awaiting L2");

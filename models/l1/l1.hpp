@@ -20,9 +20,18 @@
 #include "models/messages.hpp"
 #include "sim/engine/erasable_queue.hpp"
 #include "sim/engine/params.hpp"
+#include "sim/engine/stats.hpp"
 #include "sim/engine/port.hpp"
 
 namespace atomsim::model {
+
+// The L1's statistics that reports read back (models/l1/README.md lists all).
+namespace l1_stat {
+inline constexpr StatId kAtomicLaneOpsIn{"l1", "atomic_lane_ops_in"};
+inline constexpr StatId kAtomicOpsToL2{"l1", "atomic_ops_to_l2"};
+inline constexpr StatId kAtomicBufferCombines{"l1", "atomic_buffer_combines"};
+}  // namespace l1_stat
+
 
 struct L1Params {
   std::uint64_t capacity_bytes = 256 << 10;

@@ -28,11 +28,11 @@ L2Slice::L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::ui
   g.add_counter("reads", &reads_, "read requests");
   g.add_counter("writes", &writes_, "write requests");
   g.add_counter("atomic_packets", &atomic_packets_, "atomic/reduction packets");
-  g.add_counter("atomic_ops", &atomic_ops_, "atomic operations processed by the ROP units");
+  g.add_counter(l2_slice_stat::kAtomicOps, &atomic_ops_, "atomic operations processed by the ROP units");
   g.add_counter("atomic_sectors", &atomic_sectors_,
                 "sectors the atomic packets updated, a packet's counted once each (what the H100's "
                 "lts__d_atomic_input_cycles_active counts: a cycle a sector a request)");
-  g.add_counter("atomic_lane_updates", &atomic_updates_, "lane updates those operations carry (more than ops when L1 combined them)");
+  g.add_counter(l2_slice_stat::kAtomicLaneUpdates, &atomic_updates_, "lane updates those operations carry (more than ops when L1 combined them)");
   g.add_counter("far_partition_requests", &far_requests_, "requests from SMs of the other partition");
   g.add_counter("atomic_replies_passed_back", &replies_passed_back_,
                 "ATOM replies of this partition's SMs that came back over the link between the partitions, passed to the SM");

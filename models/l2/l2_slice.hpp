@@ -17,10 +17,18 @@
 #include "models/interconnect/address_map.hpp"
 #include "models/messages.hpp"
 #include "sim/engine/params.hpp"
+#include "sim/engine/stats.hpp"
 #include "sim/engine/port.hpp"
 #include "sim/engine/release_queue.hpp"
 
 namespace atomsim::model {
+
+// The slices' statistics that reports read back (models/l2/README.md lists all).
+namespace l2_slice_stat {
+inline constexpr StatId kAtomicOps{"l2_slice", "atomic_ops"};
+inline constexpr StatId kAtomicLaneUpdates{"l2_slice", "atomic_lane_updates"};
+}  // namespace l2_slice_stat
+
 
 struct L2Params {
   std::uint32_t slices = 1;

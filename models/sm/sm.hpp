@@ -9,6 +9,8 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/messages.hpp"
@@ -17,10 +19,25 @@
 #include "models/sm/warp.hpp"
 #include "models/sm/warp_reduction.hpp"
 #include "sim/engine/params.hpp"
+#include "sim/engine/stats.hpp"
 #include "sim/engine/port.hpp"
 #include "traces/reader.hpp"
 
 namespace atomsim::model {
+
+// The sub-cores' statistics that reports read back (models/sm/README.md lists all).
+namespace smsp_stat {
+inline constexpr StatId kWarpInstructions{"smsp", "warp_instructions"};
+inline constexpr StatId kThreadInstructions{"smsp", "thread_instructions"};
+inline constexpr StatId kAtomicLaneOps{"smsp", "atomic_lane_ops"};
+inline constexpr StatId kAtomicWarpInstructions{"smsp", "atomic_warp_instructions"};
+inline constexpr StatId kIssueCycles{"smsp", "issue_cycles"};
+// The families: one counter per warp state and one per instruction class.
+inline constexpr std::string_view kGroup = "smsp";
+inline std::string stall_name(std::string_view state) { return "stall." + std::string(state); }
+inline std::string issued_name(std::string_view op_class) { return "issued." + std::string(op_class); }
+}  // namespace smsp_stat
+
 
 struct PipeParams {
   double issue_interval = 1;

@@ -16,6 +16,11 @@ void StatGroup::add(const std::string& name, StatKind kind, const std::uint64_t*
 void StatGroup::add_counter(const std::string& name, const std::uint64_t* value, std::string description) {
   add(name, StatKind::Counter, value, std::move(description));
 }
+void StatGroup::add_counter(StatId id, const std::uint64_t* value, std::string description) {
+  if (id.group != kind_)
+    throw std::logic_error("statistic " + std::string(id.group) + "." + std::string(id.name) + " registered in group " + kind_);
+  add(std::string(id.name), StatKind::Counter, value, std::move(description));
+}
 void StatGroup::add_integral(const std::string& name, const std::uint64_t* value, std::string description) {
   add(name, StatKind::Integral, value, std::move(description));
 }

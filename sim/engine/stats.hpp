@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace atomsim {
@@ -16,6 +17,15 @@ enum class StatKind : std::uint8_t {
   Integral,  // level x cycles; reported as a time average
   Busy,      // busy time of a rate server in 1/65536 cycles; reported as utilization
   Constant,  // a configured size, for context
+};
+
+// A statistic as code names it: its unit kind's group and its name, declared
+// once beside the unit that registers it (e.g. models/sm/sm.hpp) and used both
+// to register it and to read it back. A misspelled name does not build; one
+// registered in another group than its own fails at registration.
+struct StatId {
+  std::string_view group;
+  std::string_view name;
 };
 
 struct StatEntry {
@@ -30,6 +40,7 @@ class StatGroup {
  public:
   StatGroup(std::string kind, std::string instance) : kind_(std::move(kind)), instance_(std::move(instance)) {}
   void add_counter(const std::string& name, const std::uint64_t* value, std::string description);
+  void add_counter(StatId id, const std::uint64_t* value, std::string description);
   void add_integral(const std::string& name, const std::uint64_t* value, std::string description);
   void add_busy(const std::string& name, const std::uint64_t* scaled_value, std::string description);
   void add_constant(const std::string& name, std::uint64_t value, std::string description);
