@@ -276,7 +276,7 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
       run.instructions[i].sass = info.program[i].mnemonic;
     }
   }
-  if (params_.l2.start == "footprint") warm_l2(reader, kernel);
+  if (params_.l2.start == model::L2Start::Footprint) warm_l2(reader, kernel);
   for (auto& slice : u.slices) slice->keep_atomic_values(options.check_atomics);
   run.start = current_cycle();
   for (std::uint32_t i = 0; i < u.sms.size(); ++i) {

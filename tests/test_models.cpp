@@ -452,7 +452,7 @@ TEST_CASE("Address map: a slice holds interleave_bytes of consecutive addresses;
   L2Params p;
   p.slices = 8;
   p.partitions = 2;
-  p.hash = "modulo";
+  p.hash = model::AddressHash::Modulo;
   p.interleave_bytes = 512;
   const AddressMap map(p.address_map());
   for (std::uint64_t line = 0; line < 4; ++line) REQUIRE(map.slice_of(line * 128) == 0);
@@ -470,7 +470,7 @@ TEST_CASE("L2 slice: an atomic homed in the other partition is looked up and pas
   L2Params p;
   p.slices = 2;
   p.partitions = 2;  // slice 0 in partition 0 (SM 0), slice 1 in partition 1 (SM 1)
-  p.hash = "modulo";
+  p.hash = model::AddressHash::Modulo;
   p.lookups_per_cycle = 1;
   p.far_partition_extra_lookups = 1;
   p.far_partition_latency = 50;
@@ -508,7 +508,7 @@ TEST_CASE("L2 slice: its own partition's atomics and those passed on from the ot
   L2Params p;
   p.slices = 2;
   p.partitions = 2;
-  p.hash = "modulo";
+  p.hash = model::AddressHash::Modulo;
   p.lookups_per_cycle = 0.25;  // the inputs back up: a turn every 4 cycles
   p.rop_ops_per_cycle = 1;
   p.rop_latency = 5;
@@ -543,7 +543,7 @@ TEST_CASE("L2 slice: a head waiting for room on the link between the partitions 
   L2Params p;
   p.slices = 2;
   p.partitions = 2;
-  p.hash = "modulo";
+  p.hash = model::AddressHash::Modulo;
   p.lookups_per_cycle = 0.25;
   p.far_partition_extra_lookups = 1;
   p.rop_ops_per_cycle = 1;
@@ -589,7 +589,7 @@ TEST_CASE("L1: a RED or store holds its warp until acknowledged, or until sent; 
   reset_simulation_context();
   L1Params p;
   const bool when_sent = GENERATE(false, true);
-  p.writes_held_until = when_sent ? "sent" : "acknowledged";
+  p.writes_held_until = when_sent ? WritesHeldUntil::Sent : WritesHeldUntil::Acknowledged;
   L1Bench b(p);
   auto [warps, to_l2, to_sm, replies] = std::tie(b.warps, b.to_l2, b.to_sm, b.replies);
 
@@ -1003,7 +1003,7 @@ TEST_CASE("dispatcher: first CTAs after the launch latency, then one per SM per 
 }
 
 TEST_CASE("dispatcher: CTAs start in the order the trace gives, unless told grid order", "[models][dispatch]") {
-  for (const std::string order : {"trace", "grid"}) {
+  for (const CtaOrder order : {CtaOrder::Trace, CtaOrder::Grid}) {
     reset_simulation_context();
     StatRegistry stats;
     DispatchParams params{100, 10};
@@ -1024,7 +1024,7 @@ TEST_CASE("dispatcher: CTAs start in the order the trace gives, unless told grid
       for (const auto& r : sink.received) out.push_back(r.second.cta);
       return out;
     };
-    if (order == "trace") {
+    if (order == CtaOrder::Trace) {
       REQUIRE(ctas(sm0) == std::vector<std::uint64_t>{4, 0});
       REQUIRE(ctas(sm1) == std::vector<std::uint64_t>{2, 3, 1});
     } else {

@@ -58,7 +58,7 @@ PendingLoads pending_loads(const GpuParams& params, const std::string& mode, std
     return s;
   }, static_cast<std::uint32_t>(params.sm.shared_memory_bytes / 2 + 1024));  // one CTA an SM, as on the H100
   GpuParams warmed = params;
-  warmed.l2.start = "footprint";
+  warmed.l2.start = model::L2Start::Footprint;
   const KernelRun run = run_one(warmed, path, false, true);
   std::remove(path.c_str());
   double cycles = 0;

@@ -100,7 +100,7 @@ RedRates red_issue_rates(const GpuParams& params, bool returns, std::uint32_t la
     return s;
   });
   GpuParams warmed = params;
-  warmed.l2.start = "footprint";  // the probe's warm-up launch leaves every line in the L2
+  warmed.l2.start = model::L2Start::Footprint;  // the probe's warm-up launch leaves every line in the L2
   const KernelRun run = run_one(warmed, path, false, true);
   std::remove(path.c_str());
   auto cycles_at = [&](std::size_t k) {
@@ -169,7 +169,7 @@ double probe_step_cycles(const std::string& function, std::uint32_t warps, std::
   REQUIRE(per_trip > 0);
   const std::uint32_t mask = lanes == 32 ? 0xFFFFFFFFu : (1u << lanes) - 1;
   GpuParams warmed = params;
-  warmed.l2.start = "footprint";  // the probe's lines are in the L2
+  warmed.l2.start = model::L2Start::Footprint;  // the probe's lines are in the L2
   auto cycles = [&](std::uint32_t n) {
     auto path = write_program(function, body, 1, warps, [&](std::uint64_t warp) {
       std::vector<trace::WarpInst> s;
@@ -265,7 +265,7 @@ ExitGaps exit_gap_cycles(const GpuParams& params, bool one_word, std::uint32_t w
   REQUIRE(skip_from != 0);
   const std::uint32_t sms = params.sms;
   GpuParams warmed = params;
-  warmed.l2.start = "footprint";  // part one's lines are in the L2
+  warmed.l2.start = model::L2Start::Footprint;  // part one's lines are in the L2
   auto run = [&](std::uint32_t ctas) {
     auto path = write_program(function, program, ctas, warps, [&](std::uint64_t warp) {
       std::vector<trace::WarpInst> s;
@@ -323,7 +323,7 @@ Percentiles cta_period_cycles(const GpuParams& params, bool one_word, std::uint3
     if (program[i].op == trace::OpClass::Exit && program[i + 1].op != trace::OpClass::Branch) early_exit = i;
   const std::uint32_t sms = params.sms;
   GpuParams warmed = params;
-  warmed.l2.start = "footprint";  // part one's lines are in the L2
+  warmed.l2.start = model::L2Start::Footprint;  // part one's lines are in the L2
   auto path = write_program(function, program, 2 * sms, warps, [&](std::uint64_t warp) {
     const bool thread0_warp = warp % warps == 0;
     std::vector<trace::WarpInst> s;

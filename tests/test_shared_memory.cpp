@@ -57,7 +57,7 @@ double histogram_load_to_use(GpuParams params, int between, bool from_l2, std::u
     if (trip.contains(program[i].pc) && program[i].op == trace::OpClass::LoadGlobal) key_of[i] = keys_per_trip++;
   REQUIRE(32 % keys_per_trip == 0);
 
-  if (from_l2) params.l2.start = "footprint";
+  if (from_l2) params.l2.start = model::L2Start::Footprint;
   const std::uint32_t ctas = 4352;
   params.sm.max_ctas = warps_per_sm / 4;
   const std::uint64_t window_words = from_l2 ? 4ull << 20 : 1ull << 32;

@@ -604,7 +604,7 @@ double stream_bytes_per_sm_cycle(GpuParams params, std::uint32_t loads, std::uin
   for (std::size_t i = 0; i < body.size(); ++i)
     if (body[i].op == trace::OpClass::LoadGlobal) load_of[i] = found++;
   REQUIRE(found == loads);
-  if (!from_dram) params.l2.start = "footprint";
+  if (!from_dram) params.l2.start = model::L2Start::Footprint;
   const std::uint32_t ctas_per_sm = warps_per_sm / warps_per_cta;
   const std::uint64_t warps = std::uint64_t(active_sms) * warps_per_sm, window_lines = (from_dram ? 1ull << 31 : 8ull << 20) / 128;
   const std::uint32_t short_trips = std::max(2u, 512 / (warps_per_sm * loads));
@@ -643,7 +643,7 @@ double chase_cycles_per_load(GpuParams params, bool from_dram, std::optional<std
   const std::string function = from_dram ? "_Z10cold_chainPKjjPjPxi" : "_Z12global_chainILb1EEvPKjPjPxi";
   const auto body = innermost_loop("latency.sass", function);
   const std::uint64_t step = from_dram ? 4096 : 128, hops = (from_dram ? 1ull << 30 : 4ull << 20) / step;
-  if (!from_dram) params.l2.start = "footprint";
+  if (!from_dram) params.l2.start = model::L2Start::Footprint;
   const model::AddressMap map(params.l2.address_map());
   auto next_address = [&, hop = std::uint64_t{0}]() mutable {
     for (;;) {

@@ -84,7 +84,7 @@ StoreRun stream_stores(GpuParams params, std::uint32_t bytes_per_lane, std::uint
   const auto body = innermost_loop("stores.sass", function);
   const std::vector<std::uint32_t> store_of = number_stores(body);
   const std::uint32_t stores = kLoopStores;
-  if (!to_dram) params.l2.start = "footprint";
+  if (!to_dram) params.l2.start = model::L2Start::Footprint;
   const std::uint32_t warps_per_cta = 8, warps_per_sm = 32, lines_per_store = 32 / lanes_per_line;
   const std::uint64_t warps = std::uint64_t(active_sms) * warps_per_sm;
   const std::uint32_t window_mask = static_cast<std::uint32_t>((to_dram ? 1ull << 31 : 8ull << 20) / 128 - 1);
@@ -191,7 +191,7 @@ LdsStoresRun lds_stores(GpuParams params, bool loads, bool stores, std::uint32_t
   }
   const std::uint32_t steps = std::max(store_count, load_count);
   REQUIRE(steps == 4);
-  params.l2.start = "footprint";
+  params.l2.start = model::L2Start::Footprint;
   const std::uint32_t sms = params.sms, warps_per_cta = 8, lines_per_store = 32 / std::max(1u, lanes_per_line);
   const std::uint64_t warps = std::uint64_t(sms) * warps_per_sm;
   const std::uint32_t window_mask = static_cast<std::uint32_t>((8ull << 20) / 128 - 1);

@@ -30,7 +30,7 @@ CtaDispatcher::CtaDispatcher(const sc_core::sc_module_name& name, const Dispatch
 void CtaDispatcher::begin_kernel(std::uint64_t ctas, std::uint32_t per_sm, std::uint32_t warps_per_cta,
                                  std::vector<std::uint64_t> order) {
   total_ = ctas;
-  order_ = p_.cta_order == "trace" ? std::move(order) : std::vector<std::uint64_t>{};
+  order_ = p_.cta_order == CtaOrder::Trace ? std::move(order) : std::vector<std::uint64_t>{};
   next_cta_ = finished_ = 0;
   end_sent_ = false;
   launch_interval_ = std::max(p_.cta_launch_interval,

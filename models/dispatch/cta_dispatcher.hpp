@@ -5,8 +5,10 @@
 // of it; counting it towards the kernel's end goes one CTA at a time per SM.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/messages.hpp"
@@ -27,15 +29,20 @@ struct SmLimits {
 // CTAs of this kernel one SM can hold at once; 0 when one does not fit.
 std::uint32_t ctas_per_sm(const trace::KernelInfo& kernel, const SmLimits& limits);
 
+// Which CTA's trace the k-th CTA to start replays (dispatch.cta_order).
+enum class CtaOrder : std::uint8_t { Trace, Grid };
+inline constexpr std::array<std::pair<const char*, CtaOrder>, 2> kCtaOrderNames{
+    {{"trace", CtaOrder::Trace}, {"grid", CtaOrder::Grid}}};
+
 struct DispatchParams {
   Cycle launch_latency = 0;       // kernel launch until the first CTA can be handed out
   Cycle cta_launch_interval = 0;  // an SM takes one new CTA per interval (0: any number at once)
   double warp_launch_interval = 0;  // or per its warps, if longer
   Cycle cta_done_latency = 1;     // a CTA's last warp retiring until the dispatcher may reuse its place
   Cycle cta_completion_interval = 0;  // an SM's finished CTAs count towards the kernel's end one per interval
-  std::string cta_order = "trace";
+  CtaOrder cta_order = CtaOrder::Trace;
   void declare(ParamBinder b) {
-    b.choice("cta_order", cta_order, {"trace", "grid"},
+    b.choice("cta_order", cta_order, kCtaOrderNames,
              "which CTA's trace the k-th CTA to start replays: trace, the order the GPU started them in where the trace "
              "knows it (a kernel whose CTAs draw tickets from a counter, docs/trace-format.md), else grid order; grid, "
              "always the k-th of the grid");

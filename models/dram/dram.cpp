@@ -7,7 +7,7 @@
 namespace atomsim::model {
 
 Dram::Dram(const sc_core::sc_module_name& name, const DramParams& p, std::uint32_t ports, StatRegistry& stats)
-    : Unit(name), params_(p), xor_hash_(p.hash == "xor"), channels_(p.channels, Channel{RateServer(p.bytes_per_cycle_per_channel), {}, false}),
+    : Unit(name), params_(p), xor_hash_(p.hash == AddressHash::Xor), channels_(p.channels, Channel{RateServer(p.bytes_per_cycle_per_channel), {}, false}),
       scheduled_(ports) {
   StatGroup& g = stats.group("dram", "");
   for (std::uint32_t i = 0; i < ports; ++i) {

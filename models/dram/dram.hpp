@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "models/interconnect/address_map.hpp"
 #include "models/messages.hpp"
 #include "sim/engine/params.hpp"
 #include "sim/engine/port.hpp"
@@ -26,7 +27,7 @@ struct DramParams {
   Cycle latency = 100;
   std::uint32_t queue_depth = 64;
   std::uint32_t interleave_bytes = 256;
-  std::string hash = "xor";
+  AddressHash hash = AddressHash::Xor;
   Cycle refresh_interval = 0;
   Cycle refresh_cycles = 0;
   double min_read_cycles = 0;
@@ -52,7 +53,7 @@ struct DramParams {
               "requests from one slice the channels hold scheduled but not started (writes included, which need no "
               "reply); more wait in the slice's port");
     b.integer("interleave_bytes", interleave_bytes, 32, 1 << 20, "consecutive bytes mapped to one channel");
-    b.choice("hash", hash, {"xor", "modulo"}, "chunk-to-channel hash (xor: upper address bits folded in, as the L2's slice hash)");
+    b.choice("hash", hash, kAddressHashNames, "chunk-to-channel hash (xor: upper address bits folded in, as the L2's slice hash)");
     b.integer("refresh_interval", refresh_interval, 0, 1 << 30, "cycles from one refresh of a channel to its next (0: no refresh)");
     b.integer("refresh_cycles", refresh_cycles, 0, 1 << 30, "cycles a refresh keeps its channel from serving requests");
   }

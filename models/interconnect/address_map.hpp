@@ -2,10 +2,18 @@
 // name from the configuration.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace atomsim::model {
+
+// How addresses spread over slices or channels: xor folds upper address bits
+// into the index, modulo takes the chunk number alone.
+enum class AddressHash : std::uint8_t { Xor, Modulo };
+inline constexpr std::array<std::pair<const char*, AddressHash>, 2> kAddressHashNames{
+    {{"xor", AddressHash::Xor}, {"modulo", AddressHash::Modulo}}};
 
 struct AddressMapParams {
   std::uint32_t slices = 1;
@@ -14,7 +22,7 @@ struct AddressMapParams {
   // Consecutive bytes that go to one slice before the hash moves on: a
   // multiple of the line.
   std::uint32_t interleave_bytes = 128;
-  std::string hash = "xor";
+  AddressHash hash = AddressHash::Xor;
   // Loads and stores of an SM enter at its own partition's slice, which keeps
   // a copy of the lines of the other partition it asks for (cache_slice).
   bool far_lines_cached_near = false;

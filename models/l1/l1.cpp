@@ -14,7 +14,7 @@ L1::L1(const sc_core::sc_module_name& name, const L1Params& p, std::uint16_t sm,
        const AddressMap& map, LaneOpPool& pool, StatRegistry& stats)
     : Unit(name), params_(p), sm_(sm), map_(map), pool_(pool), tags_(p.capacity_bytes, p.line_bytes, p.ways),
       to_sm_(*this), to_l2_(*this), from_l2_(*this, 1024), kernel_end_(*this, 4), pipeline_(p.sectors_per_cycle),
-      inflight_(p.max_inflight_instructions), writes_complete_when_sent_(p.writes_held_until == "sent") {
+      inflight_(p.max_inflight_instructions), writes_complete_when_sent_(p.writes_held_until == WritesHeldUntil::Sent) {
   if (!std::has_single_bit(p.line_bytes)) throw std::invalid_argument("l1: line size must be a power of two");
   line_shift_ = static_cast<unsigned>(std::countr_zero(p.line_bytes));
   if (p.atomic_buffer) atomic_buffer_.emplace(p.atomic_buffer_entries);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include <deque>
 #include <memory>
@@ -33,6 +34,11 @@ inline constexpr StatId kAtomicBufferCombines{"l1", "atomic_buffer_combines"};
 }  // namespace l1_stat
 
 
+// How long a store or reduction counts against its warp (l1.writes_held_until).
+enum class WritesHeldUntil : std::uint8_t { Acknowledged, Sent };
+inline constexpr std::array<std::pair<const char*, WritesHeldUntil>, 2> kWritesHeldUntilNames{
+    {{"acknowledged", WritesHeldUntil::Acknowledged}, {"sent", WritesHeldUntil::Sent}}};
+
 struct L1Params {
   std::uint64_t capacity_bytes = 256 << 10;
   std::uint32_t line_bytes = 128;
@@ -47,7 +53,7 @@ struct L1Params {
   std::uint32_t max_inflight_instructions = 256;
   bool atomic_buffer = false;
   std::uint32_t atomic_buffer_entries = 64;
-  std::string writes_held_until = "acknowledged";
+  WritesHeldUntil writes_held_until = WritesHeldUntil::Acknowledged;
   bool wait_on_pending_lines = false;
   double same_word_interval = 0;
   std::uint32_t waiting_atomic_instructions = 1;
@@ -69,7 +75,7 @@ struct L1Params {
               "request takes a reduction's flits");
     b.integer("lg_queue_depth", lg_queue_depth, 1, 256, "LG (LSU) queue entries per sub-core");
     b.integer("max_inflight_instructions", max_inflight_instructions, 1, 4096, "memory instructions the L1 tracks at once");
-    b.choice("writes_held_until", writes_held_until, {"acknowledged", "sent"},
+    b.choice("writes_held_until", writes_held_until, kWritesHeldUntilNames,
              "how long a store or reduction counts against its warp (which cannot retire, nor give its CTA's place to "
              "the next, before): until the L2 acknowledges each of its requests, or until the L1 has sent them all "
              "into the interconnect; a fence waits for the acknowledgements either way");

@@ -5,11 +5,13 @@
 // partitions to its home slice, where it is applied.
 #pragma once
 
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <deque>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "models/cache/tag_array.hpp"
@@ -30,6 +32,11 @@ inline constexpr StatId kAtomicLaneUpdates{"l2_slice", "atomic_lane_updates"};
 }  // namespace l2_slice_stat
 
 
+// What the slices hold when a kernel starts (l2.start).
+enum class L2Start : std::uint8_t { Cold, Footprint };
+inline constexpr std::array<std::pair<const char*, L2Start>, 2> kL2StartNames{
+    {{"cold", L2Start::Cold}, {"footprint", L2Start::Footprint}}};
+
 struct L2Params {
   std::uint32_t slices = 1;
   std::uint32_t partitions = 1;
@@ -39,7 +46,7 @@ struct L2Params {
   std::uint32_t fetch_bytes = 128;
   std::uint32_t interleave_bytes = 128;
   std::uint32_t ways = 16;
-  std::string hash = "xor";
+  AddressHash hash = AddressHash::Xor;
   double lookups_per_cycle = 1;
   Cycle hit_latency = 1;
   std::uint32_t mshrs = 64;
@@ -53,7 +60,7 @@ struct L2Params {
   Cycle rop_latency = 1;
   Cycle rop_return_latency = 0;
   double rop_returned_value_cost = 0;
-  std::string start = "cold";
+  L2Start start = L2Start::Cold;
   bool far_lines_cached_near = false;
   double dirty_fraction = 1;
 
@@ -71,7 +78,7 @@ struct L2Params {
     b.integer("interleave_bytes", interleave_bytes, 32, 1 << 20,
               "consecutive bytes one slice holds before the address hash moves to another (a power of two, at least a line)");
     b.integer("ways", ways, 1, 256, "associativity");
-    b.choice("hash", hash, {"xor", "modulo"}, "address-to-slice hash");
+    b.choice("hash", hash, kAddressHashNames, "address-to-slice hash");
     b.real("lookups_per_cycle", lookups_per_cycle, 0.001, 64, "tag lookups per SM cycle per slice (one per L2 clock)");
     b.integer("hit_latency", hit_latency, 1, 10000, "cycles from lookup to reply for a hit");
     b.integer("mshrs", mshrs, 1, 4096, "outstanding line misses per slice");
@@ -98,7 +105,7 @@ struct L2Params {
     b.real("dirty_fraction", dirty_fraction, 0.001, 1,
            "share of a slice's lines that may hold dirty data: past it, a dirty line drawn at random is written back "
            "and kept, clean (1: dirty lines are written back only when evicted)");
-    b.choice("start", start, {"cold", "footprint"},
+    b.choice("start", start, kL2StartNames,
              "the slices' contents when a kernel starts: cold, what earlier kernels of the run left (nothing for the first); "
              "footprint, also every line the kernel's global memory instructions touch, put in in trace order (as after "
              "earlier launches over the same data)");

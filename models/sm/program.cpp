@@ -17,7 +17,7 @@ std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams
     if (dense[reg] == UINT16_MAX) dense[reg] = next_dense++;
     return dense[reg];
   };
-  const bool control_bits = p.dependences == "control_bits" && trace::control_bits_usable(k);
+  const bool control_bits = p.dependences == Dependences::ControlBits && trace::control_bits_usable(k);
   for (const auto& s : k.program) {
     InstTiming t;
     t.op = s.op;

@@ -30,14 +30,34 @@ std::size_t LrrScheduler::pick(const std::vector<SchedulerCandidate>& eligible) 
   return best;
 }
 
+namespace {
+
+template <class Policy>
+std::unique_ptr<WarpScheduler> make() {
+  return std::make_unique<Policy>();
+}
+
+// The policies `sm.scheduler` may name: a new one is a class and a line here.
+struct RegisteredPolicy {
+  const char* name;
+  std::unique_ptr<WarpScheduler> (*make)();
+};
+constexpr RegisteredPolicy kPolicies[] = {{"gto", make<GtoScheduler>}, {"lrr", make<LrrScheduler>}};
+
+}  // namespace
+
 const std::vector<std::string>& scheduler_policies() {
-  static const std::vector<std::string> names = {"gto", "lrr"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& p : kPolicies) out.emplace_back(p.name);
+    return out;
+  }();
   return names;
 }
 
 std::unique_ptr<WarpScheduler> make_scheduler(const std::string& policy) {
-  if (policy == "gto") return std::make_unique<GtoScheduler>();
-  if (policy == "lrr") return std::make_unique<LrrScheduler>();
+  for (const auto& p : kPolicies)
+    if (policy == p.name) return p.make();
   throw std::invalid_argument("unknown scheduler policy: " + policy);
 }
 

@@ -6,11 +6,13 @@
 // accounted over the idle stretches in between, so idle cycles cost nothing.
 #pragma once
 
+#include <array>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "models/messages.hpp"
@@ -48,6 +50,11 @@ struct PipeParams {
   }
 };
 
+// What a warp's instruction waits for (sm.dependences).
+enum class Dependences : std::uint8_t { Registers, ControlBits };
+inline constexpr std::array<std::pair<const char*, Dependences>, 2> kDependencesNames{
+    {{"registers", Dependences::Registers}, {"control_bits", Dependences::ControlBits}}};
+
 struct SmParams {
   std::uint32_t subcores = 4;
   std::uint32_t max_warps = 64;
@@ -57,7 +64,7 @@ struct SmParams {
   std::uint64_t shared_memory_bytes = 228 << 10;
   std::string scheduler = "gto";
   Cycle min_reissue_interval = 1;
-  std::string dependences = "registers";
+  Dependences dependences = Dependences::Registers;
   Cycle branch_resolve_latency = 4;
   Cycle warp_sync_latency = 4;
   Cycle warp_sync_pass_cycles = 0;
@@ -77,7 +84,7 @@ struct SmParams {
     b.choice("scheduler", scheduler, scheduler_policies(), "warp scheduling policy");
     b.integer("min_reissue_interval", min_reissue_interval, 1, 64,
               "cycles between two instructions of one warp (with control_bits dependences: where a program has no control bits)");
-    b.choice("dependences", dependences, {"registers", "control_bits"},
+    b.choice("dependences", dependences, kDependencesNames,
              "what a warp's instruction waits for: registers, its registers' writes and reads still owed (a scoreboard, "
              "with the pipes' latencies); control_bits, the compiler's dependency barriers and stall counts, where the "
              "trace carries them for the whole program (registers otherwise)");

@@ -230,7 +230,7 @@ int compare_job(const CompareOptions& given, std::ostream& out) {
       out << fmt::format("note: {}: simulated {} warp instructions, the GPU executed {}\n", measured[i].id,
                          simulated[i].warp_instructions, measured[i].warp_instructions);
   // Captures from before traces carried control bits, or kernels with a DEPBAR, run on registers.
-  if (params.sm.dependences == "control_bits" && !options.saved)
+  if (params.sm.dependences == model::Dependences::ControlBits && !options.saved)
     for (const auto& k : measured)
       if (!k.trace.empty() && !trace::control_bits_usable(trace::TraceReader(k.trace.string()).kernel(0)))
         out << fmt::format("note: {}: the trace's control bits cannot be used; simulated with registers\n", k.id);

@@ -5,12 +5,14 @@
 // are errors that name the key and the file.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace atomsim {
@@ -86,6 +88,18 @@ class ParamBinder {
   void real(const char* name, double& value, double min, double max, const char* description);
   void boolean(const char* name, bool& value, const char* description);
   void choice(const char* name, std::string& value, const std::vector<std::string>& choices, const char* description);
+  // A choice bound to an enum, parsed once here: `names` pairs each allowed
+  // name with its value (declared beside the enum, as the units' policies are).
+  template <class Enum, std::size_t N>
+  void choice(const char* name, Enum& value, const std::array<std::pair<const char*, Enum>, N>& names,
+              const char* description) {
+    std::vector<std::string> allowed;
+    for (const auto& entry : names) allowed.emplace_back(entry.first);
+    std::string chosen;
+    choice(name, chosen, allowed, description);
+    for (const auto& [text, v] : names)
+      if (chosen == text) value = v;
+  }
 
  private:
   std::string key(const char* name) const { return section_ + "." + name; }
