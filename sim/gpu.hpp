@@ -14,6 +14,7 @@
 #include "models/dispatch/cta_dispatcher.hpp"
 #include "models/sm/stall.hpp"
 #include "sim/config.hpp"
+#include "sim/engine/simulation_control.hpp"
 #include "sim/engine/stats.hpp"
 #include "sim/compare/measured_costs.hpp"
 #include "traces/reader.hpp"

@@ -15,6 +15,7 @@
 #include "sim/engine/erasable_queue.hpp"
 #include "sim/engine/params.hpp"
 #include "sim/engine/release_queue.hpp"
+#include "sim/engine/simulation_control.hpp"
 #include "sim/engine/stats.hpp"
 
 using namespace atomsim;

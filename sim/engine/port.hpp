@@ -15,152 +15,13 @@
 #include <utility>
 #include <vector>
 
+#include "sim/engine/active_inputs.hpp"
+#include "sim/engine/rate_server.hpp"
+#include "sim/engine/ring_buffer.hpp"
 #include "sim/engine/stats.hpp"
 #include "sim/engine/unit.hpp"
 
 namespace atomsim {
-
-// Bounded FIFO without per-element allocation. Its storage starts small and
-// doubles as it fills, up to the bound: a buffer sized for its worst case
-// (hundreds of entries) but holding a few at a time keeps its messages on a
-// few host cache lines instead of cycling through all of its slots.
-template <class T>
-class RingBuffer {
- public:
-  explicit RingBuffer(std::size_t capacity = 0)
-      : slots_(std::min<std::size_t>(capacity, kInitialSlots)), slot_count_(slots_.size()), capacity_(capacity) {}
-  bool empty() const { return size_ == 0; }
-  bool full() const { return size_ == capacity_; }
-  std::size_t size() const { return size_; }
-  T& front() { return slots_[head_]; }
-  const T& front() const { return slots_[head_]; }
-  T& at(std::size_t i) {
-    std::size_t k = head_ + i;  // below twice the storage: no division
-    if (k >= slot_count_) k -= slot_count_;
-    return slots_[k];
-  }
-  void push_back(T value) { append() = std::move(value); }
-  // Room for one more at the back, to be filled in place.
-  T& append() {
-    assert(!full());
-    if (size_ == slot_count_) grow();
-    std::size_t tail = head_ + size_;
-    if (tail >= slot_count_) tail -= slot_count_;
-    ++size_;
-    return slots_[tail];
-  }
-  // Moves the last element toward the front while `before(previous, last)` holds.
-  template <class Before>
-  void sift_back(Before before) {
-    for (std::size_t i = size_ - 1; i > 0 && before(at(i), at(i - 1)); --i) std::swap(at(i), at(i - 1));
-  }
-  void pop_front() {
-    assert(!empty());
-    if (++head_ == slot_count_) head_ = 0;
-    --size_;
-  }
-
- private:
-  static constexpr std::size_t kInitialSlots = 8;
-  void grow() {
-    std::vector<T> larger(std::min(capacity_, std::max<std::size_t>(1, 2 * slot_count_)));
-    for (std::size_t i = 0; i < size_; ++i) larger[i] = std::move(at(i));
-    slots_.swap(larger);
-    slot_count_ = slots_.size();
-    head_ = 0;
-  }
-  std::vector<T> slots_;
-  std::size_t slot_count_;  // slots_.size(), kept: a vector's size divides by the element's size at each use
-  std::size_t capacity_;
-  std::size_t head_ = 0;
-  std::size_t size_ = 0;
-};
-
-// Calls `visit(id)` for each bit set in `words` from `from` up to (not
-// including) `to`, in index order, passing over bits set in `passed_over`,
-// until `visit` returns false (then returns false itself). Each word is read
-// once before its bits are visited, so `visit` may clear them.
-template <class Visit>
-bool for_each_set_bit(const std::uint64_t* words, std::uint32_t from, std::uint32_t to, Visit&& visit,
-                      const std::uint64_t* passed_over = nullptr) {
-  if (from >= to) return true;
-  for (std::uint32_t w = from >> 6, last = (to - 1) >> 6; w <= last; ++w) {
-    std::uint64_t bits = words[w];
-    if (passed_over) bits &= ~passed_over[w];
-    if (w == from >> 6) bits &= ~std::uint64_t(0) << (from & 63);
-    if (const std::uint32_t end = to - (w << 6); w == last && end < 64) bits &= (std::uint64_t(1) << end) - 1;
-    for (; bits; bits &= bits - 1)
-      if (!visit((w << 6) + static_cast<std::uint32_t>(std::countr_zero(bits)))) return false;
-  }
-  return true;
-}
-
-// For units with many inputs: the inputs holding messages, so that an
-// evaluation visits those instead of scanning every port. Kept as bits, so
-// that the order inputs were marked in (which depends on the order their
-// senders' messages were applied) never matters. Each input also keeps the
-// first cycle it may move in (its head's arrival, or a busy link's end),
-// read from one array: messages reach a crossbar at a window's start for all
-// of the window's cycles, and looking at each input's buffer every cycle to
-// learn that its head has not arrived cost more than moving the packets.
-class ActiveInputs {
- public:
-  explicit ActiveInputs(std::size_t inputs = 0)
-      : words_((inputs + 63) / 64, 0), due_(inputs, 0), inputs_(static_cast<std::uint32_t>(inputs)) {}
-  // Input `id` holds messages, and may move from cycle `due` on.
-  void mark(std::uint32_t id, Cycle due = 0) {
-    std::uint64_t& word = words_[id >> 6];
-    const std::uint64_t bit = std::uint64_t(1) << (id & 63);
-    active_ += (word & bit) == 0;
-    word |= bit;
-    due_[id] = due;
-  }
-  // Called while visiting input `id`: it may move next in cycle `due`.
-  void wait_until(std::uint32_t id, Cycle due) {
-    due_[id] = due;
-    earliest_ = std::min(earliest_, due);
-  }
-  // Visits the active inputs that may move by `now` in index order,
-  // starting one input further along at each call so that no input is always
-  // served first; `still_active(id)` says whether to keep each. Inputs set in
-  // `passed_over` (a bit per input, as this set keeps them) stay active
-  // without being visited. Returns the first cycle after `now` an input
-  // passed over for its cycle, or told to wait, may move (kNever: none).
-  template <class Visit>
-  Cycle visit(Cycle now, Visit still_active, const std::uint64_t* passed_over = nullptr) {
-    earliest_ = kNever;
-    if (active_ == 0) return earliest_;
-    start_ = start_ + 1 == inputs_ ? 0 : start_ + 1;
-    visit_range(now, start_, inputs_, still_active, passed_over);
-    visit_range(now, 0, start_, still_active, passed_over);
-    return earliest_;
-  }
-  bool empty() const { return active_ == 0; }
-  // Input `id`, told to wait until kNever, may move from cycle `due` on.
-  void resume_at(std::uint32_t id, Cycle due) { due_[id] = due; }
-
- private:
-  template <class Visit>
-  void visit_range(Cycle now, std::uint32_t from, std::uint32_t to, Visit& still_active, const std::uint64_t* passed_over) {
-    for_each_set_bit(words_.data(), from, to, [&](std::uint32_t id) {
-      if (due_[id] > now) {
-        earliest_ = std::min(earliest_, due_[id]);
-        return true;
-      }
-      if (!still_active(id)) {
-        words_[id >> 6] &= ~(std::uint64_t(1) << (id & 63));
-        --active_;
-      }
-      return true;
-    }, passed_over);
-  }
-  std::vector<std::uint64_t> words_;
-  std::vector<Cycle> due_;
-  Cycle earliest_ = kNever;
-  std::uint32_t inputs_ = 0;
-  std::uint32_t start_ = 0;
-  std::uint32_t active_ = 0;
-};
 
 // Flow control of one link, kept with the sender so that it never reads the
 // receiver's buffer: what the receiver has freed since the sender last took
@@ -402,45 +263,6 @@ class OutPort final {
   LinkCredits own_credits_;
   LinkCredits* credits_ = &own_credits_;
   using Entry = typename InPort<Msg>::Entry;
-};
-
-// A pipelined resource that accepts work at a fixed rate (e.g. one request per
-// L2 clock when the L2 runs slower than the SM). Time is kept in 1/65536 cycle
-// so that fractional rates stay exact and deterministic.
-class RateServer {
- public:
-  static constexpr std::uint64_t kScale = 1u << 16;
-  RateServer() = default;
-  explicit RateServer(double units_per_cycle) { set_rate(units_per_cycle); }
-  void set_rate(double units_per_cycle) {
-    if (!(units_per_cycle > 0)) throw std::invalid_argument("rate must be positive");
-    cost_per_unit_ = static_cast<std::uint64_t>(kScale / units_per_cycle + 0.5);
-    if (cost_per_unit_ == 0) cost_per_unit_ = 1;
-  }
-  // First cycle during which new work may start (a server faster than one
-  // unit per cycle takes several units in one cycle).
-  Cycle free_at() const { return next_free_ / kScale; }
-  bool free(Cycle now) const { return next_free_ < (now + 1) * kScale; }
-  // Occupies the server for `units` of work starting no earlier than `now`;
-  // returns the cycle at which that work has passed through.
-  Cycle occupy(Cycle now, std::uint64_t units) { return occupy_scaled(now, units * cost_per_unit_); }
-  // The same for work that costs `weight` times as much per unit.
-  Cycle occupy(Cycle now, std::uint64_t units, double weight) {
-    return occupy_scaled(now, static_cast<std::uint64_t>(static_cast<double>(units * cost_per_unit_) * weight + 0.5));
-  }
-  std::uint64_t busy_cycles() const { return busy_scaled_ / kScale; }
-  const std::uint64_t* busy_scaled() const { return &busy_scaled_; }
-
- private:
-  Cycle occupy_scaled(Cycle now, std::uint64_t cost) {
-    std::uint64_t start = std::max(next_free_, now * kScale);
-    next_free_ = start + cost;
-    busy_scaled_ += cost;
-    return (next_free_ + kScale - 1) / kScale;
-  }
-  std::uint64_t cost_per_unit_ = kScale;
-  std::uint64_t next_free_ = 0;
-  std::uint64_t busy_scaled_ = 0;
 };
 
 }  // namespace atomsim

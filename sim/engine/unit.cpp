@@ -1,3 +1,4 @@
+#include "sim/engine/simulation_control.hpp"
 #include "sim/engine/unit.hpp"
 
 #include <fmt/format.h>

@@ -18,6 +18,7 @@
 #include <x86intrin.h>
 #endif
 
+#include "sim/engine/simulation_control.hpp"
 #include "sim/engine/unit.hpp"
 
 namespace {
