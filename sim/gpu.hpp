@@ -13,10 +13,10 @@
 
 #include "models/dispatch/cta_dispatcher.hpp"
 #include "models/sm/stall.hpp"
+#include "sim/compare/measured_costs.hpp"
 #include "sim/config.hpp"
 #include "sim/engine/simulation_control.hpp"
 #include "sim/engine/stats.hpp"
-#include "sim/compare/measured_costs.hpp"
 #include "traces/reader.hpp"
 
 namespace atomsim {

@@ -11,9 +11,9 @@
 #include "models/dispatch/cta_dispatcher.hpp"
 #include "sim/config.hpp"
 #include "sim_helpers.hpp"
-#include "traces/capture_document.hpp"
 #include "sim/compare/comparison.hpp"
 #include "tools/capture/faithfulness.hpp"
+#include "traces/capture_document.hpp"
 
 using namespace atomsim;
 using namespace atomsim::compare;

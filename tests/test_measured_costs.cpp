@@ -7,10 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "sim_helpers.hpp"
-#include "tools/capture/counters_document.hpp"
-#include "tools/capture/settings.hpp"
 #include "sim/compare/measured.hpp"
 #include "sim/compare/measured_costs.hpp"
+#include "tools/capture/counters_document.hpp"
+#include "tools/capture/settings.hpp"
 #include "traces/sass.hpp"
 
 using namespace atomsim;

@@ -11,11 +11,11 @@
 
 #include "harness.hpp"
 #include "sim_helpers.hpp"
+#include "models/dispatch/cta_dispatcher.hpp"
 #include "models/dram/dram.hpp"
 #include "models/interconnect/crossbar.hpp"
 #include "models/l1/l1.hpp"
 #include "models/l2/l2_slice.hpp"
-#include "models/dispatch/cta_dispatcher.hpp"
 #include "models/mio/mio.hpp"
 #include "models/sm/scheduler.hpp"
 #include "traces/sass.hpp"

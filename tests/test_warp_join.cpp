@@ -3,8 +3,8 @@
 #include <string_view>
 
 #include "sim_helpers.hpp"
-#include "traces/capture_document.hpp"
 #include "tools/capture/warp_join.hpp"
+#include "traces/capture_document.hpp"
 #include "traces/reader.hpp"
 #include "traces/sass.hpp"
 #include "workloads/microbench/generator.hpp"

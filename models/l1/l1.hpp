@@ -21,8 +21,8 @@
 #include "models/messages.hpp"
 #include "sim/engine/erasable_queue.hpp"
 #include "sim/engine/params.hpp"
-#include "sim/engine/stats.hpp"
 #include "sim/engine/port.hpp"
+#include "sim/engine/stats.hpp"
 
 namespace atomsim::model {
 

@@ -15,13 +15,13 @@
 #include <vector>
 
 #include "models/cache/tag_array.hpp"
-#include "models/l2/atomic_memory.hpp"
 #include "models/interconnect/address_map.hpp"
+#include "models/l2/atomic_memory.hpp"
 #include "models/messages.hpp"
 #include "sim/engine/params.hpp"
-#include "sim/engine/stats.hpp"
 #include "sim/engine/port.hpp"
 #include "sim/engine/release_queue.hpp"
+#include "sim/engine/stats.hpp"
 
 namespace atomsim::model {
 

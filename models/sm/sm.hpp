@@ -21,8 +21,8 @@
 #include "models/sm/warp.hpp"
 #include "models/sm/warp_reduction.hpp"
 #include "sim/engine/params.hpp"
-#include "sim/engine/stats.hpp"
 #include "sim/engine/port.hpp"
+#include "sim/engine/stats.hpp"
 #include "traces/reader.hpp"
 
 namespace atomsim::model {

@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "atomsim_revision.hpp"
-#include "sim/report.hpp"
 #include "sim/compare/comparison.hpp"
+#include "sim/report.hpp"
 #include "traces/reader.hpp"
 #include "traces/sass.hpp"
 

@@ -7,9 +7,9 @@
 #include <sstream>
 
 #include "tools/capture/counters_document.hpp"
-#include "traces/capture_document.hpp"
 #include "tools/capture/outputs.hpp"
 #include "tools/capture/settings.hpp"
+#include "traces/capture_document.hpp"
 
 namespace fs = std::filesystem;
 namespace bp = boost::process;

@@ -8,10 +8,10 @@
 #include <map>
 #include <ostream>
 
-#include "tools/capture/warp_join.hpp"
 #include "sim/compare/measured.hpp"
-#include "traces/sass.hpp"
+#include "tools/capture/warp_join.hpp"
 #include "traces/reader.hpp"
+#include "traces/sass.hpp"
 
 namespace atomsim::compare {
 

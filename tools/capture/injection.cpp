@@ -134,7 +134,7 @@ void on_resource(Injection& inj, CUpti_CallbackId cbid, const CUpti_ResourceData
 void CUPTIAPI dispatch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   Injection& inj = *g_injection;
   std::lock_guard lock(inj.mutex);
-  const auto start = CallbackProfile::Clock::now();
+  const auto start = inj.settings.verbose ? CallbackProfile::Clock::now() : CallbackProfile::Clock::time_point{};
   auto kind = CallbackProfile::kOther;
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
     kind = static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_ENTER ? CallbackProfile::kLaunchBegin
@@ -149,7 +149,7 @@ void CUPTIAPI dispatch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid
   } catch (const std::exception& e) {
     inj.fail(e.what());
   }
-  inj.profile.add(kind, start);
+  if (inj.settings.verbose) inj.profile.add(kind, start);
 }
 
 void write_outputs() {

@@ -27,13 +27,13 @@
 
 #include "tools/capture/awaited_values.hpp"
 #include "tools/capture/cta_order.hpp"
-#include "traces/capture_document.hpp"
 #include "tools/capture/outputs.hpp"
 #include "tools/capture/provenance.hpp"
 #include "tools/capture/settings.hpp"
 #include "tools/capture/stream_capture.hpp"
 #include "tools/capture/trace/records.hpp"
 #include "tools/capture/warp_join.hpp"
+#include "traces/capture_document.hpp"
 #include "traces/sass.hpp"
 #include "traces/writer.hpp"
 
