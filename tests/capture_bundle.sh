@@ -27,6 +27,13 @@ for f in "$dir"/*; do
     fi
   done
 done
+# An injection library is loaded into the program with nothing of the
+# project's beside it: a symbol of the project's it needs but lacks would keep
+# it from loading, and every pass would find no CUDA work.
+for f in "$dir"/libatomsim_capture_*.so; do
+  missing=$(nm -D --undefined-only "$f" | c++filt | grep -o 'atomsim::[^(]*' | sort -u | tr '\n' ' ' || true)
+  [ -z "$missing" ] || { echo "FAIL: $(basename "$f") needs the project's $missing, which it does not contain"; status=1; }
+done
 [ -x "$dir/atomsim-capture" ] || { echo "FAIL: no atomsim-capture in the bundle"; exit 1; }
 env -u LD_LIBRARY_PATH "$dir/atomsim-capture" --help >/dev/null || { echo "FAIL: the bundled atomsim-capture does not run"; status=1; }
 [ -x "$dir/atomsim" ] || { echo "FAIL: no atomsim in the bundle"; exit 1; }

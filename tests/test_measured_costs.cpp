@@ -95,6 +95,35 @@ TEST_CASE("Counters pass: Nsight Compute's pages become counters.json", "[captur
   REQUIRE(plain["pcs"][0]["shared_wavefronts"] == 0);
 }
 
+// The source page as Nsight Compute 2025.3 printed it for a node of a
+// two-kernel CUDA graph on the H200 (cut to its first columns).
+TEST_CASE("Count pass: a graph node's source page under Nsight Compute becomes per-pc counts", "[capture][counters]") {
+  const std::string source =
+      "\"Kernel Name\",\"histogram(const unsigned int *, const float *, float *, int, int)\",\n"
+      "\"Address\",\"Source\",\"Warp Stall Sampling (All Samples)\",\"# Samples\",\"Instructions Executed\","
+      "\"Thread Instructions Executed\",\"Predicated-On Thread Instructions Executed\",\"Avg. Threads Executed\"\n"
+      "\"0x7f5b4b7a0b00\",\"      LDC R1, c[0x0][0x28]\",\"12\",\"12\",\"2112\",\"67584\",\"67584\",\"32\"\n"
+      "\"0x7f5b4b7a0b10\",\"@P0   EXIT\",\"0\",\"0\",\"2,112\",\"67,584\",\"1,024\",\"32\"\n"
+      "\"0x7f5b4b7a0b20\",\"      BRA 0x7f5b4b7a0b20\",\"0\",\"0\",\"0\",\"0\",\"0\",\"0\"\n";
+  const auto doc = capture::source_counts_document(source);
+  REQUIRE(doc["pcs"].size() == 2);  // the never-executed BRA is left out
+  REQUIRE(doc["pcs"][1]["pc_offset"] == 0x10);
+  REQUIRE(doc["pcs"][1]["warp_instructions"] == 2112);
+  REQUIRE(doc["pcs"][1]["thread_instructions"] == 67584);
+  REQUIRE(doc["pcs"][1]["thread_instructions_pred_on"] == 1024);
+  REQUIRE(doc["warp_instructions"] == 4224);
+  REQUIRE(doc["thread_instructions_pred_on"] == 68608);
+
+  std::string renamed = source;
+  renamed.replace(renamed.find("Predicated-On Thread"), 20, "Predicated Thread");
+  try {
+    capture::source_counts_document(renamed);
+    FAIL("a page without predicated-on counts was read");
+  } catch (const capture::CaptureError& e) {
+    REQUIRE(std::string(e.what()) == "counters pass: Nsight Compute's source page lacks 'Predicated-On Thread Instructions Executed'");
+  }
+}
+
 TEST_CASE("Measured costs: shared wavefronts per instruction, a MATCH's values from the ADU's count", "[compare][counters]") {
   const auto doc = capture::counters_document(kDetails, kSource);
   const fs::path path = write_counters("costs", doc);

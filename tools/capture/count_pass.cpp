@@ -7,9 +7,12 @@
 #include <cupti_target.h>
 
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <vector>
 
+#include "tools/capture/counters_pass.hpp"
 #include "tools/capture/outputs.hpp"
 #include "tools/capture/pass.hpp"
 
@@ -43,16 +46,25 @@ class CountPass final : public CapturePass {
   // every loaded function failed in programs that load thousands of kernels
   // (PyTorch: CUPTI_ERROR_INVALID_PARAMETER) and is slow there.
   void on_launch_begin(const LaunchInfo& launch) override {
+    const std::uint64_t execution = executions_[launch.mangled]++;
     if (!launch.selected || counted_ || enabled_) return;
     refuse_shared_graph_function(launch, "SASS counts");
-    // H200, CUDA 13: enabling SASS metrics at the launch of a graph of two
+    // H200, CUDA 13.0: enabling SASS metrics at the launch of a graph of two
     // kernel nodes lost the selected node's work in that launch (the program's
     // histogram held 3 of its 4 launches), whether patching was lazy or eager,
     // with modules loaded lazily or eagerly; a one-node graph counted right.
-    if (launch.graph && launch.graph->kernels > 1)
-      throw CaptureError("launch " + std::to_string(launch.ordinal) + " (" + launch.name + ") is a node of a CUDA graph of " +
-                         std::to_string(launch.graph->kernels) + " kernel nodes; SASS counts would lose its work in that "
-                         "launch (count a launch of it outside the graph, or in a graph of one kernel)");
+    // Such a node is counted afterwards under Nsight Compute, which profiles
+    // graph nodes one by one (count_graph_node); this run keeps its cubins.
+    if (launch.graph && launch.graph->kernels > 1) {
+      nlohmann::json k = launch.to_json();
+      k["counted_by"] = kCountedByNsightCompute;
+      k["function_execution"] = execution;
+      k["cubin_crc"] = cubin_defining(launch.mangled);
+      kernels_.push_back(std::move(k));
+      counted_ = true;
+      deferred_ordinal_ = launch.ordinal;
+      return;
+    }
     configure(launch.context);
     CUpti_SassMetricsEnable_Params enable{CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
     enable.ctx = context_;
@@ -105,7 +117,7 @@ class CountPass final : public CapturePass {
   }
 
   void on_launch_end(const LaunchInfo& launch) override {
-    if (!launch.selected) return;
+    if (!launch.selected || launch.ordinal == deferred_ordinal_) return;
     if (!enabled_ || counted_) {
       ++selected_but_not_counted_;
       return;
@@ -149,6 +161,19 @@ class CountPass final : public CapturePass {
   }
 
  private:
+  // The saved cubin that defines `mangled` (its name is in the cubin's string table).
+  std::uint32_t cubin_defining(const std::string& mangled) const {
+    std::vector<std::uint32_t> found;
+    for (const auto& [crc, file] : cubins_)
+      if (std::ifstream in{settings_.out_dir / file, std::ios::binary};
+          std::string(std::istreambuf_iterator<char>(in), {}).find(mangled) != std::string::npos)
+        found.push_back(crc);
+    if (found.size() != 1)
+      throw CaptureError(mangled + ": " + std::to_string(found.size()) + " loaded cubins define it; its counts could not "
+                         "be placed in one");
+    return found.front();
+  }
+
   std::map<PcKey, PcCounts> flush() {
     std::map<PcKey, PcCounts> out;
     CUpti_SassMetricsGetDataProperties_Params props{CUpti_SassMetricsGetDataProperties_Params_STRUCT_SIZE};
@@ -202,6 +227,8 @@ class CountPass final : public CapturePass {
   const Settings& settings_;
   CUcontext context_ = nullptr;
   bool enabled_ = false, counted_ = false;
+  std::map<std::string, std::uint64_t> executions_;  // launches of each function so far
+  std::uint64_t deferred_ordinal_ = UINT64_MAX;       // the launch left to Nsight Compute
   std::uint64_t selected_but_not_counted_ = 0;
   std::uint32_t device_index_ = 0;
   std::uint64_t warp_metric_id_ = 0, thread_metric_id_ = 0, pred_on_metric_id_ = 0;

@@ -1,6 +1,7 @@
 #include "tools/capture/counters_document.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <sstream>
 
@@ -77,6 +78,48 @@ std::string without_guard(std::string s) {
   return s;
 }
 
+// The source page (`--page source --print-source sass`) of one launch.
+class SourcePage {
+ public:
+  explicit SourcePage(const std::string& csv) : rows_(table_after(csv, "Address", header_, "source")) {
+    address_ = column(header_, "Address", "source");
+    sass_ = column(header_, "Source", "source");
+    executed_ = column(header_, "Instructions Executed", "source");
+  }
+  std::size_t column_named(const std::string& name) const { return column(header_, name, "source"); }
+  std::optional<std::size_t> optional_column(const std::string& name) const {
+    return atomsim::capture::optional_column(header_, name);
+  }
+  std::size_t address_column() const { return address_; }
+  std::size_t sass_column() const { return sass_; }
+
+  // Calls f(pc offset from the function's first, warp instructions, row) for
+  // each instruction that ran, in address order; rows too short to hold the
+  // columns in `used` are skipped.
+  template <class F>
+  void for_each_executed(std::initializer_list<std::size_t> used, F f) const {
+    const std::size_t needed = std::max({address_, sass_, executed_, std::max(used)});
+    std::optional<std::uint64_t> start;
+    bool any = false;
+    for (const auto& row : rows_) {
+      if (row.size() <= needed) continue;
+      const std::uint64_t pc = address(row[address_]);
+      if (!start) start = pc;
+      if (pc < *start) throw CaptureError("counters pass: source addresses go back before the function's first");
+      const double n = number(row[executed_], "instructions executed at " + row[address_]);
+      if (n == 0) continue;
+      any = true;
+      f(pc - *start, n, row);
+    }
+    if (!any) throw CaptureError("counters pass: Nsight Compute's source page lists no executed instruction");
+  }
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+  std::size_t address_ = 0, sass_ = 0, executed_ = 0;
+};
+
 }  // namespace
 
 const std::vector<std::string>& counter_metrics() {
@@ -123,34 +166,44 @@ nlohmann::json counters_document(const std::string& details_csv, const std::stri
     if (!metrics.contains(m)) throw CaptureError("counters pass: Nsight Compute reported no " + m);
   doc["metrics"] = metrics;
 
-  const auto source = table_after(source_csv, "Address", header, "source");
-  const std::size_t addr = column(header, "Address", "source"), sass = column(header, "Source", "source"),
-                    executed = column(header, "Instructions Executed", "source");
-  const auto wavefronts = optional_column(header, "L1 Wavefronts Shared"),
-             ideal = optional_column(header, "L1 Wavefronts Shared Ideal");
-  const std::size_t needed = std::max({addr, sass, executed, wavefronts.value_or(0), ideal.value_or(0)});
-  const auto shared = [&](const std::vector<std::string>& row, std::optional<std::size_t> at, const std::string& what) {
-    return at ? number(row[*at], what + " at " + row[addr]) : 0.0;
-  };
+  const SourcePage source(source_csv);
+  const auto wavefronts = source.optional_column("L1 Wavefronts Shared"),
+             ideal = source.optional_column("L1 Wavefronts Shared Ideal");
   nlohmann::json pcs = nlohmann::json::array();
-  std::uint64_t start = 0;
-  bool first = true;
-  for (const auto& row : source) {
-    if (row.size() <= needed) continue;
-    const std::uint64_t pc = address(row[addr]);
-    if (first) start = pc;
-    first = false;
-    if (pc < start) throw CaptureError("counters pass: source addresses go back before the function's first");
-    const double n = number(row[executed], "instructions executed at " + row[addr]);
-    if (n == 0) continue;
-    pcs.push_back({{"pc_offset", pc - start}, {"sass", without_guard(row[sass])}, {"warp_instructions", n},
-                   {"shared_wavefronts", shared(row, wavefronts, "shared wavefronts")},
-                   {"shared_wavefronts_ideal", shared(row, ideal, "ideal shared wavefronts")}});
-  }
-  if (pcs.empty()) throw CaptureError("counters pass: Nsight Compute's source page lists no executed instruction");
+  source.for_each_executed({wavefronts.value_or(0), ideal.value_or(0)}, [&](std::uint64_t pc_offset, double executed,
+                                                                          const std::vector<std::string>& row) {
+    const auto shared = [&](std::optional<std::size_t> at, const std::string& what) {
+      return at ? number(row[*at], what + " at " + row[source.address_column()]) : 0.0;
+    };
+    pcs.push_back({{"pc_offset", pc_offset}, {"sass", without_guard(row[source.sass_column()])},
+                   {"warp_instructions", executed}, {"shared_wavefronts", shared(wavefronts, "shared wavefronts")},
+                   {"shared_wavefronts_ideal", shared(ideal, "ideal shared wavefronts")}});
+  });
   doc["pcs"] = pcs;
   doc["tool"] = "Nsight Compute";
   return doc;
+}
+
+nlohmann::json source_counts_document(const std::string& source_csv) {
+  const SourcePage source(source_csv);
+  const std::size_t threads = source.column_named("Thread Instructions Executed"),
+                    pred_on = source.column_named("Predicated-On Thread Instructions Executed");
+  nlohmann::json pcs = nlohmann::json::array();
+  std::uint64_t warp_total = 0, thread_total = 0, pred_on_total = 0;
+  source.for_each_executed({threads, pred_on}, [&](std::uint64_t pc_offset, double executed,
+                                                   const std::vector<std::string>& row) {
+    const auto count = [&](double v) { return static_cast<std::uint64_t>(std::llround(v)); };
+    const std::uint64_t warp = count(executed),
+                        thread = count(number(row[threads], "thread instructions at " + row[source.address_column()])),
+                        on = count(number(row[pred_on], "predicated-on thread instructions at " + row[source.address_column()]));
+    warp_total += warp;
+    thread_total += thread;
+    pred_on_total += on;
+    pcs.push_back({{"pc_offset", pc_offset}, {"warp_instructions", warp}, {"thread_instructions", thread},
+                   {"thread_instructions_pred_on", on}});
+  });
+  return {{"warp_instructions", warp_total}, {"thread_instructions", thread_total},
+          {"thread_instructions_pred_on", pred_on_total}, {"pcs", pcs}};
 }
 
 }  // namespace atomsim::capture

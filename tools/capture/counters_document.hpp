@@ -21,4 +21,10 @@ std::vector<std::string> split_csv_record(const std::string& line);
 // columns) has none. Throws CaptureError naming what is missing.
 nlohmann::json counters_document(const std::string& details_csv, const std::string& source_csv);
 
+// A launch's per-pc counts from its source page, as the count pass writes them:
+// {"warp_instructions", "thread_instructions", "thread_instructions_pred_on",
+// "pcs": [{"pc_offset", the same three}]}, for the graph nodes whose SASS
+// metrics CUPTI loses (count_pass.cpp). Throws CaptureError naming what is missing.
+nlohmann::json source_counts_document(const std::string& source_csv);
+
 }  // namespace atomsim::capture

@@ -77,8 +77,16 @@ CountedLaunch counted_launch(const fs::path& out) {
 
 }  // namespace
 
-void capture_counters(const CountersRequest& r) {
-  const CountedLaunch launch = counted_launch(r.out);
+namespace {
+
+// The counted launch again, under Nsight Compute: its counters.json document
+// (with "launch") and its source page.
+struct ProfiledLaunch {
+  nlohmann::json counters;
+  std::string source_csv;
+};
+
+ProfiledLaunch profile_counted_launch(const CountersRequest& r, const CountedLaunch& launch) {
   // Nsight Compute's --launch-skip counts the launches of every process, the
   // count pass's ordinal those of its own.
   const auto& elsewhere = launch.launches_in_other_processes;
@@ -97,13 +105,13 @@ void capture_counters(const CountersRequest& r) {
       for (const auto& f : files) fs::remove(f);
     }
   } cleanup{{report, details, source, log}};
-  fs::remove(result_path(r.out, "counters"));
 
   std::string metrics;
   for (const auto& m : counter_metrics()) metrics += (metrics.empty() ? "" : ",") + m;
+  // Graph nodes are profiled one by one, each counted as a launch of its own.
   std::vector<std::string> profile = {"--export", report.string(), "--force-overwrite", "--section", "SourceCounters",
-                                      "--metrics", metrics, "--target-processes", "all", "--launch-count", "1",
-                                      "--launch-skip", std::to_string(launch.ordinal)};
+                                      "--metrics", metrics, "--graph-profiling", "node", "--target-processes", "all",
+                                      "--launch-count", "1", "--launch-skip", std::to_string(launch.ordinal)};
   profile.insert(profile.end(), r.program.begin(), r.program.end());
   run_ncu(ncu, profile, log, log.string() + ".err", r.timeout_s);
   fs::remove(log.string() + ".err");
@@ -111,12 +119,49 @@ void capture_counters(const CountersRequest& r) {
     throw CaptureError("counters pass: Nsight Compute profiled no launch at the counted place " + std::to_string(launch.ordinal));
   run_ncu(ncu, {"--import", report.string(), "--csv", "--page", "details", "--print-kernel-base", "mangled"}, details, log, 0);
   run_ncu(ncu, {"--import", report.string(), "--csv", "--page", "source", "--print-source", "sass"}, source, log, 0);
-  nlohmann::json doc = counters_document(read_document(details), read_document(source));
-  if (doc.value("kernel", "") != launch.mangled)
+  ProfiledLaunch out{counters_document(read_document(details), read_document(source)), read_document(source)};
+  if (out.counters.value("kernel", "") != launch.mangled)
     throw CaptureError("counters pass: launch " + std::to_string(launch.ordinal) + " under Nsight Compute is " +
-                       doc.value("kernel", "?") + ", not the counted " + launch.mangled);
-  doc["launch"] = launch.ordinal;
-  write_json_atomically(result_path(r.out, "counters"), doc);
+                       out.counters.value("kernel", "?") + ", not the counted " + launch.mangled);
+  out.counters["launch"] = launch.ordinal;
+  return out;
+}
+
+}  // namespace
+
+void capture_counters(const CountersRequest& r) {
+  const CountedLaunch launch = counted_launch(r.out);
+  fs::remove(result_path(r.out, "counters"));
+  write_json_atomically(result_path(r.out, "counters"), profile_counted_launch(r, launch).counters);
+}
+
+bool count_left_to_nsight_compute(const std::filesystem::path& out) {
+  const nlohmann::json doc = nlohmann::json::parse(read_document(result_path(out, "count")), nullptr, false);
+  if (doc.is_discarded()) return false;
+  for (const auto& k : doc.value("kernels", nlohmann::json::array()))
+    if (k.value("counted_by", "") == kCountedByNsightCompute && !k.contains("pcs")) return true;
+  return false;
+}
+
+void count_under_nsight_compute(const CountersRequest& r) {
+  const fs::path count = result_path(r.out, "count");
+  nlohmann::json doc = nlohmann::json::parse(read_document(count));
+  const CountedLaunch launch = counted_launch(r.out);
+  nlohmann::json counts;
+  try {
+    counts = source_counts_document(profile_counted_launch(r, launch).source_csv);
+  } catch (const CaptureError& e) {
+    std::string why = e.what();
+    if (why.rfind("counters pass: ", 0) == 0) why.erase(0, 15);
+    throw CaptureError("count pass: launch " + std::to_string(launch.ordinal) + " under Nsight Compute: " + why);
+  }
+  nlohmann::json& k = doc["kernels"][0];
+  for (auto& pc : counts["pcs"]) {
+    pc["cubin_crc"] = k.at("cubin_crc");
+    pc["function"] = launch.mangled;
+  }
+  for (const auto& [key, value] : counts.items()) k[key] = value;
+  write_json_atomically(count, doc);
 }
 
 }  // namespace atomsim::capture

@@ -26,4 +26,13 @@ struct CountersRequest {
 // the one counted; counters.json is then absent.
 void capture_counters(const CountersRequest& request);
 
+// A count pass's record of a launch whose counts CUPTI's SASS metrics would
+// lose (a node of a graph of several kernels: count_pass.cpp) says so with
+// "counted_by": kCountedByNsightCompute and no "pcs".
+inline constexpr const char* kCountedByNsightCompute = "Nsight Compute";
+bool count_left_to_nsight_compute(const std::filesystem::path& out);
+// Profiles that launch under Nsight Compute and writes its per-pc counts into
+// count.json. Throws CaptureError with one line, leaving count.json as it was.
+void count_under_nsight_compute(const CountersRequest& request);
+
 }  // namespace atomsim::capture

@@ -355,6 +355,8 @@ void capture(const Options& o, Pass pass) {
   }
   collect(o, pass);
   if (pass == Pass::Count) {
+    if (count_left_to_nsight_compute(o.out))
+      count_under_nsight_compute({.out = o.out, .timeout_s = o.timeout_s, .program = o.program});
     std::ifstream in(result_path(o.out, name));
     disassemble_cubins(o.out, nlohmann::json::parse(in));
   }
