@@ -1,5 +1,9 @@
-#include "sim/engine/simulation_control.hpp"
 #include "sim/engine/unit.hpp"
+
+#include "sim/engine/evaluation_workers.hpp"
+#include "sim/engine/simulation_control.hpp"
+#include "sim/engine/thread_busy.hpp"
+#include "sim/engine/wake_lane.hpp"
 
 #include <fmt/format.h>
 
@@ -13,9 +17,6 @@
 #include <thread>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#endif
 
 namespace atomsim {
 
@@ -23,92 +24,12 @@ namespace {
 
 std::atomic<bool> stop_requested{false};
 
-// Spins briefly, then gives the core away: with more threads than cores
-// (several simulations at once, a busy machine) the thread waited for may be
-// the one that needs it.
-void wait_a_little(unsigned spins) {
-  if (spins < 1024) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  } else {
-    std::this_thread::yield();
-  }
-}
-
-// Helper threads that work beside the calendar's thread, one pool per process
-// (SystemC runs one simulation per process at a time). Each step runs a job
-// once on every thread and returns when all have finished it. A thread marks
-// its finish, with two numbers the job left for the caller, in a cache line of
-// its own: the caller gathers the lines in parallel instead of every thread
-// taking turns on one shared counter.
-class EvaluationWorkers {
- public:
-  using Job = void (*)(void* context, unsigned thread);
-  struct alignas(64) Finish {
-    std::atomic<std::uint64_t> step{0};  // the last step this thread finished
-    std::uint64_t report[3] = {0, 0, 0};  // what its part of that step left for the caller
-  };
-
-  explicit EvaluationWorkers(unsigned helpers) : staged_(helpers + 1), finishes_(helpers + 1) {
-    for (auto& s : staged_) s.effects_for.resize(2 * (helpers + 1));
-    for (unsigned t = 0; t < helpers; ++t) threads_.emplace_back([this, t] { serve(t + 1); });
-  }
-  ~EvaluationWorkers() {
-    stopping_ = true;
-    step_.fetch_add(1);
-    step_.notify_all();
-    for (std::thread& t : threads_) t.join();
-  }
-  unsigned threads() const { return static_cast<unsigned>(threads_.size() + 1); }
-  std::vector<detail::StagedEffects>& staged() { return staged_; }
-  // Thread `thread`'s report of the step it is in (written by its job), or of
-  // the step just run (read by the caller once run_on_all returns).
-  std::uint64_t* report(unsigned thread) { return finishes_[thread].report; }
-
-  void run_on_all(Job job, void* context) {
-    job_ = job;
-    context_ = context;
-    const std::uint64_t step = step_.fetch_add(1) + 1;
-    if (sleepers_.load() > 0) step_.notify_all();
-    job(context, 0);
-    for (std::size_t t = 1; t < finishes_.size(); ++t)
-      for (unsigned spins = 0; finishes_[t].step.load(std::memory_order_acquire) != step; ++spins) wait_a_little(spins);
-  }
-
- private:
-  void serve(unsigned thread) {
-    std::uint64_t seen = 0;
-    for (;;) {
-      std::uint64_t step = step_.load(std::memory_order_acquire);
-      // Steps follow each other within microseconds while a kernel runs;
-      // between kernels a helper sleeps.
-      for (unsigned spins = 0; step == seen && spins < 20000; ++spins) {
-        wait_a_little(spins);
-        step = step_.load(std::memory_order_acquire);
-      }
-      if (step == seen) {
-        ++sleepers_;
-        step_.wait(step);
-        --sleepers_;
-        continue;
-      }
-      if (stopping_) return;
-      seen = step;
-      job_(context_, thread);
-      finishes_[thread].step.store(step, std::memory_order_release);
-    }
-  }
-
-  std::vector<detail::StagedEffects> staged_;  // one per thread; the calendar's is [0]
-  std::vector<Finish> finishes_;               // one per thread; [0] is the caller's, not waited on
-  std::vector<std::thread> threads_;
-  std::atomic<std::uint64_t> step_{0};
-  std::atomic<unsigned> sleepers_{0};
-  std::atomic<bool> stopping_{false};
-  Job job_ = nullptr;
-  void* context_ = nullptr;
-};
+using detail::DueList;
+using detail::EvaluationWorkers;
+using detail::host_ticks;
+using detail::ThreadBusy;
+using detail::wait_a_little;
+using Lane = detail::WakeLane;
 
 constexpr unsigned kMaxEvaluationThreads = 1024;
 unsigned requested_threads = 1;
@@ -116,24 +37,7 @@ Cycle requested_window = 1;
 bool host_profiling = false;
 std::atomic<std::uint64_t> dealings{0};
 
-// A cheap host clock for weighing evaluations (its unit does not matter: only
-// comparisons between units).
-inline std::uint64_t host_ticks() {
-#if defined(__x86_64__) || defined(__i386__)
-  return __rdtsc();
-#else
-  return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-#endif
-}
-
-EvaluationWorkers& evaluation_workers() {
-  static std::unique_ptr<EvaluationWorkers> workers;
-  if (!workers || workers->threads() != requested_threads) {
-    workers.reset();
-    workers = std::make_unique<EvaluationWorkers>(requested_threads - 1);
-  }
-  return *workers;
-}
+EvaluationWorkers& evaluation_workers() { return detail::evaluation_workers(requested_threads); }
 
 }  // namespace
 
@@ -275,7 +179,6 @@ class WakeCalendar : public sc_core::sc_module {
     tick_.notify(sc_core::sc_time::from_value((cycle - now) * kPicosecondsPerCycle));
   }
 
-  static constexpr Cycle kRingCycles = 4096;
   // Windows with fewer units due at their start than this run on the
   // calendar's thread alone: handing a few units to other threads costs more
   // than it saves.
@@ -294,29 +197,6 @@ class WakeCalendar : public sc_core::sc_module {
     std::uint32_t sender, receiver;
     Cycle latency;
   };
-  struct alignas(64) ThreadBusy {  // a line each: written by its thread
-    std::uint64_t evaluate_ticks = 0, apply_ticks = 0;
-    std::uint64_t last_evaluate = 0, last_apply = 0;  // its parts of the window just run
-    std::uint64_t evaluated_at = 0;  // when it finished evaluating in that window
-    // Its longest single domain run in the window's evaluations, and which domain that was.
-    std::uint64_t longest_run = 0;
-    std::uint32_t longest_domain = 0;
-    void note_run(std::uint64_t ticks, std::uint32_t domain) {
-      if (ticks > longest_run) longest_run = ticks, longest_domain = domain;
-    }
-    void note_evaluate(std::uint64_t ticks) { evaluate_ticks += ticks, last_evaluate = ticks, evaluated_at = host_ticks(); }
-    void note_apply(std::uint64_t ticks) { apply_ticks += ticks, last_apply = ticks; }
-    void note_filing(std::uint64_t ticks) { apply_ticks += ticks, last_apply += ticks; }
-  };
-  // While host profiling: what the window just run took of the threads' time
-  // in evaluating (or applying), the slowest thread's part when they ran
-  // together, else all parts.
-  std::uint64_t window_parts(bool together, std::uint64_t ThreadBusy::*part) const {
-    std::uint64_t slowest = 0, all = 0;
-    for (const ThreadBusy& busy : thread_busy_) slowest = std::max(slowest, busy.*part), all += busy.*part;
-    return together ? slowest : all;
-  }
-
   // Units joined by short links, whose cycles of a window run together on
   // one thread. Written by whichever thread runs it, a line of its own.
   struct alignas(64) Domain {
@@ -325,74 +205,6 @@ class WakeCalendar : public sc_core::sc_module {
     Cycle filed = kNever;      // the cycle its live entry in its home lane is filed at
     std::uint32_t home = 0;    // the thread that applies what is done to its units
     std::uint64_t last_run = 0;  // host ticks its last run in a shared window took
-  };
-
-  // One thread's wake-ups: its home domains by the cycle they are next due.
-  // An entry is live while its domain is still filed at that cycle.
-  struct alignas(64) Lane {
-    std::vector<std::vector<std::uint32_t>> buckets = std::vector<std::vector<std::uint32_t>>(kRingCycles);
-    std::map<Cycle, std::vector<std::uint32_t>> far;
-    std::size_t in_buckets = 0;
-    Cycle next = kNever;  // no domain is due before it (entries since skipped may make it early)
-
-    void place(std::uint32_t domain, Cycle cycle, Cycle now) {
-      if (cycle - now < kRingCycles) {
-        buckets[cycle % kRingCycles].push_back(domain);
-        ++in_buckets;
-      } else {
-        far[cycle].push_back(domain);
-      }
-      next = std::min(next, cycle);
-    }
-    // Far wakes that have come within the ring join their buckets: the
-    // calendar may jump straight to a far wake.
-    void bring_near(Cycle now) {
-      while (!far.empty() && far.begin()->first - now < kRingCycles) {
-        for (std::uint32_t domain : far.begin()->second) {
-          buckets[far.begin()->first % kRingCycles].push_back(domain);
-          ++in_buckets;
-        }
-        far.erase(far.begin());
-      }
-    }
-    // Entries due at `next` (an estimate: some may have been passed over since).
-    std::size_t due_at_next() const {
-      if (next == kNever) return 0;
-      if (!far.empty() && far.begin()->first == next) return far.begin()->second.size();
-      return buckets[next % kRingCycles].size();
-    }
-    // Takes out every live entry due before `end`, in cycle order.
-    template <class Live, class Take>
-    void take_due(Cycle end, Live live, Take take) {
-      while (next < end) {
-        const Cycle now = next;
-        bring_near(now);
-        std::vector<std::uint32_t>& bucket = buckets[now % kRingCycles];
-        for (std::uint32_t domain : bucket)
-          if (live(domain, now)) take(domain);
-        in_buckets -= bucket.size();
-        bucket.clear();
-        next = kNever;
-        if (in_buckets > 0) {
-          for (Cycle c = now + 1; c < now + kRingCycles; ++c)
-            if (!buckets[c % kRingCycles].empty()) { next = c; break; }
-        }
-        if (!far.empty()) next = std::min(next, far.begin()->first);
-      }
-    }
-  };
-
-  // The domains a thread takes due at a window's start, which other threads
-  // may run too once they have run their own: each is claimed through the
-  // cursor, and counted in `finished` once run, so that the thread applies
-  // nothing to a domain another still runs. `window` says which window the
-  // list is for, so that a thread that looks early takes nothing from the
-  // window before.
-  struct alignas(64) DueList {
-    std::vector<std::uint32_t> domains;
-    std::atomic<std::uint32_t> cursor{0};
-    std::atomic<std::uint32_t> finished{0};
-    std::atomic<std::uint64_t> window{0};
   };
 
   // Files a domain in its home lane at its next cycle, unless it is filed
@@ -729,8 +541,8 @@ class WakeCalendar : public sc_core::sc_module {
     std::uint64_t evaluated = 0;
     for (const ThreadBusy& busy : thread_busy_) evaluated = std::max(evaluated, busy.evaluated_at);
     apply_step_ticks_ += host_ticks() - evaluated;
-    slowest_evaluate_ticks_ += window_parts(together_, &ThreadBusy::last_evaluate);
-    slowest_apply_ticks_ += window_parts(together_, &ThreadBusy::last_apply);
+    slowest_evaluate_ticks_ += detail::window_parts(thread_busy_, together_, &ThreadBusy::last_evaluate);
+    slowest_apply_ticks_ += detail::window_parts(thread_busy_, together_, &ThreadBusy::last_apply);
     const ThreadBusy* longest = &thread_busy_[0];
     for (const ThreadBusy& busy : thread_busy_)
       if (busy.longest_run > longest->longest_run) longest = &busy;
