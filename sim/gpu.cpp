@@ -63,7 +63,7 @@ Gpu::Gpu(const GpuParams& p) : params_(p), created_(std::chrono::steady_clock::n
     u.l1s.push_back(std::make_unique<L1>(fmt::format("l1_{}", i).c_str(), p.l1, static_cast<std::uint16_t>(i),
                                          p.sm.subcores, u.map, u.pool, stats_));
   }
-  u.request_network = std::make_unique<Crossbar>("request_network", p.request_network, p.sms, slices, stats_);
+  u.request_network = std::make_unique<Crossbar>(std::string(kRequestNetworkName).c_str(), p.request_network, p.sms, slices, stats_);
   u.reply_network = std::make_unique<Crossbar>("reply_network", p.reply_network, slices, p.sms, stats_);
   u.partition_network = std::make_unique<Crossbar>("partition_network", p.partition_network, slices, slices, stats_);
   for (std::uint32_t s = 0; s < slices; ++s)
@@ -186,6 +186,136 @@ void Gpu::warm_l2(trace::TraceReader& reader, std::size_t kernel) {
   }
 }
 
+// What the SMs' hooks see during a kernel. The hooks run on whichever thread
+// evaluates their SM: each SM's observations are kept apart and folded in SM
+// order after each stretch of simulation, so that the expected sums do not
+// depend on the threads.
+class Gpu::Observations {
+ public:
+  Observations(Gpu& gpu, const RunOptions& options, KernelRun& run)
+      : gpu_(gpu), options_(options), run_(run), seen_(gpu.units_->sms.size()) {}
+
+  SmHooks hooks_for(std::uint32_t sm) {
+    SeenBySm& by_sm = seen_[sm];
+    SmHooks hooks;
+    if (options_.check_atomics)
+      hooks.on_atomic = [&by_sm](const trace::StaticInst& s, std::uint32_t active_mask, const SmHooks::Lanes& address,
+                                 const SmHooks::Lanes& value) {
+        for (std::uint32_t m = active_mask; m; m &= m - 1) {
+          const int lane = std::countr_zero(m);
+          by_sm.atomics.push_back({&s, address[lane], value[lane]});
+        }
+      };
+    if (options_.profile_instructions)
+      hooks.on_warp_cycles = [&by_sm](std::uint32_t instruction, model::WarpState state, Cycle cycles) {
+        by_sm.warp_cycles.push_back({instruction, state, cycles});
+      };
+    if (options_.record_ctas)
+      hooks.on_cta = [&by_sm, &run = run_, sm](std::uint64_t cta, bool started, Cycle cycle) {
+        if (started) {
+          by_sm.cta_places[cta] = by_sm.ctas.size();
+          by_sm.ctas.push_back(KernelRun::CtaSpan{cta, sm, cycle - run.start, 0});
+        } else {
+          by_sm.ctas[by_sm.cta_places.at(cta)].end = cycle - run.start;
+        }
+      };
+    return hooks;
+  }
+
+  // Folds what the SMs saw since the last fold, in SM order.
+  void fold() {
+    for (SeenBySm& by_sm : seen_) {
+      for (const SeenBySm::AtomicLane& lane : by_sm.atomics) {
+        const trace::StaticInst& s = *lane.inst;
+        Expected& e = gpu_.expected_[lane.address];
+        using trace::DataType;
+        e.summable &= s.atomic_op == trace::AtomicOp::Add &&
+                      (s.atomic_type == DataType::F32 || s.atomic_type == DataType::F64 || s.atomic_type == DataType::U32 ||
+                       s.atomic_type == DataType::S32 || s.atomic_type == DataType::U64 || s.atomic_type == DataType::S64);
+        double v = as_number(lane.value, s.atomic_type);
+        e.sum += v;
+        e.bits_sum += lane.value;
+        e.magnitude += std::fabs(v);
+        ++e.updates;
+      }
+      by_sm.atomics.clear();
+      for (const SeenBySm::WarpCycles& w : by_sm.warp_cycles)
+        run_.instructions[w.instruction].warp_cycles[static_cast<int>(w.state)] += w.cycles;
+      by_sm.warp_cycles.clear();
+    }
+  }
+
+  // Every SM's CTAs, by when they started.
+  void collect_ctas(KernelRun& run) const {
+    for (const SeenBySm& by_sm : seen_) run.ctas.insert(run.ctas.end(), by_sm.ctas.begin(), by_sm.ctas.end());
+    std::stable_sort(run.ctas.begin(), run.ctas.end(),
+                     [](const KernelRun::CtaSpan& a, const KernelRun::CtaSpan& b) { return a.start < b.start; });
+  }
+
+ private:
+  struct SeenBySm {
+    struct AtomicLane {
+      const trace::StaticInst* inst;
+      std::uint64_t address, value;
+    };
+    struct WarpCycles {
+      std::uint32_t instruction;
+      model::WarpState state;
+      Cycle cycles;
+    };
+    std::vector<AtomicLane> atomics;
+    std::vector<WarpCycles> warp_cycles;
+    std::vector<KernelRun::CtaSpan> ctas;
+    std::unordered_map<std::uint64_t, std::size_t> cta_places;  // a CTA's place in ctas
+  };
+  Gpu& gpu_;
+  const RunOptions& options_;
+  KernelRun& run_;
+  std::vector<SeenBySm> seen_;
+};
+
+// Runs the kernel's cycles until nothing is pending, folding the SMs'
+// observations after each slice; a long run reports progress about once a
+// second.
+void Gpu::simulate_until_done(trace::TraceReader& reader, std::size_t kernel, const RunOptions& options, KernelRun& run,
+                              Observations& observations) {
+  Units& u = *units_;
+  const trace::KernelInfo& info = reader.kernel(kernel);
+  using clock = std::chrono::steady_clock;
+  auto last_report = clock::now();
+  // Short slices let a long run report progress about once a second.
+  const sc_core::sc_time slice = sc_core::sc_time::from_value(10000 * kPicosecondsPerCycle);
+  do {
+    // SC_EXIT_ON_STARVATION leaves time where the last event was (the kernel's
+    // end), but returns at once when the next event lies beyond the slice: a
+    // slice always reaches the next pending event.
+    sc_core::sc_start(std::max(slice, sc_core::sc_time_to_pending_activity()), sc_core::SC_EXIT_ON_STARVATION);
+    observations.fold();
+    for (auto& sm : u.sms)
+      if (!sm->error().empty()) throw trace::TraceError(sm->error());
+    auto t = clock::now();
+    if (options.progress && t - created_ > std::chrono::seconds(2) && t - last_report > std::chrono::seconds(1)) {
+      last_report = t;
+      std::fprintf(stderr, "%s kernel %zu '%s': cycle %llu, %llu of %llu CTAs done\n", options.label.c_str(), kernel,
+                   info.name.c_str(), static_cast<unsigned long long>(current_cycle() - run.start),
+                   static_cast<unsigned long long>(u.dispatcher->finished()),
+                   static_cast<unsigned long long>(u.dispatcher->total()));
+    }
+  } while (sc_core::sc_pending_activity() || release_oldest_awaiting_read(u.slices));
+}
+
+// Each instruction's producers that it may wait on at a barrier; only an
+// instruction that ran can be what another waited for.
+void Gpu::note_barrier_producers(const trace::KernelInfo& info, KernelRun& run) {
+  auto ran = [&run](std::size_t i) {
+    const auto& c = run.instructions[i].warp_cycles;
+    return std::any_of(c.begin(), c.end(), [](std::uint64_t v) { return v > 0; });
+  };
+  for (std::size_t i = 0; i < info.program.size(); ++i)
+    for (std::size_t producer : trace::barrier_producers(info.program, i, ran))
+      run.instructions[i].waits_on.push_back(info.program[producer].pc);
+}
+
 KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const RunOptions& options) {
   Units& u = *units_;
   const trace::KernelInfo& info = reader.kernel(kernel);
@@ -229,46 +359,6 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
   set_evaluation_threads(threads);
   set_window_cycles(params_.lookahead_cycles);
   ctx.flush_atomics_at_barrier = params_.l1.atomic_buffer;
-  // The SMs' hooks run on whichever thread evaluates their SM: each keeps
-  // what it saw apart, and it is folded in SM order after each stretch of
-  // simulation, so that the expected sums do not depend on the threads.
-  struct SeenBySm {
-    struct AtomicLane {
-      const trace::StaticInst* inst;
-      std::uint64_t address, value;
-    };
-    struct WarpCycles {
-      std::uint32_t instruction;
-      model::WarpState state;
-      Cycle cycles;
-    };
-    std::vector<AtomicLane> atomics;
-    std::vector<WarpCycles> warp_cycles;
-    std::vector<KernelRun::CtaSpan> ctas;
-    std::unordered_map<std::uint64_t, std::size_t> cta_places;  // a CTA's place in ctas
-  };
-  std::vector<SeenBySm> seen(u.sms.size());
-  auto fold_seen = [&] {
-    for (SeenBySm& by_sm : seen) {
-      for (const SeenBySm::AtomicLane& lane : by_sm.atomics) {
-        const trace::StaticInst& s = *lane.inst;
-        Expected& e = expected_[lane.address];
-        using trace::DataType;
-        e.summable &= s.atomic_op == trace::AtomicOp::Add &&
-                      (s.atomic_type == DataType::F32 || s.atomic_type == DataType::F64 || s.atomic_type == DataType::U32 ||
-                       s.atomic_type == DataType::S32 || s.atomic_type == DataType::U64 || s.atomic_type == DataType::S64);
-        double v = as_number(lane.value, s.atomic_type);
-        e.sum += v;
-        e.bits_sum += lane.value;
-        e.magnitude += std::fabs(v);
-        ++e.updates;
-      }
-      by_sm.atomics.clear();
-      for (const SeenBySm::WarpCycles& w : by_sm.warp_cycles)
-        run.instructions[w.instruction].warp_cycles[static_cast<int>(w.state)] += w.cycles;
-      by_sm.warp_cycles.clear();
-    }
-  };
   if (options.profile_instructions) {
     run.instructions.resize(info.program.size());
     for (std::size_t i = 0; i < info.program.size(); ++i) {
@@ -279,32 +369,10 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
   if (params_.l2.start == model::L2Start::Footprint) warm_l2(reader, kernel);
   for (auto& slice : u.slices) slice->keep_atomic_values(options.check_atomics);
   run.start = current_cycle();
+  Observations observations(*this, options, run);
   for (std::uint32_t i = 0; i < u.sms.size(); ++i) {
     u.sms[i]->begin_kernel(ctx);
-    SeenBySm& by_sm = seen[i];
-    SmHooks hooks;
-    if (options.check_atomics)
-      hooks.on_atomic = [&by_sm](const trace::StaticInst& s, std::uint32_t active_mask, const SmHooks::Lanes& address,
-                                 const SmHooks::Lanes& value) {
-        for (std::uint32_t m = active_mask; m; m &= m - 1) {
-          const int lane = std::countr_zero(m);
-          by_sm.atomics.push_back({&s, address[lane], value[lane]});
-        }
-      };
-    if (options.profile_instructions)
-      hooks.on_warp_cycles = [&by_sm](std::uint32_t instruction, model::WarpState state, Cycle cycles) {
-        by_sm.warp_cycles.push_back({instruction, state, cycles});
-      };
-    if (options.record_ctas)
-      hooks.on_cta = [&by_sm, &run, i](std::uint64_t cta, bool started, Cycle cycle) {
-        if (started) {
-          by_sm.cta_places[cta] = by_sm.ctas.size();
-          by_sm.ctas.push_back(KernelRun::CtaSpan{cta, i, cycle - run.start, 0});
-        } else {
-          by_sm.ctas[by_sm.cta_places.at(cta)].end = cycle - run.start;
-        }
-      };
-    u.sms[i]->set_hooks(std::move(hooks));
+    u.sms[i]->set_hooks(observations.hooks_for(i));
   }
   auto before = stats_.snapshot();
   set_host_profiling(options.host_profile);
@@ -318,27 +386,7 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
     prefetcher = std::make_unique<trace::WarpPrefetcher>(reader, kernel, std::move(warps), kPrefetchedWarps);
   }
 
-  using clock = std::chrono::steady_clock;
-  auto last_report = clock::now();
-  // Short slices let a long run report progress about once a second.
-  const sc_core::sc_time slice = sc_core::sc_time::from_value(10000 * kPicosecondsPerCycle);
-  do {
-    // SC_EXIT_ON_STARVATION leaves time where the last event was (the kernel's
-    // end), but returns at once when the next event lies beyond the slice: a
-    // slice always reaches the next pending event.
-    sc_core::sc_start(std::max(slice, sc_core::sc_time_to_pending_activity()), sc_core::SC_EXIT_ON_STARVATION);
-    fold_seen();
-    for (auto& sm : u.sms)
-      if (!sm->error().empty()) throw trace::TraceError(sm->error());
-    auto t = clock::now();
-    if (options.progress && t - created_ > std::chrono::seconds(2) && t - last_report > std::chrono::seconds(1)) {
-      last_report = t;
-      std::fprintf(stderr, "%s kernel %zu '%s': cycle %llu, %llu of %llu CTAs done\n", options.label.c_str(), kernel,
-                   info.name.c_str(), static_cast<unsigned long long>(current_cycle() - run.start),
-                   static_cast<unsigned long long>(u.dispatcher->finished()),
-                   static_cast<unsigned long long>(u.dispatcher->total()));
-    }
-  } while (sc_core::sc_pending_activity() || release_oldest_awaiting_read(u.slices));
+  simulate_until_done(reader, kernel, options, run, observations);
   if (!u.dispatcher->kernel_done()) {
     const std::string waiting = describe_waiting_messages();
     throw trace::TraceError(fmt::format("{}: kernel {} stalled at cycle {} before finishing (simulator deadlock){}{}",
@@ -351,22 +399,9 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
     run.host_profile = take_host_profile();
     set_host_profiling(false);
   }
-  if (options.profile_instructions) {
-    // Only an instruction that ran can be what another waited for.
-    auto ran = [&run](std::size_t i) {
-      const auto& c = run.instructions[i].warp_cycles;
-      return std::any_of(c.begin(), c.end(), [](std::uint64_t v) { return v > 0; });
-    };
-    for (std::size_t i = 0; i < info.program.size(); ++i)
-      for (std::size_t producer : trace::barrier_producers(info.program, i, ran))
-        run.instructions[i].waits_on.push_back(info.program[producer].pc);
-  }
+  if (options.profile_instructions) note_barrier_producers(info, run);
   for (auto& sm : u.sms) sm->set_hooks({});  // they hold references into this call
-  if (options.record_ctas) {
-    for (SeenBySm& by_sm : seen) run.ctas.insert(run.ctas.end(), by_sm.ctas.begin(), by_sm.ctas.end());
-    std::stable_sort(run.ctas.begin(), run.ctas.end(),
-                     [](const KernelRun::CtaSpan& a, const KernelRun::CtaSpan& b) { return a.start < b.start; });
-  }
+  if (options.record_ctas) observations.collect_ctas(run);
   if (options.check_atomics) {
     run.check = check_atomics();
     run.checked = true;

@@ -22,6 +22,9 @@
 namespace atomsim {
 
 // Final memory image of atomically updated words against the trace.
+// The crossbar that carries SM requests to the L2 slices: its statistics' group.
+inline constexpr std::string_view kRequestNetworkName = "request_network";
+
 struct FunctionalCheck {
   std::uint64_t addresses = 0;
   std::uint64_t lane_updates_expected = 0;
@@ -95,8 +98,12 @@ class Gpu {
     std::uint64_t updates = 0;
     bool summable = true;  // only additions of plain numbers have an order-independent result to compare
   };
+  class Observations;
   FunctionalCheck check_atomics() const;
   void warm_l2(trace::TraceReader& reader, std::size_t kernel);
+  void simulate_until_done(trace::TraceReader& reader, std::size_t kernel, const RunOptions& options, KernelRun& run,
+                           Observations& observations);
+  static void note_barrier_producers(const trace::KernelInfo& info, KernelRun& run);
 
   GpuParams params_;
   StatRegistry stats_;

@@ -16,8 +16,11 @@
 
 #include <fmt/format.h>
 
+#include "models/dram/dram.hpp"
+#include "models/interconnect/crossbar.hpp"
 #include "models/l1/l1.hpp"
 #include "models/l2/l2_slice.hpp"
+#include "models/mio/mio.hpp"
 #include "models/sm/sm.hpp"
 #include "models/sm/stall.hpp"
 
@@ -302,9 +305,11 @@ void print_kernel_table(std::ostream& out, const KernelRun& run, const GpuParams
     return s ? fmt::format("{:.1f}/{:.1f}", s->mean, s->max) : std::string("-");
   };
   out << fmt::format("  mean/max: LG queue {} flits, MIO queue {}, L1 pipe {}, L2 lookups {}, ROPs {}, xbar out {}, DRAM {}\n",
-                     level({"lg_queue", "occupancy"}), level({"mio_queue", "occupancy"}), util({"l1", "pipeline_utilization"}),
-                     util({"l2_slice", "lookup_utilization"}), util({"l2_slice", "rop_utilization"}),
-                     util({"request_network", "output_utilization"}), util({"dram", "channel_utilization"}));
+                     level(model::l1_stat::kLgQueueOccupancy), level(model::mio_stat::kQueueOccupancy),
+                     util(model::l1_stat::kPipelineUtilization), util(model::l2_slice_stat::kLookupUtilization),
+                     util(model::l2_slice_stat::kRopUtilization),
+                     util({kRequestNetworkName, model::crossbar_stat::kOutputUtilization}),
+                     util(model::dram_stat::kChannelUtilization));
   if (run.measured_costs)
     out << fmt::format("  measured costs: {} shared-memory instructions' wavefronts; MATCH.ANY {:.2f} distinct values on average "
                        "({} executions)\n",

@@ -18,7 +18,7 @@ Dram::Dram(const sc_core::sc_module_name& name, const DramParams& p, std::uint32
   g.add_counter("writes", &writes_, "writebacks (a line's dirty sectors)");
   g.add_counter("bytes", &bytes_, "bytes transferred");
   g.add_counter("bytes_written", &bytes_written_, "bytes of writebacks (the rest of bytes were read)");
-  g.add_busy("channel_utilization", &busy_scaled_, "mean busy fraction of the channels");
+  g.add_busy(dram_stat::kChannelUtilization, &busy_scaled_, "mean busy fraction of the channels");
 }
 
 Cycle Dram::after_refresh(std::size_t channel, Cycle cycle) const {

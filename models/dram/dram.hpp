@@ -21,6 +21,10 @@
 
 namespace atomsim::model {
 
+namespace dram_stat {
+inline constexpr StatId kChannelUtilization{"dram", "channel_utilization"};
+}  // namespace dram_stat
+
 struct DramParams {
   std::uint32_t channels = 1;
   double bytes_per_cycle_per_channel = 32;

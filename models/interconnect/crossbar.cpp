@@ -25,7 +25,7 @@ Crossbar::Crossbar(const sc_core::sc_module_name& name, const CrossbarParams& p,
   for (std::uint32_t o = 0; o < outputs; ++o) outputs_.push_back(std::make_unique<OutPort<MemPacket>>(*this));
   g.add_counter("packets", &packets_, "packets switched");
   g.add_counter("flits", &flits_, "flits switched");
-  g.add_busy("output_utilization", &output_busy_scaled_, "mean busy fraction of output links (sum over links / links)");
+  g.add_busy(std::string(crossbar_stat::kOutputUtilization), &output_busy_scaled_, "mean busy fraction of output links (sum over links / links)");
 }
 
 void Crossbar::evaluate() {

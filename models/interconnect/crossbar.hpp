@@ -15,6 +15,11 @@
 
 namespace atomsim::model {
 
+// A crossbar's statistics are in the group its instance's name gives.
+namespace crossbar_stat {
+inline constexpr std::string_view kOutputUtilization = "output_utilization";
+}  // namespace crossbar_stat
+
 struct CrossbarParams {
   Cycle latency = 1;
   std::uint32_t input_buffer_flits = 16;

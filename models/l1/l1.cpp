@@ -22,7 +22,7 @@ L1::L1(const sc_core::sc_module_name& name, const L1Params& p, std::uint16_t sm,
   StatGroup& g = stats.group("l1", basename());
   for (std::uint32_t s = 0; s < subcores; ++s) {
     lg_queues_.push_back(std::make_unique<InPort<LsuOp>>(*this, p.lg_queue_depth));
-    lg_queues_.back()->register_stats(stats.group("lg_queue", std::string(basename()) + "." + std::to_string(s)));
+    lg_queues_.back()->register_stats(stats.group(std::string(l1_stat::kLgQueueOccupancy.group), std::string(basename()) + "." + std::to_string(s)));
   }
   for (std::uint32_t i = 0; i < p.max_inflight_instructions; ++i) free_inflight_.push_back(p.max_inflight_instructions - 1 - i);
   g.add_counter("instructions", &instructions_, "memory instructions taken from the LG queues");
@@ -41,7 +41,7 @@ L1::L1(const sc_core::sc_module_name& name, const L1Params& p, std::uint16_t sm,
   g.add_counter("atomic_buffer_evictions", &buffer_evictions_, "entries sent to L2 to make room");
   g.add_counter("backpressure_cycles", &stall_cycles_, "cycles the pipeline waited on the interconnect");
   g.add_integral("inflight_instructions", &inflight_integral_, "time-averaged instructions awaiting L2");
-  g.add_busy("pipeline_utilization", pipeline_.busy_scaled(), "busy fraction of the L1 pipeline");
+  g.add_busy(l1_stat::kPipelineUtilization, pipeline_.busy_scaled(), "busy fraction of the L1 pipeline");
 }
 
 std::uint32_t L1::allocate_inflight(const LsuOp& op) {

@@ -31,6 +31,8 @@ namespace l1_stat {
 inline constexpr StatId kAtomicLaneOpsIn{"l1", "atomic_lane_ops_in"};
 inline constexpr StatId kAtomicOpsToL2{"l1", "atomic_ops_to_l2"};
 inline constexpr StatId kAtomicBufferCombines{"l1", "atomic_buffer_combines"};
+inline constexpr StatId kPipelineUtilization{"l1", "pipeline_utilization"};
+inline constexpr StatId kLgQueueOccupancy{"lg_queue", kOccupancyStat};  // each sub-core's LG queue
 }  // namespace l1_stat
 
 

@@ -44,8 +44,8 @@ L2Slice::L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::ui
   g.add_counter("awaiting_reads", &awaiting_reads_count_, "reads whose load the trace shows reading another warp's store, held until a store to their word was performed");
   g.add_counter("await_cycles", &await_cycles_, "cycles those reads were held");
   g.add_counter("awaits_released", &awaits_released_, "held reads answered before a store to their word, so that the simulation could go on");
-  g.add_busy("lookup_utilization", lookups_.busy_scaled(), "busy fraction of the tag pipeline");
-  g.add_busy("rop_utilization", &rop_busy_scaled_, "busy fraction of the ROP units' input (mean over units)");
+  g.add_busy(l2_slice_stat::kLookupUtilization, lookups_.busy_scaled(), "busy fraction of the tag pipeline");
+  g.add_busy(l2_slice_stat::kRopUtilization, &rop_busy_scaled_, "busy fraction of the ROP units' input (mean over units)");
   g.add_busy("rop_return_utilization", &rop_return_busy_scaled_, "busy fraction of the ROP units' return stages, which send ATOMs' old values (mean over units)");
 }
 

@@ -29,6 +29,8 @@ namespace atomsim::model {
 namespace l2_slice_stat {
 inline constexpr StatId kAtomicOps{"l2_slice", "atomic_ops"};
 inline constexpr StatId kAtomicLaneUpdates{"l2_slice", "atomic_lane_updates"};
+inline constexpr StatId kLookupUtilization{"l2_slice", "lookup_utilization"};
+inline constexpr StatId kRopUtilization{"l2_slice", "rop_utilization"};
 }  // namespace l2_slice_stat
 
 

@@ -13,7 +13,7 @@ Mio::Mio(const sc_core::sc_module_name& name, const MioParams& p, std::uint32_t 
     queues_.push_back(std::make_unique<InPort<MioOp>>(*this, p.queue_depth));
     subcore_limits_.push_back({RateServer(p.subcore_shuffles_per_cycle), RateServer(p.subcore_matches_per_cycle), RateServer(p.subcore_bits_per_cycle)});
     passed_match_.push_back(0);
-    queues_.back()->register_stats(stats.group("mio_queue", std::string(basename()) + "." + std::to_string(s)));
+    queues_.back()->register_stats(stats.group(std::string(mio_stat::kQueueOccupancy.group), std::string(basename()) + "." + std::to_string(s)));
   }
   g.add_counter("instructions", &instructions_, "instructions dispatched");
   g.add_counter("match_passes", &passes_, "shuffles and bit-manipulation instructions that went before a MATCH or REDUX queued ahead of them");

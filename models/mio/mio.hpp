@@ -15,6 +15,10 @@
 
 namespace atomsim::model {
 
+namespace mio_stat {
+inline constexpr StatId kQueueOccupancy{"mio_queue", kOccupancyStat};  // each sub-core's MIO queue
+}  // namespace mio_stat
+
 struct MioParams {
   std::uint32_t queue_depth = 8;
   double dispatch_per_cycle = 1;

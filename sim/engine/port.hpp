@@ -23,6 +23,10 @@
 
 namespace atomsim {
 
+// The statistic an input buffer registers for its time-averaged fill, in the
+// group its owner names (register_stats).
+inline constexpr std::string_view kOccupancyStat = "occupancy";
+
 // Flow control of one link, kept with the sender so that it never reads the
 // receiver's buffer: what the receiver has freed since the sender last took
 // credits, and whether the sender asked to be woken when it frees more. Each
@@ -137,7 +141,7 @@ class InPort final : public MessageBuffer, public CycleEndEffect {
   // `prefix` may be empty when the group describes this buffer alone.
   void register_stats(StatGroup& group, const std::string& prefix = "") {
     std::string p = prefix.empty() ? "" : prefix + ".";
-    group.add_integral(p + "occupancy", &level_integral_, "time-averaged flits buffered");
+    group.add_integral(p + std::string(kOccupancyStat), &level_integral_, "time-averaged flits buffered");
     group.add_counter(p + "full_cycles", &full_cycles_, "cycles the buffer refused new flits");
     group.add_constant(p + "capacity", capacity_flits_, "buffer capacity in flits");
   }

@@ -17,9 +17,16 @@ void StatGroup::add_counter(const std::string& name, const std::uint64_t* value,
   add(name, StatKind::Counter, value, std::move(description));
 }
 void StatGroup::add_counter(StatId id, const std::uint64_t* value, std::string description) {
+  check_group(id);
+  add(std::string(id.name), StatKind::Counter, value, std::move(description));
+}
+void StatGroup::add_busy(StatId id, const std::uint64_t* scaled_value, std::string description) {
+  check_group(id);
+  add(std::string(id.name), StatKind::Busy, scaled_value, std::move(description));
+}
+void StatGroup::check_group(StatId id) const {
   if (id.group != kind_)
     throw std::logic_error("statistic " + std::string(id.group) + "." + std::string(id.name) + " registered in group " + kind_);
-  add(std::string(id.name), StatKind::Counter, value, std::move(description));
 }
 void StatGroup::add_integral(const std::string& name, const std::uint64_t* value, std::string description) {
   add(name, StatKind::Integral, value, std::move(description));

@@ -43,6 +43,7 @@ class StatGroup {
   void add_counter(StatId id, const std::uint64_t* value, std::string description);
   void add_integral(const std::string& name, const std::uint64_t* value, std::string description);
   void add_busy(const std::string& name, const std::uint64_t* scaled_value, std::string description);
+  void add_busy(StatId id, const std::uint64_t* scaled_value, std::string description);
   void add_constant(const std::string& name, std::uint64_t value, std::string description);
   const std::string& kind() const { return kind_; }
   const std::string& instance() const { return instance_; }
@@ -50,6 +51,7 @@ class StatGroup {
 
  private:
   void add(const std::string& name, StatKind kind, const std::uint64_t* value, std::string description);
+  void check_group(StatId id) const;
   std::string kind_;
   std::string instance_;
   std::vector<std::unique_ptr<StatEntry>> entries_;
