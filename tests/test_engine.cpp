@@ -9,6 +9,7 @@
 #include <string>
 
 #include "harness.hpp"
+#include "sim/engine/domain_plan.hpp"
 #include "models/atomic_update.hpp"
 #include "models/cache/tag_array.hpp"
 #include "models/l1/atomic_buffer.hpp"
@@ -512,4 +513,30 @@ TEST_CASE("a statistic named by its id registers only in its own group", "[engin
   StatGroup& l2 = registry.group("l2_slice", "0");
   REQUIRE_THROWS_WITH(l2.add_counter(kHits, &hits, "hits"), "statistic l1.hits registered in group l2_slice");
   REQUIRE_THROWS_WITH(l1.add_counter(kHits, &hits, "hits"), "statistic registered twice: l1.hits");
+}
+
+TEST_CASE("wake calendar plan: units joined by links shorter than a window share a domain", "[engine][plan]") {
+  using atomsim::detail::UnitLink;
+  // Units 0-1 linked at 1 cycle, 2-3 at 1 cycle, 1-2 at 8 cycles; unit 4 is gone.
+  const std::vector<bool> present{true, true, true, true, false, true};
+  const std::vector<UnitLink> links{{0, 1, 1}, {3, 2, 1}, {1, 2, 8}, {4, 5, 1}};
+  const auto short_window = atomsim::detail::plan_domains(present, links, 4, 2);
+  REQUIRE(short_window.domains.size() == 3);  // {0,1}, {2,3}, {5}
+  REQUIRE(short_window.domain_of == std::vector<std::uint32_t>{0, 0, 1, 1, UINT32_MAX, 2});
+  REQUIRE(short_window.members == std::vector<std::uint32_t>{0, 1, 2, 3, 5});
+  REQUIRE(short_window.domains[1].first == 2);
+  REQUIRE(short_window.domains[1].count == 2);
+  REQUIRE(short_window.domains[2].home == 0);  // dealt to the two threads in turn
+  REQUIRE(short_window.domains[1].home == 1);
+  // A window as long as the 8-cycle link joins all four.
+  const auto long_window = atomsim::detail::plan_domains(present, links, 16, 2);
+  REQUIRE(long_window.domains.size() == 2);
+  REQUIRE(long_window.domains[0].count == 4);
+}
+
+TEST_CASE("wake calendar dealing: costliest domains first, each to the least loaded thread", "[engine][plan]") {
+  // Costs 5, 9, 0, 4, 3 over two threads, thread 0 starting with 2 of the
+  // calendar's own: 9 to thread 1 (9), 5 to 0 (7), 4 to 0 (11), 3 to 1 (12).
+  const auto dealt = atomsim::detail::deal_by_cost({5, 9, 0, 4, 3}, {1, 1, 1, 1, 1}, 2, 2);
+  REQUIRE(dealt == std::vector<std::uint32_t>{0, 1, 1, 0, 1});  // the domain of no cost keeps its thread
 }

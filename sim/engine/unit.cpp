@@ -1,8 +1,9 @@
 #include "sim/engine/unit.hpp"
 
+#include "sim/engine/domain_plan.hpp"
 #include "sim/engine/evaluation_workers.hpp"
 #include "sim/engine/simulation_control.hpp"
-#include "sim/engine/thread_busy.hpp"
+#include "sim/engine/window_profile.hpp"
 #include "sim/engine/wake_lane.hpp"
 
 #include <fmt/format.h>
@@ -129,21 +130,9 @@ class WakeCalendar : public sc_core::sc_module {
       profile.units.push_back({unit->name(), unit->thread_, use.evaluations, use.evaluate_ticks * seconds_per_tick,
                                use.apply_ticks * seconds_per_tick});
     }
-    for (ThreadBusy& busy : thread_busy_) {
-      const std::uint64_t apply = std::exchange(busy.apply_ticks, 0);
-      profile.thread_busy_seconds.push_back((std::exchange(busy.evaluate_ticks, 0) + apply) * seconds_per_tick);
-      profile.thread_apply_seconds.push_back(apply * seconds_per_tick);
-    }
-    profile.window_seconds = std::exchange(window_ticks_, 0) * seconds_per_tick;
-    profile.apply_step_seconds = std::exchange(apply_step_ticks_, 0) * seconds_per_tick;
-    profile.slowest_evaluate_seconds = std::exchange(slowest_evaluate_ticks_, 0) * seconds_per_tick;
-    profile.slowest_apply_seconds = std::exchange(slowest_apply_ticks_, 0) * seconds_per_tick;
-    profile.windows = std::exchange(windows_, 0);
-    profile.longest_domain_seconds = std::exchange(longest_run_ticks_, 0) * seconds_per_tick;
-    for (std::uint32_t d = 0; d < windows_longest_.size(); ++d)
-      if (windows_longest_[d] > 0 && domains_[d].count > 0)
-        profile.longest_domains.push_back({domain_units_[domains_[d].first]->name(), windows_longest_[d]});
-    windows_longest_.clear();
+    window_profile_.take(profile, seconds_per_tick, [this](std::uint32_t d) {
+      return d < domains_.size() && domains_[d].count > 0 ? domain_units_[domains_[d].first]->name() : nullptr;
+    });
     return profile;
   }
 
@@ -193,10 +182,7 @@ class WakeCalendar : public sc_core::sc_module {
   static constexpr std::uint64_t kWindowsBetweenWeighings = 16384;
   static constexpr std::uint64_t kWindowsWeighed = 256;
 
-  struct Link {
-    std::uint32_t sender, receiver;
-    Cycle latency;
-  };
+  using Link = detail::UnitLink;
   // Units joined by short links, whose cycles of a window run together on
   // one thread. Written by whichever thread runs it, a line of its own.
   struct alignas(64) Domain {
@@ -323,7 +309,7 @@ class WakeCalendar : public sc_core::sc_module {
     staged.staging_base = calendar.staging_base(window);
     const bool weighing = calendar.weighing_;
     const std::uint64_t part_begun = host_profiling ? host_ticks() : 0;
-    ThreadBusy* const busy = host_profiling ? &calendar.thread_busy_[thread] : nullptr;
+    ThreadBusy* const busy = host_profiling ? &calendar.window_profile_.threads()[thread] : nullptr;
     if (busy) busy->longest_run = 0;
     Cycle last = 0;
     DueList& own = calendar.due_[thread];
@@ -372,7 +358,7 @@ class WakeCalendar : public sc_core::sc_module {
     }
     detail::evaluation_cycle = end - 1;
     calendar.workers_->report(thread)[2] = last;
-    if (host_profiling) calendar.thread_busy_[thread].note_evaluate(host_ticks() - part_begun);
+    if (host_profiling) calendar.window_profile_.threads()[thread].note_evaluate(host_ticks() - part_begun);
   }
   // ...after what the window before staged for its units, applied first
   // (every thread finished that window: nothing else touches its units'
@@ -382,7 +368,7 @@ class WakeCalendar : public sc_core::sc_module {
     auto& calendar = *static_cast<WakeCalendar*>(context);
     const std::uint64_t begun = host_profiling ? host_ticks() : 0;
     if (calendar.pending_) calendar.apply_staged_for(thread);
-    if (host_profiling) calendar.thread_busy_[thread].note_apply(host_ticks() - begun);
+    if (host_profiling) calendar.window_profile_.threads()[thread].note_apply(host_ticks() - begun);
   }
   void apply_staged_for(unsigned thread) {
     detail::evaluation_cycle = pending_end_ - 1;
@@ -411,7 +397,7 @@ class WakeCalendar : public sc_core::sc_module {
     std::uint64_t* report = calendar.workers_->report(thread);
     report[0] = lane.next;
     report[1] = lane.due_at_next() | (staged.failures.empty() ? 0 : kFailed) | (staged_any ? kStaged : 0);
-    if (host_profiling) calendar.thread_busy_[thread].note_filing(host_ticks() - begun);
+    if (host_profiling) calendar.window_profile_.threads()[thread].note_filing(host_ticks() - begun);
   }
   static void window_part(void* context, unsigned thread) {
     apply_part(context, thread);
@@ -461,7 +447,7 @@ class WakeCalendar : public sc_core::sc_module {
       woken_from_outside_ = false;
     }
     const std::uint64_t window_begun = weighing_ || host_profiling ? host_ticks() : 0;
-    if (host_profiling && thread_busy_.size() != threads) thread_busy_.assign(threads, ThreadBusy{});
+    if (host_profiling) window_profile_.prepare(threads);
     ++window_serial_;
     together_ = threads > 1 && due * window_ >= kSmallestSharedWindow;
     if (together_) {
@@ -471,12 +457,8 @@ class WakeCalendar : public sc_core::sc_module {
       for (unsigned t = 0; t < threads; ++t) evaluate_part(this, t);
       for (unsigned t = 0; t < threads; ++t) file_part(this, t);
     }
-    if (host_profiling) note_window_parts();
+    if (host_profiling) window_profile_.note_window(window_begun, together_, domains_.size());
     if (weighing_) calendar_cost_ -= host_ticks() - window_begun;
-    if (host_profiling) {
-      window_ticks_ += host_ticks() - window_begun;
-      ++windows_;
-    }
     // The first cycle any lane has a unit due in, and how many units it has
     // due then (entries since skipped count too: an estimate).
     Cycle next = kNever;
@@ -533,59 +515,25 @@ class WakeCalendar : public sc_core::sc_module {
     tick_.notify(sc_core::sc_time::from_value((next - now) * kPicosecondsPerCycle));
   }
 
-  // While host profiling, after a window: how long its evaluations ran (to
-  // the last thread's finish) and what followed them, and its longest
-  // single domain run, on whichever thread: no sharing of domains among
-  // threads brings the evaluations below it.
-  void note_window_parts() {
-    std::uint64_t evaluated = 0;
-    for (const ThreadBusy& busy : thread_busy_) evaluated = std::max(evaluated, busy.evaluated_at);
-    apply_step_ticks_ += host_ticks() - evaluated;
-    slowest_evaluate_ticks_ += detail::window_parts(thread_busy_, together_, &ThreadBusy::last_evaluate);
-    slowest_apply_ticks_ += detail::window_parts(thread_busy_, together_, &ThreadBusy::last_apply);
-    const ThreadBusy* longest = &thread_busy_[0];
-    for (const ThreadBusy& busy : thread_busy_)
-      if (busy.longest_run > longest->longest_run) longest = &busy;
-    if (longest->longest_run == 0) return;
-    longest_run_ticks_ += longest->longest_run;
-    if (windows_longest_.size() != domains_.size()) windows_longest_.assign(domains_.size(), 0);
-    ++windows_longest_[longest->longest_domain];
-  }
-
   // Forms the domains from the links, deals them out to the threads in order
   // and files every pending wake-up in its thread's lane.
   void plan() {
-    std::vector<std::uint32_t> root(units_.size());
-    for (std::uint32_t i = 0; i < root.size(); ++i) root[i] = i;
-    auto find = [&root](std::uint32_t i) {
-      while (root[i] != i) i = root[i] = root[root[i]];
-      return i;
-    };
-    for (const Link& l : links_) {
-      if (l.latency >= window_ || !units_[l.sender] || !units_[l.receiver]) continue;
-      const std::uint32_t a = find(l.sender), b = find(l.receiver);
-      if (a != b) root[std::max(a, b)] = std::min(a, b);  // the first unit built names the domain
+    std::vector<bool> present(units_.size());
+    for (std::uint32_t i = 0; i < units_.size(); ++i) present[i] = units_[i] != nullptr;
+    const detail::DomainPlan planned = detail::plan_domains(present, links_, window_, threads_wanted_);
+    domains_.assign(planned.domains.size(), Domain{});
+    for (std::uint32_t d = 0; d < domains_.size(); ++d) {
+      domains_[d].first = planned.domains[d].first;
+      domains_[d].count = planned.domains[d].count;
+      domains_[d].home = planned.domains[d].home;
     }
-    std::vector<std::uint32_t> index(units_.size(), UINT32_MAX);
-    domains_.clear();
     for (Unit* unit : units_) {
       if (!unit) continue;
-      std::uint32_t& domain = index[find(unit->order_)];
-      if (domain == UINT32_MAX) {
-        domain = static_cast<std::uint32_t>(domains_.size());
-        domains_.emplace_back();
-        domains_.back().home = domain % threads_wanted_;
-      }
-      unit->domain_ = domain;
-      unit->thread_ = domains_[domain].home;
-      ++domains_[domain].count;
+      unit->domain_ = planned.domain_of[unit->order_];
+      unit->thread_ = domains_[unit->domain_].home;
     }
-    // Every domain's units side by side, read by whichever thread runs it.
-    domain_units_.assign(units_.size(), nullptr);
-    for (std::uint32_t d = 0, at = 0; d < domains_.size(); at += domains_[d++].count) domains_[d].first = at;
-    std::vector<std::uint32_t> placed(domains_.size(), 0);
-    for (Unit* unit : units_)
-      if (unit) domain_units_[domains_[unit->domain_].first + placed[unit->domain_]++] = unit;
+    domain_units_.assign(planned.members.size(), nullptr);
+    for (std::size_t k = 0; k < planned.members.size(); ++k) domain_units_[k] = units_[planned.members[k]];
     plan_stale_ = false;
     rebuild_lanes(threads_wanted_);
     windows_to_next_weighing_ = kWindowsBeforeFirstWeighing;
@@ -610,9 +558,7 @@ class WakeCalendar : public sc_core::sc_module {
     deal_by_cost(static_cast<unsigned>(lanes_.size()));
   }
 
-  // Longest processing time first: each domain, costliest first, to the
-  // thread with the least cost so far. Domains not evaluated while weighed
-  // keep their thread.
+  // The domains dealt out again by what their units cost while weighed.
   void deal_by_cost(unsigned threads) {
     const auto domains = static_cast<std::uint32_t>(domains_.size());
     std::vector<std::uint64_t> cost(domains, 0);
@@ -622,17 +568,7 @@ class WakeCalendar : public sc_core::sc_module {
       cost[unit->domain_] += std::exchange(unit->cost_, 0);
       thread_of[unit->domain_] = unit->thread_;
     }
-    std::vector<std::uint32_t> by_cost(domains);
-    for (std::uint32_t d = 0; d < domains; ++d) by_cost[d] = d;
-    std::stable_sort(by_cost.begin(), by_cost.end(), [&cost](std::uint32_t a, std::uint32_t b) { return cost[a] > cost[b]; });
-    std::vector<std::uint64_t> load(threads, 0);
-    load[0] = std::exchange(calendar_cost_, 0);
-    for (std::uint32_t d : by_cost) {
-      if (cost[d] == 0) break;
-      const auto least = std::min_element(load.begin(), load.end());
-      thread_of[d] = static_cast<std::uint32_t>(least - load.begin());
-      *least += cost[d];
-    }
+    thread_of = detail::deal_by_cost(cost, std::move(thread_of), threads, std::exchange(calendar_cost_, 0));
     for (std::uint32_t d = 0; d < domains; ++d) domains_[d].home = thread_of[d];
     for (Unit* unit : units_)
       if (unit) unit->thread_ = thread_of[unit->domain_];
@@ -695,13 +631,7 @@ class WakeCalendar : public sc_core::sc_module {
   std::uint64_t windows_to_next_weighing_ = kWindowsBeforeFirstWeighing;
   bool weighing_ = false;  // evaluations are being timed
   std::uint64_t calendar_cost_ = 0;  // the calendar's own time outside windows while weighing
-  std::vector<ThreadBusy> thread_busy_;  // while host profiling: each thread's time in its parts of windows
-  std::uint64_t window_ticks_ = 0;
-  std::uint64_t apply_step_ticks_ = 0;
-  std::uint64_t slowest_evaluate_ticks_ = 0, slowest_apply_ticks_ = 0;  // each window's slowest thread in each step
-  std::uint64_t longest_run_ticks_ = 0;    // each window's longest single domain run
-  std::vector<std::uint64_t> windows_longest_;  // per domain, the windows in which its run was the longest
-  std::uint64_t windows_ = 0;
+  detail::WindowProfile window_profile_;  // while host profiling
   bool woken_from_outside_ = true;
   Cycle running_ = kNever;  // the first cycle of the window running
   Cycle planned_ = kNever;
@@ -752,56 +682,5 @@ Unit::~Unit() { calendar_.remove(*this); }
 void Unit::schedule_wake(Cycle cycle) { calendar_.schedule(*this, cycle); }
 
 void Unit::link_to(const Unit& receiver, Cycle latency) { calendar_.link(*this, receiver, latency); }
-
-void reset_simulation_context() {
-  // SystemC offers no public reset; replacing the global context is the
-  // documented way simulators and test harnesses re-elaborate in one process.
-  // The previous context is leaked deliberately: deleting it runs destructors
-  // of modules that the caller has already destroyed.
-  sc_core::sc_curr_simcontext = new sc_core::sc_simcontext();
-  sc_core::sc_default_global_context = sc_core::sc_curr_simcontext;
-  detail::evaluation_cycle = 0;
-}
-
-namespace {
-void collect_units(const std::vector<sc_core::sc_object*>& objects, std::vector<const Unit*>& units) {
-  for (const sc_core::sc_object* object : objects) {
-    if (const auto* unit = dynamic_cast<const Unit*>(object)) units.push_back(unit);
-    collect_units(object->get_child_objects(), units);
-  }
-}
-}  // namespace
-
-std::string describe_waiting_messages(std::size_t units) {
-  struct Held {
-    Cycle since;
-    std::string text;
-  };
-  std::vector<const Unit*> all;
-  collect_units(sc_core::sc_get_top_level_objects(), all);
-  std::vector<Held> held;
-  for (const Unit* unit : all) {
-    const MessageBuffer* oldest = nullptr;
-    std::size_t index = 0;
-    for (std::size_t i = 0; i < unit->inputs().size(); ++i) {
-      const MessageBuffer* b = unit->inputs()[i];
-      if (b->waiting_messages() && (!oldest || b->oldest_arrival() < oldest->oldest_arrival())) {
-        oldest = b;
-        index = i;
-      }
-    }
-    if (oldest)
-      held.push_back({oldest->oldest_arrival(),
-                      fmt::format("{} input {} since cycle {} ({} messages, {} of {} flits)", unit->name(), index,
-                                  oldest->oldest_arrival(), oldest->waiting_messages(), oldest->occupied_flits(),
-                                  oldest->capacity_flits())});
-  }
-  if (held.empty()) return {};
-  std::stable_sort(held.begin(), held.end(), [](const Held& a, const Held& b) { return a.since < b.since; });
-  std::string text = "oldest waiting messages: ";
-  for (std::size_t i = 0; i < std::min(units, held.size()); ++i) text += (i ? "; " : "") + held[i].text;
-  if (held.size() > units) text += fmt::format("; {} more units hold messages", held.size() - units);
-  return text;
-}
 
 }  // namespace atomsim
