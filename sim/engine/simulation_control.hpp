@@ -57,4 +57,14 @@ void set_host_profiling(bool on);
 // goes on afresh. Empty when profiling is off.
 HostProfile take_host_profile();
 
+// When a simulation stops with work left: the units whose input buffers hold
+// the oldest waiting messages, oldest first (at most `units`), one line, e.g.
+// "oldest waiting messages: l2_slice_3 input 0 since cycle 812 (4 messages,
+// 4 of 4 flits); ...". Empty when no buffer holds a message.
+std::string describe_waiting_messages(std::size_t units = 4);
+
+// Starts a fresh SystemC context so that several simulations can run one after
+// another in the same process (the CLI runs three variants; tests run many).
+void reset_simulation_context();
+
 }  // namespace atomsim
