@@ -10,13 +10,14 @@
 #include <fmt/format.h>
 
 #include "sim/report.hpp"
+#include "traces/accelsim.hpp"
 #include "traces/writer.hpp"
 
 namespace atomsim {
 
 std::vector<KernelRun> simulate_trace(const GpuParams& params, const std::string& trace_path,
                                       const SimulateOptions& options) {
-  trace::TraceReader reader(trace_path);
+  trace::TraceReader reader(trace::accelsim::simulation_trace(trace_path));
   Gpu gpu(params);
   std::vector<KernelRun> runs;
   for (std::size_t k = 0; k < reader.kernel_count(); ++k) {

@@ -15,6 +15,7 @@
 #include "sim/report.hpp"
 #include "tools/capture/faithfulness.hpp"
 #include "tools/capture/warp_join.hpp"
+#include "traces/accelsim.hpp"
 #include "traces/capture_document.hpp"
 #include "traces/format.hpp"
 #include "traces/reader.hpp"
@@ -222,6 +223,14 @@ class TraceCommand final : public Command {
     check_->add_option("--kernel", kernel_, "kernel index");
     check_->add_option("--report", report_, "also write the report as JSON");
 
+    export_ = trace->add_subcommand("export", "write a trace in another simulator's format");
+    export_->add_option("trace", path_, "trace file")->required();
+    export_->add_option("--format", format_, "format to write")->check(CLI::IsMember({"accelsim"}))->required();
+    export_->add_option("--out", out_, "folder for kernelslist.g and its kernel-N.traceg files")->required();
+    import_ = trace->add_subcommand("import", "read Accel-Sim traces (kernelslist.g or a .traceg) into a trace file");
+    import_->add_option("input", path_, "kernelslist.g or kernel-N.traceg")->required();
+    import_->add_option("--out", out_, "trace file to write")->required();
+
     rejoin_ = trace->add_subcommand("rejoin", "run a failed trace-pass join again from its saved join-input.json");
     rejoin_->add_option("input", path_, "join-input.json written by atomsim-capture --pass trace")->required();
     rejoin_->add_option("--warp", rejoin_warp_, "print this warp's joined instructions");
@@ -231,7 +240,8 @@ class TraceCommand final : public Command {
   }
 
   bool chosen() const override {
-    return info_->parsed() || validate_->parsed() || dump_->parsed() || check_->parsed() || rejoin_->parsed();
+    return info_->parsed() || validate_->parsed() || dump_->parsed() || check_->parsed() || rejoin_->parsed() ||
+           export_->parsed() || import_->parsed();
   }
 
   int run() override {
@@ -239,6 +249,15 @@ class TraceCommand final : public Command {
     if (validate_->parsed()) trace_validate(path_, std::cout);
     if (dump_->parsed()) trace_dump(path_, kernel_, dump_warp_, dump_limit_, std::cout);
     if (rejoin_->parsed()) trace_rejoin(path_, rejoin_warp_, rejoin_threads_, std::cout);
+    if (export_->parsed()) {
+      trace::accelsim::export_traces(path_, out_);
+      std::cout << fmt::format("{}: written as Accel-Sim traces in {} (kernelslist.g)\n", path_, out_);
+    }
+    if (import_->parsed()) {
+      const auto imported = trace::accelsim::import_traces(path_, out_);
+      std::cout << fmt::format("{}: {} kernels, {} warp instructions -> {}\n", path_, imported.kernels,
+                               imported.warp_instructions, out_);
+    }
     if (!check_->parsed()) return 0;
     auto report = compare::check_faithfulness(path_, kernel_, count_, {counts_again_.begin(), counts_again_.end()}, capture_);
     compare::print_faithfulness(report, std::cout);
@@ -247,8 +266,8 @@ class TraceCommand final : public Command {
   }
 
  private:
-  CLI::App *info_, *validate_, *dump_, *check_, *rejoin_;
-  std::string path_, count_, capture_, report_;
+  CLI::App *info_, *validate_, *dump_, *check_, *rejoin_, *export_, *import_;
+  std::string path_, count_, capture_, report_, format_, out_;
   std::vector<std::string> counts_again_;
   std::size_t kernel_ = 0;
   std::uint64_t dump_warp_ = 0, dump_limit_ = 100;

@@ -8,6 +8,7 @@
 #include "sim/config.hpp"
 #include "tools/capture/warp_join.hpp"
 #include "tools/sweep/spec.hpp"
+#include "traces/accelsim.hpp"
 #include "traces/reader.hpp"
 #include "traces/validate.hpp"
 
@@ -100,9 +101,18 @@ void sweep_spec(Input input) {
   }
 }
 
+void accelsim_trace(Input input) {
+  const auto path = write_scratch("kernel-1.traceg", input);
+  try {
+    trace::accelsim::import_traces(path, (path.parent_path() / "imported.trace").string());
+  } catch (const trace::TraceError&) {
+  }
+}
+
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
-      {"trace_file", trace_file}, {"gpu_config", gpu_config}, {"join_input", join_input}, {"sweep_spec", sweep_spec}};
+      {"trace_file", trace_file}, {"gpu_config", gpu_config}, {"join_input", join_input}, {"sweep_spec", sweep_spec},
+      {"accelsim_trace", accelsim_trace}};
   return all;
 }
 

@@ -27,6 +27,9 @@ void gpu_config(Input input);
 void join_input(Input input);
 // The bytes as a sweep spec, planned as `atomsim sweep run` plans it.
 void sweep_spec(Input input);
+// The bytes as one kernel's Accel-Sim trace (kernel-1.traceg), imported as
+// `atomsim trace import` imports it.
+void accelsim_trace(Input input);
 
 struct Target {
   const char* name;

@@ -1,0 +1,134 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "sim_helpers.hpp"
+#include "traces/accelsim.hpp"
+#include "traces/reader.hpp"
+#include "sim/run.hpp"
+#include "workloads/microbench/generator.hpp"
+
+using namespace atomsim;
+using namespace atomsim::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kHandMade = fs::path(ATOMSIM_SOURCE_DIR) / "tests/data/accelsim/kernelslist.g";
+
+std::vector<trace::WarpInst> records(trace::TraceReader& reader, std::uint64_t warp) {
+  std::vector<trace::WarpInst> out;
+  trace::WarpStream stream = reader.open_warp(0, warp);
+  for (trace::WarpInst inst; stream.next(inst);) out.push_back(inst);
+  return out;
+}
+
+std::string import_error(const std::string& text) {
+  const fs::path file = temp_trace("bad-kernel-1.traceg");
+  std::ofstream(file) << text;
+  try {
+    trace::accelsim::import_traces(file, temp_trace("bad.trace"));
+  } catch (const trace::TraceError& e) {
+    return std::string(e.what()).substr(file.string().size());
+  }
+  return "no error";
+}
+
+}  // namespace
+
+// tests/data/accelsim/kernel-1.traceg: two CTAs of two warps, addresses in all
+// three of the tracer's encodings, a warp that sends no records.
+TEST_CASE("Accel-Sim import: a tracer's kernel becomes a trace of the same records", "[traces][accelsim]") {
+  const std::string out = temp_trace("accelsim-import.trace");
+  const auto summary = trace::accelsim::import_traces(kHandMade, out);
+  REQUIRE(summary.kernels == 1);
+  REQUIRE(summary.warp_instructions == 11);
+  trace::TraceReader reader(out);
+  const trace::KernelInfo& k = reader.kernel(0);
+  REQUIRE(k.name == "_Z7scatterPfPKiPKf");
+  REQUIRE(k.grid.x == 2);
+  REQUIRE(k.block.x == 64);
+  REQUIRE(k.registers_per_thread == 16);
+  REQUIRE(k.program.size() == 5);  // one instruction per pc, in pc order
+  REQUIRE(k.program[1].mnemonic == "IMAD.WIDE");
+  REQUIRE(k.program[1].num_dst == 1);
+  REQUIRE(k.program[1].dst[0] == 2);
+  REQUIRE(k.program[1].num_src == 1);  // R255 (RZ) is no register
+  REQUIRE(k.program[3].op == trace::OpClass::Red);
+  REQUIRE(k.program[3].atomic_type == trace::DataType::F32);
+  REQUIRE_FALSE(k.program[3].control.present);
+
+  const auto warp0 = records(reader, 0);
+  REQUIRE(warp0.size() == 5);
+  REQUIRE(warp0[2].address[31] == 0x7f2000000000 + 31 * 4);  // base and stride
+  REQUIRE(warp0[3].active_mask == 0xffff);
+  REQUIRE(warp0[3].address[0] == 0x7f3000000100);  // base and deltas
+  REQUIRE(warp0[3].address[1] == 0x7f3000000100);
+  REQUIRE(warp0[3].address[3] == 0x7f3000000108);
+  REQUIRE(warp0[3].address[4] == 0x7f3000000100);
+  REQUIRE(warp0[3].value[0] == 0);  // Accel-Sim records carry no operands: the atomics add zero
+  const auto warp1 = records(reader, 1);
+  REQUIRE(warp1[2].address[1] == 0x7f20000000c0);  // listed lane by lane
+  REQUIRE(records(reader, 2).empty());
+  REQUIRE(records(reader, 3).size() == 2);
+}
+
+TEST_CASE("Accel-Sim export and import again simulate alike", "[traces][accelsim]") {
+  workloads::MicrobenchParams p;
+  p.variant = workloads::MicrobenchVariant::Baseline;
+  p.blocks = 132;
+  p.warps_per_block = 4;
+  p.iterations = 2;
+  const std::string original = temp_trace("accelsim-original.trace");
+  write_microbench_trace({p}, original);
+  const fs::path dir = temp_trace("accelsim-exported");
+  fs::remove_all(dir);
+  trace::accelsim::export_traces(original, dir);
+  REQUIRE(fs::exists(dir / "kernelslist.g"));
+  const std::string back = temp_trace("accelsim-back.trace");
+  trace::accelsim::import_traces(dir / "kernelslist.g", back);
+
+  trace::TraceReader a(original), b(back);
+  const trace::KernelInfo &ka = a.kernel(0), &kb = b.kernel(0);
+  REQUIRE(ka.total_warps() == kb.total_warps());
+  for (std::uint64_t w = 0; w < ka.total_warps(); w += 37) {
+    const auto ra = records(a, w), rb = records(b, w);
+    REQUIRE(ra.size() == rb.size());
+    for (std::size_t i = 0; i < ra.size(); ++i) {
+      const trace::StaticInst &sa = ka.program[ra[i].index], &sb = kb.program[rb[i].index];
+      REQUIRE(sa.pc == sb.pc);
+      REQUIRE(sa.mnemonic == sb.mnemonic);
+      REQUIRE(ra[i].active_mask == rb[i].active_mask);
+      if (trace::is_global_memory(sa.op))
+        for (std::uint32_t m = ra[i].active_mask; m; m &= m - 1)
+          REQUIRE(ra[i].address[std::countr_zero(m)] == rb[i].address[std::countr_zero(m)]);
+    }
+  }
+  // What the round trip loses (control bits, predicate registers, operands)
+  // moves the simulated time by little; both take their dependences from registers.
+  const GpuParams params = h100_with({"sm.dependences=registers"});
+  const KernelRun ra = run_one(params, original), rb = run_one(params, back);
+  REQUIRE(rb.cycles == Approx(ra.cycles).epsilon(0.02));
+  // The simulator reads the Accel-Sim files themselves as well.
+  REQUIRE(simulate_trace(params, (dir / "kernelslist.g").string(), {}).front().cycles == rb.cycles);
+}
+
+TEST_CASE("Accel-Sim import: a malformed file is one line naming its line and field", "[traces][accelsim][errors]") {
+  const std::string header = "-kernel name = k\n-grid dim = (1,1,1)\n-block dim = (32,1,1)\n-accelsim tracer version = 5\n#\n";
+  REQUIRE(import_error("-kernel name = k\n") == ":1: grid dim: missing from the header");
+  REQUIRE(import_error(header + "#BEGIN_TB\nthread block = 0,0,0\nwarp = 0\ninsts = 1\n0000 fffffff 1 X1 MOV 0 0 0\n#END_TB\n") ==
+          ":10: reg_dests: 'X1' is not a general register (R<n>)");
+  REQUIRE(import_error(header + "#BEGIN_TB\nthread block = 0,0,0\nwarp = 0\ninsts = 2\n0000 ffffffff 0 EXIT 0 0 0\n#END_TB\n") ==
+          ":11: insts: the warp ended 1 records short");
+  REQUIRE(import_error(header + "#BEGIN_TB\nthread block = 0,0,0\nwarp = 0\ninsts = 1\n0000 00000003 1 R1 LDG.E 1 R2 4 1 0x100\n#END_TB\n") ==
+          ":10: stride: missing (the record ends early)");
+  REQUIRE(import_error(header + "#BEGIN_TB\nthread block = 0,0,0\nwarp = 0\ninsts = 1\n0000 00000003 1 R1 LDG.E 1 R2 4 7 0x100\n#END_TB\n") ==
+          ":10: address mode: 7 is not 0 (list), 1 (base and stride) or 2 (base and deltas)");
+  REQUIRE(import_error(header + "#BEGIN_TB\nthread block = 1,0,0\n") == ":7: thread block: (1,0,0) is outside the grid");
+  REQUIRE(import_error(header + "#BEGIN_TB\nthread block = 0,0,0\nwarp = 0\ninsts = 1\nzz ffffffff 0 EXIT 0 0 0\n#END_TB\n") ==
+          ":10: pc: 'zz' is not a hexadecimal number");
+  REQUIRE(import_error(header + "#BEGIN_TB\nthread block = 0,0,0\n") == ":7: #END_TB: the file ends inside a thread block");
+  // No half-written trace is left behind.
+  REQUIRE_FALSE(fs::exists(temp_trace("bad.trace")));
+}
