@@ -25,6 +25,8 @@ namespace {
 
 // Address encodings after a memory instruction's width (the tracer's address_format).
 enum AddressMode : int { kListAll = 0, kBaseStride = 1, kBaseDelta = 2 };
+// What Accel-Sim's parser reads of a record's registers (its MAX_DST, MAX_SRC).
+constexpr std::size_t kMostDestinations = 1, kMostSources = 4;
 
 // One file read line by line, naming its place in every error.
 class LineReader {
@@ -367,7 +369,7 @@ std::string simulation_trace(const std::string& path) {
   return imported.string();
 }
 
-void export_traces(const std::string& trace, const fs::path& dir) {
+void export_traces(const std::string& trace, const fs::path& dir, unsigned binary_version) {
   TraceReader reader(trace);
   fs::create_directories(dir);
   std::ostringstream list;
@@ -378,18 +380,20 @@ void export_traces(const std::string& trace, const fs::path& dir) {
     std::ofstream out(partial);
     if (!out) throw TraceError(fmt::format("{}: cannot write the file", partial.string()));
     out << fmt::format("-kernel name = {}\n-kernel id = {}\n-grid dim = ({},{},{})\n-block dim = ({},{},{})\n"
-                       "-shmem = {}\n-nregs = {}\n-binary version = 90\n-cuda stream id = 0\n"
+                       "-shmem = {}\n-nregs = {}\n-binary version = {}\n-cuda stream id = 0\n"
                        "-shmem base_addr = 0x0\n-local mem base_addr = 0x0\n-nvbit version = atomsim\n"
                        "-accelsim tracer version = 5\n-enable lineinfo = 0\n\n"
                        "#traces format = PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width "
                        "[adrrescompress?] [mem_addresses] immediate\n\n",
                        info.name, k + 1, info.grid.x, info.grid.y, info.grid.z, info.block.x, info.block.y,
-                       info.block.z, info.shared_bytes, info.registers_per_thread);
-    const auto registers = [](const auto& regs, std::uint8_t n) {
+                       info.block.z, info.shared_bytes, info.registers_per_thread, binary_version);
+    // Accel-Sim names general registers only, and reads at most one
+    // destination and four sources, as its tracer writes them.
+    const auto registers = [](const auto& regs, std::uint8_t n, std::size_t most) {
       std::string names;
       std::size_t count = 0;
-      for (std::uint8_t i = 0; i < n; ++i)
-        if (regs[i] < 255) names += fmt::format(" R{}", regs[i]), ++count;  // Accel-Sim names general registers only
+      for (std::uint8_t i = 0; i < n && count < most; ++i)
+        if (regs[i] < 255) names += fmt::format(" R{}", regs[i]), ++count;
       return fmt::format("{}{}", count, names);
     };
     const std::uint32_t warps_per_cta = info.warps_per_cta();
@@ -404,8 +408,8 @@ void export_traces(const std::string& trace, const fs::path& dir) {
         WarpStream stream = reader.open_warp(k, cta * warps_per_cta + w);
         while (stream.next(inst)) {
           const StaticInst& s = info.program[inst.index];
-          records += fmt::format("{:04x} {:08x} {} {} {}", s.pc, inst.active_mask, registers(s.dst, s.num_dst),
-                                 s.mnemonic.empty() ? op_class_name(s.op) : s.mnemonic, registers(s.src, s.num_src));
+          records += fmt::format("{:04x} {:08x} {} {} {}", s.pc, inst.active_mask, registers(s.dst, s.num_dst, kMostDestinations),
+                                 s.mnemonic.empty() ? op_class_name(s.op) : s.mnemonic, registers(s.src, s.num_src, kMostSources));
           if (is_global_memory(s.op) && inst.active_mask) {
             records += fmt::format(" {} {}", std::max<std::uint32_t>(s.access_bytes, 1), static_cast<int>(kListAll));
             for (std::uint32_t m = inst.active_mask; m; m &= m - 1)

@@ -36,7 +36,10 @@ std::string simulation_trace(const std::string& path);
 
 // Writes every kernel of the atomsim trace `trace` as kernel-N.traceg in
 // `dir`, with the kernelslist.g that names them (tracer version 5, addresses
-// listed lane by lane).
-void export_traces(const std::string& trace, const std::filesystem::path& dir);
+// listed lane by lane, at most one destination and four source registers).
+// `binary_version` is the header's compute capability: 90 for the H100 and
+// H200, as their tracer writes it; Accel-Sim's public releases read Hopper
+// SASS only under Ampere's opcode map (80).
+void export_traces(const std::string& trace, const std::filesystem::path& dir, unsigned binary_version = 90);
 
 }  // namespace atomsim::trace::accelsim
