@@ -129,6 +129,8 @@ TEST_CASE("Accel-Sim import: a malformed file is one line naming its line and fi
   REQUIRE(import_error(header + "#BEGIN_TB\nthread block = 0,0,0\nwarp = 0\ninsts = 1\nzz ffffffff 0 EXIT 0 0 0\n#END_TB\n") ==
           ":10: pc: 'zz' is not a hexadecimal number");
   REQUIRE(import_error(header + "#BEGIN_TB\nthread block = 0,0,0\n") == ":7: #END_TB: the file ends inside a thread block");
+  REQUIRE(import_error("-grid dim = (100000000,1,1)\n-block dim = (1024,1,1)\n#\n") ==
+          ":3: grid dim: 3200000000 warps is more than an import takes (4194304)");
   // No half-written trace is left behind.
   REQUIRE_FALSE(fs::exists(temp_trace("bad.trace")));
 }

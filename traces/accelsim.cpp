@@ -1,6 +1,7 @@
 #include "traces/accelsim.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -27,6 +28,8 @@ namespace {
 enum AddressMode : int { kListAll = 0, kBaseStride = 1, kBaseDelta = 2 };
 // What Accel-Sim's parser reads of a record's registers (its MAX_DST, MAX_SRC).
 constexpr std::size_t kMostDestinations = 1, kMostSources = 4;
+// Warps of a grid an import takes: some 2^27 threads, a text trace of gigabytes.
+constexpr std::uint64_t kMostWarps = std::uint64_t(1) << 22;
 
 // One file read line by line, naming its place in every error.
 class LineReader {
@@ -143,6 +146,10 @@ Header read_header(LineReader& in) {
   if (h.block.count() > 1024) in.fail("block dim", fmt::format("{} threads is more than a CTA holds", h.block.count()));
   if (h.grid.x >= (1u << 31) || h.grid.y > 65535 || h.grid.z > 65535)
     in.fail("grid dim", fmt::format("({},{},{}) is larger than a launch's grid may be", h.grid.x, h.grid.y, h.grid.z));
+  // The trace writer keeps a little state for every warp of the grid.
+  const std::uint64_t warps = h.grid.count() * ((h.block.count() + 31) / 32);
+  if (warps > kMostWarps)
+    in.fail("grid dim", fmt::format("{} warps is more than an import takes ({})", warps, kMostWarps));
   return h;
 }
 
@@ -365,7 +372,13 @@ std::string simulation_trace(const std::string& path) {
     key = std::hash<std::string>{}(fmt::format("{:x}|{}|{}|{}", key, f.string(), size, time));
   }
   const fs::path imported = fs::temp_directory_path() / fmt::format("atomsim-accelsim-{:016x}.atr", key);
-  if (!fs::exists(imported)) import_traces(path, imported.string());
+  if (!fs::exists(imported)) {
+    // Runs of a sweep may import the same files at once: each writes a file
+    // of its own and renames it into place.
+    const fs::path mine = imported.string() + fmt::format(".{}", ::getpid());
+    import_traces(path, mine.string());
+    fs::rename(mine, imported);
+  }
   return imported.string();
 }
 
