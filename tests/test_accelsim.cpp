@@ -134,3 +134,36 @@ TEST_CASE("Accel-Sim import: a malformed file is one line naming its line and fi
   // No half-written trace is left behind.
   REQUIRE_FALSE(fs::exists(temp_trace("bad.trace")));
 }
+
+// A capture whose trace is kept as Accel-Sim traces compares as the same
+// capture with its own trace does, but for what the format cannot carry.
+TEST_CASE("Accel-Sim traces in a capture folder are compared, and run in a sweep", "[traces][accelsim][compare]") {
+  const fs::path capture = fs::path(ATOMSIM_SOURCE_DIR) / "traces/datasets/h200/corpus/xla-scatter-add-uniform";
+  const fs::path copy = temp_trace("accelsim-capture");
+  fs::remove_all(copy);
+  fs::create_directories(copy / "trace");
+  for (const auto& entry : fs::recursive_directory_iterator(capture)) {
+    if (!entry.is_regular_file() || entry.path().filename() == "trace.atr") continue;
+    fs::copy_file(entry.path(), copy / fs::relative(entry.path(), capture));
+  }
+  trace::accelsim::export_traces((capture / "trace/trace.atr").string(), copy / "trace");
+  const auto original = run_command(std::string(ATOMSIM_BINARY) + " compare " + capture.string() + " --config h100 -q");
+  const auto exported = run_command(std::string(ATOMSIM_BINARY) + " compare " + copy.string() + " --config h100 -q");
+  INFO(exported.out + exported.err);
+  REQUIRE(original.code == 0);
+  REQUIRE(exported.code == 0);
+  REQUIRE(exported.out.find("summary: cycles mean |error|") != std::string::npos);
+
+  const fs::path spec = temp_trace("accelsim-sweep.toml");
+  std::ofstream(spec) << "[sweep]\nname = \"accelsim\"\nconfigs = [\"h100\"]\n\n[axes]\n\"l2.slices\" = [80, 94]\n\n"
+                      << "[[trace]]\nname = \"xla\"\npath = \"" << (copy / "trace/kernelslist.g").string() << "\"\n";
+  const fs::path results = temp_trace("accelsim-sweep");
+  fs::remove_all(results);
+  const auto swept = run_command(std::string(ATOMSIM_BINARY) + " sweep run " + spec.string() + " --out " +
+                                 results.string() + " -j 2");
+  INFO(swept.out + swept.err);
+  REQUIRE(swept.code == 0);
+  std::size_t points = 0;
+  for (const auto& e : fs::directory_iterator(results / "points")) points += e.path().extension() == ".json";
+  REQUIRE(points == 2);
+}

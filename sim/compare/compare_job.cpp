@@ -18,6 +18,7 @@
 #include "atomsim_revision.hpp"
 #include "sim/compare/comparison.hpp"
 #include "sim/report.hpp"
+#include "traces/accelsim.hpp"
 #include "traces/reader.hpp"
 #include "traces/sass.hpp"
 
@@ -232,7 +233,8 @@ int compare_job(const CompareOptions& given, std::ostream& out) {
   // Captures from before traces carried control bits, or kernels with a DEPBAR, run on registers.
   if (params.sm.dependences == model::Dependences::ControlBits && !options.saved)
     for (const auto& k : measured)
-      if (!k.trace.empty() && !trace::control_bits_usable(trace::TraceReader(k.trace.string()).kernel(0)))
+      if (!k.trace.empty() && !trace::control_bits_usable(
+                                    trace::TraceReader(trace::accelsim::simulation_trace(k.trace.string())).kernel(0)))
         out << fmt::format("note: {}: the trace's control bits cannot be used; simulated with registers\n", k.id);
   auto comparison = compare::build_comparison(measured, simulated, params.name, options.instructions);
   comparison.overrides = options.simulate.overrides;

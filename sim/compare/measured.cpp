@@ -211,6 +211,9 @@ MeasuredKernel load_capture(const std::filesystem::path& dir, const std::string&
   MeasuredKernel k;
   k.id = id;
   k.trace = dir / "trace" / "trace.atr";
+  // A capture may hold its trace as Accel-Sim's tracer wrote it instead.
+  if (!std::filesystem::exists(k.trace) && std::filesystem::exists(dir / "trace" / "kernelslist.g"))
+    k.trace = dir / "trace" / "kernelslist.g";
   // Without the trace pass's record there is no capture to read, kept trace or not.
   if (!std::filesystem::exists(dir / "trace" / "trace.json")) require_trace(k);
   if (std::filesystem::exists(dir / "trace" / "counters.json")) k.counters = dir / "trace" / "counters.json";

@@ -17,6 +17,7 @@
 #include "sim/config.hpp"
 #include "tools/sweep/table.hpp"
 #include "sim/run.hpp"
+#include "traces/accelsim.hpp"
 #include "traces/reader.hpp"
 #include "workloads/microbench/generator.hpp"
 
@@ -410,7 +411,7 @@ SweepPlan plan_sweep(const std::string& spec_path, const std::string& out_dir, c
       if (!trace_names.insert(trace_name).second)
         spec.fail(at, fmt::format("trace name '{}' is used twice", trace_name));
       try {
-        trace::TraceReader reader(path);
+        trace::TraceReader reader(trace::accelsim::simulation_trace(path));
         if (reader.kernel_count() == 0) spec.fail(at, fmt::format("trace '{}' holds no kernel", path));
       } catch (const trace::TraceError& e) {
         spec.fail(at, fmt::format("trace '{}': {}", trace_name, e.what()));
