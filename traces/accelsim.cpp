@@ -153,6 +153,15 @@ Header read_header(LineReader& in) {
   return h;
 }
 
+// The value of a "key = value" line, without the spaces after '='.
+std::string_view value_after_equals(const LineReader& in, std::string_view field, std::string_view line) {
+  const std::size_t equals = line.find('=');
+  if (equals == std::string_view::npos) in.fail(field, "no '='");
+  std::string_view value = line.substr(equals + 1);
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  return value;
+}
+
 // One instruction record, as the tracer wrote it.
 struct Record {
   std::uint64_t pc = 0;
@@ -234,16 +243,17 @@ void read_kernel(const fs::path& path, const std::function<void(const Header&)>&
   on_header(h);
   const std::uint32_t warps_per_cta = static_cast<std::uint32_t>((h.block.count() + 31) / 32);
   bool in_block = false;
-  std::optional<std::uint64_t> cta;
-  std::optional<std::uint64_t> warp;
+  constexpr std::uint64_t kNone = UINT64_MAX;
+  std::uint64_t cta = kNone;  // the thread block being read, as atomsim numbers CTAs
+  std::uint64_t warp = kNone;
   std::uint64_t left = 0;  // records the warp's "insts" line announced that are still to come
   for (std::string line; in.next(line);) {
     if (line.empty()) continue;
     if (line.starts_with("#BEGIN_TB")) {
       if (in_block) in.fail("#BEGIN_TB", "a thread block begins before the last one ended");
       in_block = true;
-      cta.reset();
-      warp.reset();
+      cta = kNone;
+      warp = kNone;
     } else if (line.starts_with("#END_TB")) {
       if (!in_block) in.fail("#END_TB", "no thread block to end");
       if (left) in.fail("insts", fmt::format("the warp ended {} records short", left));
@@ -253,37 +263,41 @@ void read_kernel(const fs::path& path, const std::function<void(const Header&)>&
     } else if (!in_block) {
       in.fail("record", "outside a thread block (#BEGIN_TB ... #END_TB)");
     } else if (line.starts_with("thread block")) {
-      const std::size_t equals = line.find('=');
-      if (equals == std::string::npos) in.fail("thread block", "no '='");
-      const auto b = three_numbers(in, "thread block", std::string_view(line).substr(equals + 1));
+      const auto b = three_numbers(in, "thread block", value_after_equals(in, "thread block", line));
       if (b[0] >= h.grid.x || b[1] >= h.grid.y || b[2] >= h.grid.z)
         in.fail("thread block", fmt::format("({},{},{}) is outside the grid", b[0], b[1], b[2]));
       cta = b[0] + std::uint64_t(h.grid.x) * (b[1] + std::uint64_t(h.grid.y) * b[2]);
     } else if (line.starts_with("warp")) {
       if (left) in.fail("insts", fmt::format("the warp before ended {} records short", left));
-      const std::size_t equals = line.find('=');
-      if (equals == std::string::npos) in.fail("warp", "no '='");
-      std::string_view value = std::string_view(line).substr(equals + 1);
-      while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-      const auto w = number<std::uint32_t>(in, "warp", value);
+      const auto w = number<std::uint32_t>(in, "warp", value_after_equals(in, "warp", line));
       if (w >= warps_per_cta) in.fail("warp", fmt::format("{} is beyond the CTA's {} warps", w, warps_per_cta));
-      if (!cta) in.fail("warp", "before the thread block's 'thread block =' line");
-      warp = *cta * warps_per_cta + w;
+      if (cta == kNone) in.fail("warp", "before the thread block's 'thread block =' line");
+      warp = cta * warps_per_cta + w;
     } else if (line.starts_with("insts")) {
-      if (!warp) in.fail("insts", "before a 'warp =' line");
-      const std::size_t equals = line.find('=');
-      if (equals == std::string::npos) in.fail("insts", "no '='");
-      std::string_view value = std::string_view(line).substr(equals + 1);
-      while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-      left = number<std::uint64_t>(in, "insts", value);
+      if (warp == kNone) in.fail("insts", "before a 'warp =' line");
+      left = number<std::uint64_t>(in, "insts", value_after_equals(in, "insts", line));
     } else {
-      if (!warp) in.fail("record", "before a 'warp =' line");
+      if (warp == kNone) in.fail("record", "before a 'warp =' line");
       if (!left) in.fail("record", "more records than the warp's 'insts' line announced");
       --left;
-      on_record(*warp, parse_record(in, h, line));
+      on_record(warp, parse_record(in, h, line));
     }
   }
   if (in_block) in.fail("#END_TB", "the file ends inside a thread block");
+}
+
+// The kernel files `path` names: a kernelslist.g's, in its order, or `path` itself.
+std::vector<fs::path> kernel_files(const fs::path& path) {
+  if (path.filename() != "kernelslist.g") return {path};
+  std::vector<fs::path> kernels;
+  LineReader list(path);
+  for (std::string line; list.next(line);) {
+    if (line.empty() || line.starts_with("MemcpyHtoD") || line.starts_with("MemcpyDtoH")) continue;
+    if (!line.starts_with("kernel")) list.fail("command", fmt::format("'{}' is neither a memcpy nor a kernel", line));
+    kernels.push_back(path.parent_path() / line);
+  }
+  if (kernels.empty()) list.fail("kernelslist", "names no kernel");
+  return kernels;
 }
 
 }  // namespace
@@ -294,25 +308,13 @@ bool is_accelsim_path(const fs::path& path) {
 }
 
 ImportSummary import_traces(const fs::path& path, const std::string& out) {
-  std::vector<fs::path> kernels;
-  if (path.filename() == "kernelslist.g") {
-    LineReader list(path);
-    for (std::string line; list.next(line);) {
-      if (line.empty() || line.starts_with("MemcpyHtoD") || line.starts_with("MemcpyDtoH")) continue;
-      if (!line.starts_with("kernel")) list.fail("command", fmt::format("'{}' is neither a memcpy nor a kernel", line));
-      kernels.push_back(path.parent_path() / line);
-    }
-    if (kernels.empty()) list.fail("kernelslist", "names no kernel");
-  } else {
-    kernels.push_back(path);
-  }
+  const std::vector<fs::path> kernels = kernel_files(path);
   ImportSummary summary;
   TraceWriter writer(out);
   for (const fs::path& kernel : kernels) {
     // First the program (every pc's instruction), then the records that refer to it.
     KernelInfo info;
     std::map<std::uint64_t, StaticInst> program;
-    std::map<std::uint64_t, std::string> first_opcode;
     read_kernel(
         kernel,
         [&](const Header& h) {
@@ -323,10 +325,10 @@ ImportSummary import_traces(const fs::path& path, const std::string& out) {
           info.shared_bytes = h.shared_bytes;
         },
         [&](std::uint64_t, const Record& r) {
-          auto [it, added] = first_opcode.emplace(r.pc, std::string(r.opcode));
-          if (!added && it->second != r.opcode)
-            throw TraceError(fmt::format("{}: pc 0x{:x} is both {} and {}", kernel.string(), r.pc, it->second, r.opcode));
-          if (added) program.emplace(r.pc, static_instruction(r));
+          auto it = program.find(r.pc);
+          if (it == program.end()) program.emplace(r.pc, static_instruction(r));
+          else if (it->second.mnemonic != r.opcode)
+            throw TraceError(fmt::format("{}: pc 0x{:x} is both {} and {}", kernel.string(), r.pc, it->second.mnemonic, r.opcode));
         });
     std::map<std::uint64_t, std::uint32_t> index;
     for (const auto& [pc, s] : program) {
@@ -357,12 +359,8 @@ std::string simulation_trace(const std::string& path) {
   if (!is_accelsim_path(path)) return path;
   // The import is named by what it was made from: each file's path, size and time.
   std::vector<fs::path> files{fs::absolute(path)};
-  if (fs::path(path).filename() == "kernelslist.g") {
-    std::ifstream list(path);
-    if (!list) throw TraceError(fmt::format("{}: cannot open the file", path));
-    for (std::string line; std::getline(list, line);)
-      if (line.starts_with("kernel")) files.push_back(fs::absolute(fs::path(path).parent_path() / line));
-  }
+  if (fs::path(path).filename() == "kernelslist.g")
+    for (const fs::path& kernel : kernel_files(path)) files.push_back(fs::absolute(kernel));
   std::size_t key = 0;
   for (const fs::path& f : files) {
     std::error_code ec;

@@ -69,7 +69,7 @@ def run_case(tools, case, dest, bin_dir):
         ok, seconds, last = capture(tools, case, passes, where, program, where / "capture.log")
         times += [f"{p} {s}" for p, s in seconds]
         if not ok:
-            seen = kernels_seen(out / "timing.json") if "no launch" in last or "matched" in last else ""
+            seen = kernels_seen(out / "timing.json") if "no kernel matching" in last else ""
             return f"FAILED {passes}: {last}" + (f" [kernels seen: {seen}]" if seen else ""), times
     verdict = check_trace(tools, out / "trace", [])
     if not verdict.startswith("faithful"):

@@ -46,7 +46,6 @@ class CountPass final : public CapturePass {
   // every loaded function failed in programs that load thousands of kernels
   // (PyTorch: CUPTI_ERROR_INVALID_PARAMETER) and is slow there.
   void on_launch_begin(const LaunchInfo& launch) override {
-    const std::uint64_t execution = executions_[launch.mangled]++;
     if (!launch.selected || counted_ || enabled_) return;
     refuse_shared_graph_function(launch, "SASS counts");
     // H200, CUDA 13.0: enabling SASS metrics at the launch of a graph of two
@@ -54,11 +53,10 @@ class CountPass final : public CapturePass {
     // histogram held 3 of its 4 launches), whether patching was lazy or eager,
     // with modules loaded lazily or eagerly; a one-node graph counted right.
     // Such a node is counted afterwards under Nsight Compute, which profiles
-    // graph nodes one by one (count_graph_node); this run keeps its cubins.
+    // graph nodes one by one (count_under_nsight_compute); this run keeps its cubins.
     if (launch.graph && launch.graph->kernels > 1) {
       nlohmann::json k = launch.to_json();
       k["counted_by"] = kCountedByNsightCompute;
-      k["function_execution"] = execution;
       k["cubin_crc"] = cubin_defining(launch.mangled);
       kernels_.push_back(std::move(k));
       counted_ = true;
@@ -227,7 +225,6 @@ class CountPass final : public CapturePass {
   const Settings& settings_;
   CUcontext context_ = nullptr;
   bool enabled_ = false, counted_ = false;
-  std::map<std::string, std::uint64_t> executions_;  // launches of each function so far
   std::uint64_t deferred_ordinal_ = UINT64_MAX;       // the launch left to Nsight Compute
   std::uint64_t selected_but_not_counted_ = 0;
   std::uint32_t device_index_ = 0;

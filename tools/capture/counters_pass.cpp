@@ -119,7 +119,8 @@ ProfiledLaunch profile_counted_launch(const CountersRequest& r, const CountedLau
     throw CaptureError("counters pass: Nsight Compute profiled no launch at the counted place " + std::to_string(launch.ordinal));
   run_ncu(ncu, {"--import", report.string(), "--csv", "--page", "details", "--print-kernel-base", "mangled"}, details, log, 0);
   run_ncu(ncu, {"--import", report.string(), "--csv", "--page", "source", "--print-source", "sass"}, source, log, 0);
-  ProfiledLaunch out{counters_document(read_document(details), read_document(source)), read_document(source)};
+  ProfiledLaunch out{{}, read_document(source)};
+  out.counters = counters_document(read_document(details), out.source_csv);
   if (out.counters.value("kernel", "") != launch.mangled)
     throw CaptureError("counters pass: launch " + std::to_string(launch.ordinal) + " under Nsight Compute is " +
                        out.counters.value("kernel", "?") + ", not the counted " + launch.mangled);
