@@ -1,6 +1,7 @@
 #include "sim/config.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <bit>
 #include <filesystem>
 #include <tuple>
@@ -12,7 +13,24 @@
 
 namespace atomsim {
 
-std::vector<std::string> bundled_configs() { return {"h100", "a100", "rtx4090", "rtx3060"}; }
+std::vector<std::string> bundled_configs() { return {"h100", "h200", "a100", "rtx4090", "rtx3060"}; }
+
+std::string config_for_device(const std::string& device) {
+  // A bundled name is the device's model as NVIDIA names it, in one word or
+  // two ("NVIDIA H200" -> h200, "NVIDIA GeForce RTX 4090" -> rtx4090).
+  std::vector<std::string> words(1);
+  for (char c : device) {
+    if (c == ' ' || c == '-' || c == '_') {
+      if (!words.back().empty()) words.emplace_back();
+    } else {
+      words.back() += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  for (const auto& name : bundled_configs())
+    for (std::size_t w = 0; w < words.size(); ++w)
+      if (words[w] == name || (w + 1 < words.size() && words[w] + words[w + 1] == name)) return name;
+  return "";
+}
 
 std::string bundled_config_dir() {
   // A copy of the simulator unpacked with its configs/ beside it (the capture
@@ -44,7 +62,7 @@ GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& ov
   GpuParams p;
   p.origin = source.origin();
   ParamBinder gpu(source, "gpu");
-  gpu.choice("name", p.name, {"h100", "a100", "rtx4090", "rtx3060", "custom"}, "which GPU this describes");
+  gpu.choice("name", p.name, {"h100", "h200", "a100", "rtx4090", "rtx3060", "custom"}, "which GPU this describes");
   gpu.integer("sms", p.sms, 1, 1024, "streaming multiprocessors");
   gpu.real("sm_clock_mhz", p.sm_clock_mhz, 1, 10000, "SM clock: one simulated cycle");
   gpu.integer("placement_offset", p.placement_offset, 0, std::int64_t(1) << 40,

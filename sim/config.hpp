@@ -33,12 +33,15 @@ struct GpuParams {
   std::string canonical;  // every parameter's value (ParamSource::canonical_text)
 };
 
-// `config` is a path or the name of a bundled configuration (h100, a100, rtx4090, rtx3060).
+// `config` is a path or the name of a bundled configuration (h100, h200, a100, rtx4090, rtx3060).
 GpuParams load_gpu_params(const std::string& config, const std::vector<std::string>& overrides);
 // The same from a configuration already read (errors name its origin).
 GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& overrides);
 std::string resolve_config_path(const std::string& config);
 std::vector<std::string> bundled_configs();
+// The bundled configuration of the GPU a capture names (NVML's device name,
+// e.g. "NVIDIA H100 80GB HBM3"); empty when none is bundled for it.
+std::string config_for_device(const std::string& device);
 // Where the bundled configurations are: configs/ beside the executable where
 // there is one, else the source tree's.
 std::string bundled_config_dir();

@@ -222,7 +222,7 @@ TEST_CASE("CLI: the H200's grid, where one-lane REDs spread over 94 slices, is t
   std::string json = testing::temp_trace("compare-h200.json");
   auto error = [&](const std::string& set) {
     CliResult r = cli(std::string("compare -q -d ") + ATOMSIM_SOURCE_DIR +
-                      "/traces/datasets/h200/microbench/grid --only 'baseline-lpp1-af0.25' " + set + " --json " + json);
+                      "/traces/datasets/h200/microbench/grid -c h100 --only 'baseline-lpp1-af0.25' " + set + " --json " + json);
     REQUIRE(r.code == 0);
     auto doc = nlohmann::json::parse(slurp(json));
     REQUIRE(doc["kernels"].size() == 1);

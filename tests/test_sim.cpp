@@ -262,6 +262,16 @@ TEST_CASE("every bundled configuration loads and runs a kernel", "[sim][config]"
   std::remove(path.c_str());
 }
 
+TEST_CASE("a capture's device name picks its bundled configuration", "[sim][config]") {
+  REQUIRE(config_for_device("NVIDIA H100 80GB HBM3") == "h100");
+  REQUIRE(config_for_device("NVIDIA H200") == "h200");
+  REQUIRE(config_for_device("NVIDIA A100-SXM4-80GB") == "a100");
+  REQUIRE(config_for_device("NVIDIA GeForce RTX 4090") == "rtx4090");
+  REQUIRE(config_for_device("NVIDIA GeForce RTX 3060 Laptop GPU") == "rtx3060");
+  REQUIRE(config_for_device("NVIDIA H1000") == "");  // a longer model number is another GPU
+  REQUIRE(config_for_device("NVIDIA L4") == "");
+}
+
 TEST_CASE("Long latencies and long gaps without events finish and add their cycles", "[sim][engine]") {
   std::string path = small_microbench("far-wake.trace", workloads::MicrobenchVariant::Baseline);
   // DRAM's refreshes keep to absolute time, so a kernel started later meets them at other points: off here.

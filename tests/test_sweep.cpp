@@ -82,7 +82,7 @@ TEST_CASE("sweep spec: every error is one line naming the spec file and line and
       {"[sweep]\nname = \"x\"\ncombine = \"zip\"\n[axes]\n\"gpu.sms\" = [8, 16]\n\"l2.slices\" = [16]\n" + good_trace,
        R"(spec.toml:6: axis 'l2.slices' has 1 values but 'gpu.sms' has 2)"},
       {"[sweep]\nname = \"x\"\nwidget = 1\n" + good_trace, R"(spec.toml:3: unknown key 'widget' in \[sweep\])"},
-      {"[sweep]\nname = \"x\"\nconfigs = [\"h200\"]\n" + good_trace, R"(spec.toml:3: configuration 'h200')"},
+      {"[sweep]\nname = \"x\"\nconfigs = [\"h900\"]\n" + good_trace, R"(spec.toml:3: configuration 'h900')"},
       {"[sweep]\nname = \"x\"\n[[trace]]\npath = \"missing/*.trace\"\n", R"(spec.toml:4: trace path 'missing/\*.trace' matches no file)"},
       {"[sweep]\nname = \"x\"\n[[trace]]\nname = \"m\"\nmicrobench = { blocks = 4, colour = 2 }\n",
        R"(spec.toml:5: unknown key 'colour' in microbench)"},

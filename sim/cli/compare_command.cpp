@@ -18,7 +18,10 @@ class CompareCommand final : public Command {
         ->check(CLI::ExistingDirectory);
     command_->add_option("--manifest,-m", options_.manifest, "JSON grouping captures with their baselines")
         ->check(CLI::ExistingFile);
-    command_->add_option("--config,-c", options_.simulate.config, "configuration file or bundled name");
+    options_.simulate.config.clear();
+    command_->add_option("--config,-c", options_.simulate.config,
+                         "configuration file or bundled name (default: the bundled one of the device the kernels were "
+                         "captured on)");
     command_->add_option("--set", options_.simulate.overrides, "override a parameter");
     command_->add_option("--only", options_.only, "regular expression on configuration ids");
     command_->add_option("--json", options_.json_out, "write the comparison as JSON");

@@ -11,7 +11,7 @@ class RunCommand final : public Command {
  public:
   explicit RunCommand(CLI::App& app) {
     command_ = app.add_subcommand("run", "simulate a trace (default: the built-in microbenchmark on the h100 config)");
-    command_->add_option("--config,-c", options_.config, "configuration file or bundled name (h100, a100, rtx4090, rtx3060)");
+    command_->add_option("--config,-c", options_.config, "configuration file or bundled name (h100, h200, a100, rtx4090, rtx3060)");
     command_->add_option("--trace,-t", trace_path_, "trace file (format v1)");
     command_->add_option("--set", options_.overrides, "override a parameter, e.g. --set l2.rop_units_per_slice=2");
     command_->add_option("--json", options_.json_out, "write results as JSON (docs/output-schema.md)");

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <mutex>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include <unistd.h>
@@ -168,12 +169,27 @@ std::vector<compare::SimulatedKernel> simulate_all(const std::vector<compare::Me
   return simulated;
 }
 
+// The bundled configuration of the one device the kernels were captured on.
+std::string config_for_captured_device(const std::vector<compare::MeasuredKernel>& measured) {
+  std::set<std::string> devices;
+  for (const auto& k : measured) devices.insert(k.device);
+  if (devices.size() > 1) {
+    std::string names;
+    for (const auto& d : devices) names += (names.empty() ? "" : ", ") + ("'" + d + "'");
+    throw std::invalid_argument("the kernels were captured on several devices (" + names + "): give --config");
+  }
+  const std::string config = config_for_device(*devices.begin());
+  if (config.empty())
+    throw std::invalid_argument("no bundled configuration for the device '" + *devices.begin() +
+                                "' the kernels were captured on: give --config");
+  return config;
+}
+
 }  // namespace
 
 int compare_job(const CompareOptions& given, std::ostream& out) {
   CompareOptions options = given;
   options.simulate.profile_instructions = options.instructions > 0;
-  GpuParams params = load_gpu_params(options.simulate.config, options.simulate.overrides);
   const bool captured = !options.captures.empty() || !options.manifest.empty();
   if (captured == !options.dataset.empty())
     throw std::invalid_argument("give either --dataset or capture folders (with --manifest, or as arguments)");
@@ -210,6 +226,12 @@ int compare_job(const CompareOptions& given, std::ostream& out) {
                            100 * (k.slowest_ns / k.time_ns - 1));
   if (captured && !options.saved)
     for (const auto& k : measured) compare::require_trace(k);
+  if (options.simulate.config.empty()) {
+    options.simulate.config = config_for_captured_device(measured);
+    out << fmt::format("note: configuration {}, the bundled one for the {} the kernels were captured on (--config to choose)\n",
+                       options.simulate.config, measured.front().device);
+  }
+  GpuParams params = load_gpu_params(options.simulate.config, options.simulate.overrides);
 
   std::vector<compare::SimulatedKernel> simulated;
   if (options.saved) {

@@ -34,7 +34,7 @@ def check(name, got, reference, tolerance=1e-4):
     print(json.dumps({"case": name, "device": torch.cuda.get_device_name(), "relative_error": error,
                       "check": "passed" if error < tolerance else "FAILED"}))
     if error >= tolerance:
-        sys.exit(f"torch_corpus.py {name}: result differs from the float64 reference by {error:.2e}")
+        sys.exit(f"torch_corpus.py {name}: result differs from the reference by {error:.2e}")
 
 
 def repeat(op):
@@ -88,7 +88,9 @@ def histogram(name, pattern, count=1 << 20):
     if pattern == "normal":  # histc of normal samples: the middle bins are hot
         x = torch.randn(count, device="cuda", generator=gen)
         got = repeat(lambda: torch.histc(x, bins=1024, min=-4, max=4))
-        check(name, got, torch.histc(x.double().cpu(), bins=1024, min=-4, max=4))
+        # float32 on both sides: a sample a rounding away from a bin edge may
+        # land on either side of it, so a few moved counts in a million are allowed.
+        check(name, got, torch.histc(x.cpu(), bins=1024, min=-4, max=4), tolerance=1e-3)
         return
     x = indices(pattern, count, 4096, gen)
     got = repeat(lambda: torch.bincount(x, minlength=4096))
