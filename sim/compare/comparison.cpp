@@ -136,6 +136,7 @@ Comparison build_comparison(const std::vector<MeasuredKernel>& measured, const s
     }
     s.mean_abs_cycle_error += std::abs(r.cycle_error);
     s.within_launches += r.within_launches;
+    s.within_15_percent += std::abs(r.cycle_error) <= 0.15;
     track_worst(r.cycle_error, r.measured.id, s.worst_cycle_error, s.worst_cycle_id);
     s.mean_stall_distance += r.stall_distance;
     track_worst(r.stall_distance, r.measured.id, s.worst_stall_distance, s.worst_stall_id);
@@ -174,6 +175,7 @@ void print_comparison(std::ostream& out, const Comparison& c) {
       "stall distance mean {:.3f}, worst {:.3f} ({})\n",
       100 * s.mean_abs_cycle_error, 100 * s.worst_cycle_error, s.worst_cycle_id, 100 * s.mean_abs_speedup_error,
       100 * s.worst_speedup_error, s.worst_speedup_id, s.mean_stall_distance, s.worst_stall_distance, s.worst_stall_id);
+  out << fmt::format("within 15%: {} of {} kernels' cycles\n", s.within_15_percent, c.rows.size());
   out << fmt::format("launches: the timed launches' fastest and slowest around {}; * the simulated cycles within "
                      "them ({} of {} kernels)\n",
                      traced ? "the traced launch" : "their median", s.within_launches, c.rows.size());
@@ -251,7 +253,8 @@ nlohmann::json comparison_json(const Comparison& c) {
             {"worst_cycle_kernel", s.worst_cycle_id}, {"mean_abs_speedup_error", s.mean_abs_speedup_error},
             {"worst_speedup_error", s.worst_speedup_error}, {"worst_speedup_kernel", s.worst_speedup_id},
             {"mean_stall_distance", s.mean_stall_distance}, {"worst_stall_distance", s.worst_stall_distance},
-            {"worst_stall_kernel", s.worst_stall_id}, {"kernels_within_launches", s.within_launches}}}};
+            {"worst_stall_kernel", s.worst_stall_id}, {"kernels_within_launches", s.within_launches},
+            {"kernels_within_15_percent", s.within_15_percent}}}};
 }
 
 std::string stall_plot_svg(const Comparison& c) {

@@ -57,6 +57,7 @@ struct Summary {
   double mean_stall_distance = 0, worst_stall_distance = 0;
   std::string worst_stall_id;
   std::size_t within_launches = 0;  // rows whose simulated cycles lie within their timed launches' spread
+  std::size_t within_15_percent = 0;  // rows whose simulated cycles are within 15% of the measured
 };
 
 struct Comparison {
