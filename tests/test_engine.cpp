@@ -2,11 +2,17 @@
 
 #include <algorithm>
 #include <deque>
+#include <fstream>
+#include <filesystem>
 #include <memory>
 #include <queue>
 #include <random>
 #include <stdexcept>
 #include <string>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
 
 #include "harness.hpp"
 #include "sim/engine/domain_plan.hpp"
@@ -445,6 +451,27 @@ TEST_CASE("Configuration text that is not UTF-8 is refused naming the line and b
   REQUIRE_FALSE(utf8_problem("\xED\xA0\x80").empty());  // a surrogate
   ParamSource source = ParamSource::from_text("[gpu]\nname = 'h100'", "good.toml");
   REQUIRE_THROWS_WITH(source.apply_override("gpu.name=\xC8"), "--set 'gpu.name': line 1 (byte offset 9): not UTF-8 text");
+}
+
+TEST_CASE("a configuration with a base takes the keys it leaves out from the base file", "[engine][params]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("atomsim-base-{}", ::getpid());
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) { std::ofstream(dir / name) << text; };
+  write("parent.toml", "[l2]\nslices = 80\nways = 16\n");
+  write("child.toml", "base = \"parent.toml\"\n[l2]\nslices = 94\n");
+  write("loop.toml", "base = \"loop.toml\"\n");
+  write("orphan.toml", "base = \"missing.toml\"\n");
+  ParamSource child = ParamSource::from_file((dir / "child.toml").string());
+  REQUIRE(child.get_integer("l2.slices", 1, 1000) == 94);  // the file's own value wins
+  REQUIRE(child.get_integer("l2.ways", 1, 1000) == 16);    // the rest comes from the base
+  child.check_all_claimed();                                // 'base' itself is no parameter
+  // An error in an inherited value names the file the value came from.
+  REQUIRE_THROWS_WITH(child.get_integer("l2.ways", 1, 8), Catch::Contains("parent.toml") && Catch::Contains("l2.ways"));
+  REQUIRE_THROWS_WITH(ParamSource::from_file((dir / "loop.toml").string()), Catch::Contains("files deep"));
+  REQUIRE_THROWS_WITH(ParamSource::from_file((dir / "orphan.toml").string()),
+                      Catch::Contains("orphan.toml: key 'base'") && Catch::Contains("missing.toml"));
+  fs::remove_all(dir);
 }
 
 TEST_CASE("parameters: missing, unknown, out-of-range and mistyped keys name the key and file", "[engine][params]") {

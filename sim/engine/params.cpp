@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -79,7 +80,33 @@ std::string utf8_problem(std::string_view text) {
 }
 
 namespace {
-std::unique_ptr<ParamSource::Impl> parse(std::istream& stream, const std::string& origin) {
+std::unique_ptr<ParamSource::Impl> parse(std::istream& stream, const std::string& origin,
+                                         const std::filesystem::path& dir, int depth);
+
+// A file may start from another: `base = "h100.toml"` (beside the file) takes
+// every key the file does not set from that one, each keeping its own file as
+// its origin, so that a GPU which differs from another in a few values says
+// only those.
+void inherit_base(ParamSource::Impl& impl, const std::filesystem::path& dir, int depth) {
+  auto it = impl.values.find("base");
+  if (it == impl.values.end()) return;
+  if (!it->second.value.is_string())
+    throw ConfigError(fmt::format("{}: key 'base' must name a configuration file", impl.origin));
+  const std::filesystem::path file = dir / std::string(it->second.value.as_string());
+  impl.values.erase(it);
+  constexpr int kMaxDepth = 8;
+  if (depth >= kMaxDepth)
+    throw ConfigError(fmt::format("{}: key 'base': more than {} files deep (a file that is its own base?)", impl.origin, kMaxDepth));
+  std::error_code ec;
+  std::ifstream in(file, std::ios::binary);
+  if (!std::filesystem::is_regular_file(file, ec) || !in)
+    throw ConfigError(fmt::format("{}: key 'base': cannot open configuration file '{}'", impl.origin, file.string()));
+  auto base = parse(in, file.string(), file.parent_path(), depth + 1);
+  for (auto& [key, value] : base->values) impl.values.emplace(key, std::move(value));
+}
+
+std::unique_ptr<ParamSource::Impl> parse(std::istream& stream, const std::string& origin,
+                                         const std::filesystem::path& dir, int depth) {
   auto impl = std::make_unique<ParamSource::Impl>();
   impl->origin = origin;
   std::stringstream text;
@@ -94,6 +121,7 @@ std::unique_ptr<ParamSource::Impl> parse(std::istream& stream, const std::string
     auto newline = what.find('\n');
     throw ConfigError(fmt::format("{}: TOML syntax error: {}", origin, what.substr(0, newline)));
   }
+  inherit_base(*impl, dir, depth);
   return impl;
 }
 }  // namespace
@@ -106,12 +134,12 @@ ParamSource& ParamSource::operator=(ParamSource&&) noexcept = default;
 ParamSource ParamSource::from_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(fmt::format("{}: cannot open configuration file", path));
-  return ParamSource(parse(in, path));
+  return ParamSource(parse(in, path, std::filesystem::path(path).parent_path(), 0));
 }
 
 ParamSource ParamSource::from_text(const std::string& text, const std::string& origin) {
   std::istringstream in(text);
-  return ParamSource(parse(in, origin));
+  return ParamSource(parse(in, origin, ".", 0));
 }
 
 void ParamSource::apply_override(const std::string& assignment) {

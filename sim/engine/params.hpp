@@ -41,6 +41,8 @@ struct ParamInfo {
 class ParamSource {
  public:
   // Reads a TOML file; errors name the file (and line, where TOML reports one).
+  // A top-level `base = "FILE"` (beside the file; for text, in the working
+  // directory) takes every key the file leaves out from FILE.
   static ParamSource from_file(const std::string& path);
   static ParamSource from_text(const std::string& text, const std::string& origin);
   ~ParamSource();
