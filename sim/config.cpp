@@ -82,6 +82,7 @@ GpuParams bind_gpu_params(ParamSource source, const std::vector<std::string>& ov
   p.l2.declare(ParamBinder(source, "l2"));
   p.dram.declare(ParamBinder(source, "dram"));
   p.dispatch.declare(ParamBinder(source, "dispatch"));
+  p.sample.declare(ParamBinder(source, "sample"));
   source.check_all_claimed();
   if (p.l2.slices % p.l2.partitions != 0)
     throw ConfigError(fmt::format("{}: key 'l2.slices' = {} must be a multiple of 'l2.partitions' = {}", p.origin,

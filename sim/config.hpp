@@ -12,6 +12,7 @@
 #include "models/l2/l2_slice.hpp"
 #include "models/mio/mio.hpp"
 #include "models/sm/sm.hpp"
+#include "sim/sampling.hpp"
 
 namespace atomsim {
 
@@ -28,6 +29,7 @@ struct GpuParams {
   model::L2Params l2;
   model::DramParams dram;
   model::DispatchParams dispatch;
+  SampleParams sample;
   std::vector<ParamInfo> documentation;
   std::string origin;
   std::string canonical;  // every parameter's value (ParamSource::canonical_text)

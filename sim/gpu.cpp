@@ -274,23 +274,120 @@ class Gpu::Observations {
   std::vector<SeenBySm> seen_;
 };
 
+// Sampled simulation's bookkeeping for one kernel (sim/sampling.hpp): it
+// snapshots the statistics when a window opens and closes, skips CTAs at the
+// dispatcher, and keeps what the skipped CTAs are given of each window.
+class Gpu::SampledRun {
+ public:
+  SampledRun(Gpu& gpu, trace::TraceReader& reader, std::size_t kernel, KernelRun& run,
+             const std::unique_ptr<trace::WarpPrefetcher>& prefetcher)
+      : gpu_(gpu), reader_(reader), kernel_(kernel), run_(run), prefetcher_(prefetcher),
+        sampler_(gpu.params_.sample, std::uint64_t(run.ctas_per_sm) * gpu.params_.sms, reader.kernel(kernel).grid.count()),
+        issued_(gpu.stats_.instances(smsp_stat::kWarpInstructions)),
+        awaiting_(gpu.stats_.instances(StatId{"l2_slice", "awaiting_reads"})) {}
+  bool active() const { return sampler_.active(); }
+
+  void after_stretch() {
+    CtaDispatcher& dispatcher = *gpu_.units_->dispatcher;
+    const WaveSampler::Progress now{current_cycle(), dispatcher.finished() - skipped_, dispatcher.dispatched(), sum(issued_)};
+    switch (sampler_.observe(now)) {
+      case WaveSampler::Action::None: return;
+      case WaveSampler::Action::OpenWindow:
+        at_open_ = gpu_.stats_.snapshot();
+        instructions_at_open_ = warp_cycles();
+        return;
+      case WaveSampler::Action::CloseWindow: break;
+    }
+    // A read that waits for another warp's store may wait for a CTA that
+    // would be skipped.
+    if (skipped_ == 0 && sum(awaiting_) > 0) {
+      sampler_.refuse("its loads wait for other warps' stores");
+      return;
+    }
+    const std::uint64_t n = sampler_.ctas_to_skip(now);
+    if (n == 0) {
+      sampler_.account_skip(0, 0);
+      return;
+    }
+    const trace::KernelInfo& info = reader_.kernel(kernel_);
+    const std::uint64_t first = dispatcher.skip(n);
+    std::uint64_t instructions = 0;
+    for (std::uint64_t k = first; k < first + n; ++k)
+      for (std::uint64_t cta = dispatcher.cta_started(k), i = 0; i < info.warps_per_cta(); ++i) {
+        const std::uint64_t warp = cta * info.warps_per_cta() + i;
+        instructions += reader_.warp_records(kernel_, warp);
+        if (prefetcher_) prefetcher_->discard(warp);
+      }
+    skipped_ += n;
+    const double factor = sampler_.account_skip(n, instructions);
+    const std::vector<std::uint64_t> at_close = gpu_.stats_.snapshot();
+    extra_stats_.resize(at_close.size());
+    for (std::size_t i = 0; i < at_close.size(); ++i) extra_stats_[i] += factor * static_cast<double>(at_close[i] - at_open_[i]);
+    const auto cycles = warp_cycles();
+    extra_instructions_.resize(cycles.size());
+    for (std::size_t i = 0; i < cycles.size(); ++i) extra_instructions_[i] += factor * static_cast<double>(cycles[i] - instructions_at_open_[i]);
+  }
+
+  // The skipped CTAs' share, added to the kernel's statistics (`after`, a
+  // snapshot at its end), cycles and instruction profile.
+  void finish(std::vector<std::uint64_t>& after) {
+    for (std::size_t i = 0; i < extra_stats_.size(); ++i) after[i] += static_cast<std::uint64_t>(std::llround(extra_stats_[i]));
+    SamplingOutcome o = sampler_.outcome();
+    run_.cycles += static_cast<Cycle>(std::llround(o.cycles_extrapolated));
+    o.error_estimate *= run_.cycles ? o.cycles_extrapolated / static_cast<double>(run_.cycles) : 0;
+    if (o.requested && !o.sampled && o.refused.empty()) o.refused = "the kernel ended before a window closed";
+    std::size_t i = 0;
+    for (auto& instruction : run_.instructions)
+      for (auto& c : instruction.warp_cycles)
+        if (i < extra_instructions_.size()) c += static_cast<std::uint64_t>(std::llround(extra_instructions_[i++]));
+    run_.sampling = o;
+  }
+
+ private:
+  static std::uint64_t sum(const std::vector<const std::uint64_t*>& values) {
+    std::uint64_t total = 0;
+    for (const std::uint64_t* v : values) total += *v;
+    return total;
+  }
+  std::vector<std::uint64_t> warp_cycles() const {
+    std::vector<std::uint64_t> all;
+    for (const auto& instruction : run_.instructions) all.insert(all.end(), instruction.warp_cycles.begin(), instruction.warp_cycles.end());
+    return all;
+  }
+  Gpu& gpu_;
+  trace::TraceReader& reader_;
+  const std::size_t kernel_;
+  KernelRun& run_;
+  const std::unique_ptr<trace::WarpPrefetcher>& prefetcher_;
+  WaveSampler sampler_;
+  const std::vector<const std::uint64_t*> issued_, awaiting_;
+  std::uint64_t skipped_ = 0;
+  std::vector<std::uint64_t> at_open_, instructions_at_open_;
+  std::vector<double> extra_stats_, extra_instructions_;
+};
+
 // Runs the kernel's cycles until nothing is pending, folding the SMs'
 // observations after each slice; a long run reports progress about once a
 // second.
 void Gpu::simulate_until_done(trace::TraceReader& reader, std::size_t kernel, const RunOptions& options, KernelRun& run,
-                              Observations& observations) {
+                              Observations& observations, SampledRun* sampled) {
   Units& u = *units_;
   const trace::KernelInfo& info = reader.kernel(kernel);
   using clock = std::chrono::steady_clock;
   auto last_report = clock::now();
-  // Short slices let a long run report progress about once a second.
+  // Short slices let a long run report progress about once a second, and
+  // shorter ones let the sampler's windows open and close near where it asks.
   const sc_core::sc_time slice = sc_core::sc_time::from_value(10000 * kPicosecondsPerCycle);
+  const sc_core::sc_time sampled_slice = sc_core::sc_time::from_value(2000 * kPicosecondsPerCycle);
   do {
     // SC_EXIT_ON_STARVATION leaves time where the last event was (the kernel's
     // end), but returns at once when the next event lies beyond the slice: a
     // slice always reaches the next pending event.
-    sc_core::sc_start(std::max(slice, sc_core::sc_time_to_pending_activity()), sc_core::SC_EXIT_ON_STARVATION);
+    const bool sampling = sampled && sampled->active();
+    sc_core::sc_start(std::max(sampling ? sampled_slice : slice, sc_core::sc_time_to_pending_activity()),
+                      sc_core::SC_EXIT_ON_STARVATION);
     observations.fold();
+    if (sampling) sampled->after_stretch();
     for (auto& sm : u.sms)
       if (!sm->error().empty()) throw trace::TraceError(sm->error());
     auto t = clock::now();
@@ -386,7 +483,9 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
     prefetcher = std::make_unique<trace::WarpPrefetcher>(reader, kernel, std::move(warps), kPrefetchedWarps);
   }
 
-  simulate_until_done(reader, kernel, options, run, observations);
+  std::optional<SampledRun> sampled;
+  if (params_.sample.mode != SampleMode::Off) sampled.emplace(*this, reader, kernel, run, prefetcher);
+  simulate_until_done(reader, kernel, options, run, observations, sampled ? &*sampled : nullptr);
   if (!u.dispatcher->kernel_done()) {
     const std::string waiting = describe_waiting_messages();
     throw trace::TraceError(fmt::format("{}: kernel {} stalled at cycle {} before finishing (simulator deadlock){}{}",
@@ -394,7 +493,9 @@ KernelRun Gpu::run_kernel(trace::TraceReader& reader, std::size_t kernel, const 
                                         waiting));
   }
   run.cycles = current_cycle() - run.start;
-  run.stats = stats_.summarize(before, stats_.snapshot(), run.cycles);
+  std::vector<std::uint64_t> after = stats_.snapshot();
+  if (sampled) sampled->finish(after);
+  run.stats = stats_.summarize(before, after, run.cycles);
   if (options.host_profile) {
     run.host_profile = take_host_profile();
     set_host_profiling(false);

@@ -17,6 +17,7 @@
 #include "sim/config.hpp"
 #include "sim/engine/simulation_control.hpp"
 #include "sim/engine/stats.hpp"
+#include "sim/sampling.hpp"
 #include "traces/reader.hpp"
 
 namespace atomsim {
@@ -68,6 +69,8 @@ struct KernelRun {
   // With RunOptions::host_profile: the host time the simulation took, by
   // unit and thread (not a result: it varies from run to run).
   HostProfile host_profile;
+  // With sample.mode set: what was simulated in detail and what extrapolated.
+  SamplingOutcome sampling;
 };
 
 struct RunOptions {
@@ -99,10 +102,11 @@ class Gpu {
     bool summable = true;  // only additions of plain numbers have an order-independent result to compare
   };
   class Observations;
+  class SampledRun;
   FunctionalCheck check_atomics() const;
   void warm_l2(trace::TraceReader& reader, std::size_t kernel);
   void simulate_until_done(trace::TraceReader& reader, std::size_t kernel, const RunOptions& options, KernelRun& run,
-                           Observations& observations);
+                           Observations& observations, SampledRun* sampled);
   static void note_barrier_producers(const trace::KernelInfo& info, KernelRun& run);
 
   GpuParams params_;

@@ -85,6 +85,14 @@ nlohmann::json kernel_json(const KernelRun& run, const GpuParams& params) {
                      {"per_instruction", instructions > 0 ? cycles / instructions : 0.0}};
   }
   k["warp_states"] = {{"warp_cycles", static_cast<std::uint64_t>(warp_cycles)}, {"reasons", reasons}};
+  if (const SamplingOutcome& o = run.sampling; o.requested)
+    k["sampling"] = {{"sampled", o.sampled},
+                     {"refused", o.refused},
+                     {"windows", o.windows},
+                     {"ctas_skipped", o.ctas_skipped},
+                     {"warp_instructions_skipped", o.warp_instructions_skipped},
+                     {"cycles_extrapolated", o.cycles_extrapolated},
+                     {"error_estimate", o.error_estimate}};
   if (!run.instructions.empty()) {
     // Per instruction that warps spent time at: warp-cycles by state.
     json per_instruction = json::array();
@@ -285,6 +293,14 @@ void print_kernel_table(std::ostream& out, const KernelRun& run, const GpuParams
   out << fmt::format("  cycles {}  ({:.1f} us at {:.0f} MHz)   warp instructions {:.0f}   IPC {:.2f}\n", run.cycles,
                      static_cast<double>(run.cycles) / params.sm_clock_mhz, params.sm_clock_mhz, instructions,
                      run.cycles ? instructions / static_cast<double>(run.cycles) : 0.0);
+  if (const SamplingOutcome& o = run.sampling; o.sampled)
+    out << fmt::format("  sampled: {:.1f}% of warp instructions simulated in detail ({} windows, {} CTAs skipped), {:.1f}% of "
+                       "the cycles extrapolated; estimated error +-{:.2f}% of the cycles\n",
+                       instructions > 0 ? 100 * (1 - static_cast<double>(o.warp_instructions_skipped) / instructions) : 100.0,
+                       o.windows, o.ctas_skipped, run.cycles ? 100 * o.cycles_extrapolated / static_cast<double>(run.cycles) : 0.0,
+                       100 * o.error_estimate);
+  else if (o.requested)
+    out << fmt::format("  not sampled: {}; every CTA simulated\n", o.refused);
   out << fmt::format("  {:<20}{:>16}{:>10}{:>14}\n", "warp state", "warp-cycles", "fraction", "per instr");
   for (int s = 0; s < model::kWarpStateCount; ++s) {
     std::string name = model::warp_state_name(static_cast<model::WarpState>(s));

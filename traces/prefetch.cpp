@@ -65,6 +65,32 @@ void WarpPrefetcher::run() {
   }
 }
 
+void WarpPrefetcher::discard(std::uint64_t warp) {
+  const std::uint64_t p = warp < position_of_.size() ? position_of_[warp] : UINT64_MAX;
+  if (p == UINT64_MAX) return;
+  reads_itself_[p].store(true);
+  Slot& slot = slots_[p % slots_.size()];
+  // The reader ahead sees the mark before it begins the segment, or has begun
+  // it: then it is waited for and let go.
+  for (;;) {
+    std::uint64_t t = slot.tag.load();
+    if (t == tag(p, kFilling)) {
+      std::this_thread::yield();
+      continue;
+    }
+    if (t == tag(p, kReady)) {
+      if (!slot.tag.compare_exchange_strong(t, tag(p, kTaking))) continue;
+      slot.segment = WarpSegment{};
+      slot.tag.store(tag(p, kFree));
+      if (waiting_.load()) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        room_.notify_one();
+      }
+    }
+    return;
+  }
+}
+
 bool WarpPrefetcher::holds(std::uint64_t warp) const {
   const std::uint64_t p = warp < position_of_.size() ? position_of_[warp] : UINT64_MAX;
   return p != UINT64_MAX && slots_[p % slots_.size()].tag.load() == tag(p, kReady);

@@ -29,6 +29,10 @@ class WarpPrefetcher {
   WarpPrefetcher& operator=(const WarpPrefetcher&) = delete;
   // As TraceReader::open_warp, from any thread; each warp once.
   WarpStream open_warp(std::uint64_t warp);
+  // The warp will never be opened (its CTA is skipped): its segment is not
+  // read ahead, or is let go, so that the reader ahead goes on. From the
+  // thread that opens warps, while none opens one.
+  void discard(std::uint64_t warp);
   // Whether the warp's first segment is read and waits to be opened.
   bool holds(std::uint64_t warp) const;
   // Warps opened with a segment read ahead, so far.

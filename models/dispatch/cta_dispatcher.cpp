@@ -43,6 +43,14 @@ void CtaDispatcher::begin_kernel(std::uint64_t ctas, std::uint32_t per_sm, std::
   wake_at(first);
 }
 
+std::uint64_t CtaDispatcher::skip(std::uint64_t count) {
+  const std::uint64_t first = next_cta_;
+  count = std::min(count, total_ - next_cta_);
+  next_cta_ += count;
+  finished_ += count;
+  return first;
+}
+
 bool CtaDispatcher::launch_one(std::uint32_t sm, Cycle now) {
   if (free_slots_[sm] == 0 || next_cta_ >= total_ || ready_at_[sm] > now) return false;
   if (!to_sm_[sm]->try_send(CtaLaunch{cta_started(next_cta_)})) return false;  // the SM wakes us when it frees a slot

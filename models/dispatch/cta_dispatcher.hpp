@@ -71,6 +71,12 @@ class CtaDispatcher : public Unit {
                     std::vector<std::uint64_t> order = {});
   // The k-th CTA this kernel starts.
   std::uint64_t cta_started(std::uint64_t k) const { return order_.empty() ? k : order_[k]; }
+  // Called between stretches of simulation (sampled simulation): the next
+  // `count` CTAs in start order never start and count as finished, and the
+  // one after them takes the next free place. Returns the start index of the first.
+  std::uint64_t skip(std::uint64_t count);
+  // CTAs started or skipped so far.
+  std::uint64_t dispatched() const { return next_cta_; }
   bool kernel_done() const { return end_sent_; }
   std::uint64_t finished() const { return finished_; }
   std::uint64_t total() const { return total_; }

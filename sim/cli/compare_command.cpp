@@ -38,6 +38,9 @@ class CompareCommand final : public Command {
                          "captures: measured cycles from the median of the timed launches (median), or from the launch "
                          "each trace holds (traced: for kernels whose launches do different work, as a training step's)");
     command_->add_flag("--quiet,-q", quiet_, "no progress lines");
+    command_->add_flag("--sample", sample_,
+                       "simulate kernels of many CTA waves in measured windows and extrapolate the rest (sample.mode=waves; "
+                       "docs/architecture.md, \"Sampled simulation\")");
     command_->add_option("--threads", options_.simulate.threads,
                          "threads evaluating each simulation's cycles (0: one per core but one); the results do not "
                          "depend on it")
@@ -48,6 +51,7 @@ class CompareCommand final : public Command {
 
   int run() override {
     options_.simulate.progress = !quiet_;
+    if (sample_) options_.simulate.overrides.push_back(kSampleOverride);
     options_.executable = this_executable();
     return compare_job(options_, std::cout);
   }
@@ -55,7 +59,7 @@ class CompareCommand final : public Command {
  private:
   CLI::App* command_;
   CompareOptions options_;
-  bool quiet_ = false;
+  bool quiet_ = false, sample_ = false;
 };
 
 }  // namespace

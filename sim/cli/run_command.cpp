@@ -26,6 +26,9 @@ class RunCommand final : public Command {
     command_->add_flag("--host-profile", options_.host_profile,
                        "print the host time each kind of unit took, and each thread (docs/performance.md); not in the JSON");
     command_->add_flag("--quiet,-q", quiet_, "no progress lines");
+    command_->add_flag("--sample", sample_,
+                       "simulate kernels of many CTA waves in measured windows and extrapolate the rest (sample.mode=waves; "
+                       "docs/architecture.md, \"Sampled simulation\")");
     command_->add_option("--threads", options_.threads,
                          "threads evaluating the units of a cycle (0: one per core but one, left to the warp prefetcher); "
                          "the results do not depend on it")
@@ -37,6 +40,7 @@ class RunCommand final : public Command {
   int run() override {
     options_.check_atomics = !no_check_;
     options_.progress = !quiet_;
+    if (sample_) options_.overrides.push_back(kSampleOverride);
     return run_job(trace_path_, options_, std::cout);
   }
 
@@ -44,7 +48,7 @@ class RunCommand final : public Command {
   CLI::App* command_;
   SimulateOptions options_;
   std::string trace_path_;
-  bool no_check_ = false, quiet_ = false;
+  bool no_check_ = false, quiet_ = false, sample_ = false;
 };
 
 }  // namespace

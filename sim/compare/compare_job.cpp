@@ -34,6 +34,10 @@ compare::SimulatedKernel summarize(const nlohmann::json& kernel) {
   s.cycles = kernel["cycles"].get<double>();
   s.warp_instructions = kernel["warp_instructions"].get<std::uint64_t>();
   for (const auto& [state, v] : kernel["warp_states"]["reasons"].items()) s.stall_fractions[state] = v["fraction"].get<double>();
+  if (kernel.contains("sampling") && kernel["sampling"]["sampled"].get<bool>() && s.warp_instructions > 0) {
+    s.detail_share = 1 - kernel["sampling"]["warp_instructions_skipped"].get<double>() / static_cast<double>(s.warp_instructions);
+    s.sampling_error_estimate = kernel["sampling"]["error_estimate"].get<double>();
+  }
   if (kernel.contains("instructions"))
     for (const auto& inst : kernel["instructions"]) {
       const auto pc = inst["pc"].get<std::uint64_t>();
@@ -119,6 +123,8 @@ compare::SimulatedKernel saved_simulation(const compare::MeasuredKernel& k, cons
     s.warp_instructions = simulated.at("warp_instructions").get<std::uint64_t>();
     s.stall_fractions = simulated.at("stall_fractions").get<std::map<std::string, double>>();
     s.revision = simulated.value("revision", std::string());
+    s.detail_share = simulated.value("detail_share", 1.0);
+    s.sampling_error_estimate = simulated.value("sampling_error_estimate", 0.0);
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw compare::DatasetError(path.string() + ": not an atomsim comparison (" + e.what() + ")");

@@ -176,6 +176,18 @@ void print_comparison(std::ostream& out, const Comparison& c) {
       100 * s.mean_abs_cycle_error, 100 * s.worst_cycle_error, s.worst_cycle_id, 100 * s.mean_abs_speedup_error,
       100 * s.worst_speedup_error, s.worst_speedup_id, s.mean_stall_distance, s.worst_stall_distance, s.worst_stall_id);
   out << fmt::format("within 15%: {} of {} kernels' cycles\n", s.within_15_percent, c.rows.size());
+  std::size_t sampled = 0;
+  double detail = 0, estimate = 0;
+  for (const auto& r : c.rows)
+    if (r.simulated.detail_share < 1) {
+      ++sampled;
+      detail += r.simulated.detail_share;
+      estimate = std::max(estimate, r.simulated.sampling_error_estimate);
+    }
+  if (sampled)
+    out << fmt::format("sampled: {} of {} kernels, {:.0f}% of their warp instructions simulated in detail on average; "
+                       "the sampler's error estimates at most {:.2f}% of the cycles\n",
+                       sampled, c.rows.size(), 100 * detail / static_cast<double>(sampled), 100 * estimate);
   out << fmt::format("launches: the timed launches' fastest and slowest around {}; * the simulated cycles within "
                      "them ({} of {} kernels)\n",
                      traced ? "the traced launch" : "their median", s.within_launches, c.rows.size());
@@ -220,6 +232,10 @@ nlohmann::json comparison_json(const Comparison& c) {
                         {"within_launches", r.within_launches},
                         {"stall_distance", r.stall_distance}};
     if (!r.simulated.revision.empty()) j["simulated"]["revision"] = r.simulated.revision;
+    if (r.simulated.detail_share < 1) {
+      j["simulated"]["detail_share"] = r.simulated.detail_share;
+      j["simulated"]["sampling_error_estimate"] = r.simulated.sampling_error_estimate;
+    }
     if (r.measured.traced_launch) j["measured"]["traced_launch"] = *r.measured.traced_launch;
     if (r.measured_speedup) {
       j["measured"]["speedup"] = *r.measured_speedup;

@@ -24,6 +24,10 @@ struct SimulatedKernel {
   std::map<std::uint64_t, std::string> sass;
   std::map<std::uint64_t, std::vector<std::uint64_t>> waits_on;  // per instruction, what its control bits wait for
   std::string revision;  // the simulator's source revision that produced it; empty: not recorded
+  // Sampled simulation (sample.mode): the share of warp instructions simulated
+  // in detail, and the sampler's error estimate of the cycles.
+  double detail_share = 1;
+  double sampling_error_estimate = 0;
 };
 
 // One instruction: its share of the kernel's PC samples and of its simulated

@@ -51,6 +51,15 @@ std::vector<std::uint64_t> StatRegistry::snapshot() const {
   return values;
 }
 
+std::vector<const std::uint64_t*> StatRegistry::instances(StatId id) const {
+  std::vector<const std::uint64_t*> found;
+  for (const auto& g : groups_)
+    if (g->kind() == id.group)
+      for (const auto& e : g->entries())
+        if (e->name == id.name) found.push_back(e->value);
+  return found;
+}
+
 std::map<std::string, std::map<std::string, StatSummary>> StatRegistry::summarize(
     const std::vector<std::uint64_t>& before, const std::vector<std::uint64_t>& after, std::uint64_t cycles) const {
   std::map<std::string, std::map<std::string, StatSummary>> out;

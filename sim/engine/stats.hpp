@@ -71,6 +71,8 @@ class StatRegistry {
  public:
   StatGroup& group(const std::string& kind, const std::string& instance);
   std::vector<std::uint64_t> snapshot() const;
+  // Where every instance of a statistic keeps its value, to read it often.
+  std::vector<const std::uint64_t*> instances(StatId id) const;
   // kind -> stat name -> summary over [before, after] spanning `cycles` cycles.
   std::map<std::string, std::map<std::string, StatSummary>> summarize(
       const std::vector<std::uint64_t>& before, const std::vector<std::uint64_t>& after, std::uint64_t cycles) const;
