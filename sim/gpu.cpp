@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <map>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -276,50 +277,53 @@ class Gpu::Observations {
 
 // Sampled simulation's bookkeeping for one kernel (sim/sampling.hpp): it
 // snapshots the statistics when a window opens and closes, skips CTAs at the
-// dispatcher, and keeps what the skipped CTAs are given of each window.
+// dispatcher or moves warps on by loop trips, and keeps what the skipped work
+// is given of each window.
 class Gpu::SampledRun {
  public:
   SampledRun(Gpu& gpu, trace::TraceReader& reader, std::size_t kernel, KernelRun& run,
              const std::unique_ptr<trace::WarpPrefetcher>& prefetcher)
       : gpu_(gpu), reader_(reader), kernel_(kernel), run_(run), prefetcher_(prefetcher),
-        sampler_(gpu.params_.sample, std::uint64_t(run.ctas_per_sm) * gpu.params_.sms, reader.kernel(kernel).grid.count()),
+        sampler_(gpu.params_.sample, std::uint64_t(run.ctas_per_sm) * gpu.params_.sms, reader.kernel(kernel).grid.count(),
+                 kernel_instructions(reader, kernel)),
         issued_(gpu.stats_.instances(smsp_stat::kWarpInstructions)),
-        awaiting_(gpu.stats_.instances(StatId{"l2_slice", "awaiting_reads"})) {}
+        awaiting_(gpu.stats_.instances(StatId{"l2_slice", "awaiting_reads"})) {
+    const auto& program = reader.kernel(kernel).program;
+    barriers_ = std::any_of(program.begin(), program.end(), [](const trace::StaticInst& s) { return s.op == trace::OpClass::Barrier; });
+  }
   bool active() const { return sampler_.active(); }
+  // How long the next stretch of simulation should be: an eighth of a
+  // window's instructions at the last stretch's rate, so that windows and
+  // their halves end near where they should.
+  Cycle stretch_cycles() const { return stretch_; }
 
   void after_stretch() {
     CtaDispatcher& dispatcher = *gpu_.units_->dispatcher;
-    const WaveSampler::Progress now{current_cycle(), dispatcher.finished() - skipped_, dispatcher.dispatched(), sum(issued_)};
+    const Sampler::Progress now{current_cycle(), dispatcher.finished() - skipped_ctas_, dispatcher.dispatched(), sum(issued_)};
+    if (now.cycle > last_.cycle && now.warp_instructions > last_.warp_instructions) {
+      const double per_cycle = static_cast<double>(now.warp_instructions - last_.warp_instructions) /
+                               static_cast<double>(now.cycle - last_.cycle);
+      stretch_ = std::clamp<Cycle>(static_cast<Cycle>(sampler_.window_instructions() / 8 / per_cycle), 16, 2000);
+    }
+    last_ = now;
     switch (sampler_.observe(now)) {
-      case WaveSampler::Action::None: return;
-      case WaveSampler::Action::OpenWindow:
+      case Sampler::Action::None: return;
+      case Sampler::Action::OpenWindow:
         at_open_ = gpu_.stats_.snapshot();
         instructions_at_open_ = warp_cycles();
+        window_opened_ = now.cycle;
         return;
-      case WaveSampler::Action::CloseWindow: break;
+      case Sampler::Action::CloseWindow: break;
     }
-    // A read that waits for another warp's store may wait for a CTA that
+    // A read that waits for another warp's store may wait for work that
     // would be skipped.
-    if (skipped_ == 0 && sum(awaiting_) > 0) {
+    if (sampler_.outcome().windows == 0 && sum(awaiting_) > 0) {
       sampler_.refuse("its loads wait for other warps' stores");
       return;
     }
-    const std::uint64_t n = sampler_.ctas_to_skip(now);
-    if (n == 0) {
-      sampler_.account_skip(0, 0);
-      return;
-    }
-    const trace::KernelInfo& info = reader_.kernel(kernel_);
-    const std::uint64_t first = dispatcher.skip(n);
-    std::uint64_t instructions = 0;
-    for (std::uint64_t k = first; k < first + n; ++k)
-      for (std::uint64_t cta = dispatcher.cta_started(k), i = 0; i < info.warps_per_cta(); ++i) {
-        const std::uint64_t warp = cta * info.warps_per_cta() + i;
-        instructions += reader_.warp_records(kernel_, warp);
-        if (prefetcher_) prefetcher_->discard(warp);
-      }
-    skipped_ += n;
-    const double factor = sampler_.account_skip(n, instructions);
+    const std::uint64_t skipped = sampler_.mode() == SampleMode::Waves ? skip_ctas(now) : skip_loop_trips(now);
+    const double factor = sampler_.account_skip(last_ctas_, skipped);
+    if (factor == 0) return;
     const std::vector<std::uint64_t> at_close = gpu_.stats_.snapshot();
     extra_stats_.resize(at_close.size());
     for (std::size_t i = 0; i < at_close.size(); ++i) extra_stats_[i] += factor * static_cast<double>(at_close[i] - at_open_[i]);
@@ -328,14 +332,16 @@ class Gpu::SampledRun {
     for (std::size_t i = 0; i < cycles.size(); ++i) extra_instructions_[i] += factor * static_cast<double>(cycles[i] - instructions_at_open_[i]);
   }
 
-  // The skipped CTAs' share, added to the kernel's statistics (`after`, a
+  // The skipped work's share, added to the kernel's statistics (`after`, a
   // snapshot at its end), cycles and instruction profile.
   void finish(std::vector<std::uint64_t>& after) {
     for (std::size_t i = 0; i < extra_stats_.size(); ++i) after[i] += static_cast<std::uint64_t>(std::llround(extra_stats_[i]));
     SamplingOutcome o = sampler_.outcome();
     run_.cycles += static_cast<Cycle>(std::llround(o.cycles_extrapolated));
     o.error_estimate *= run_.cycles ? o.cycles_extrapolated / static_cast<double>(run_.cycles) : 0;
-    if (o.requested && !o.sampled && o.refused.empty()) o.refused = "the kernel ended before a window closed";
+    if (o.requested && !o.sampled && o.refused.empty())
+      o.refused = o.mode == SampleMode::Loops ? "no window found room to skip trips before the warps' ends"
+                                              : "the kernel ended before a window closed";
     std::size_t i = 0;
     for (auto& instruction : run_.instructions)
       for (auto& c : instruction.warp_cycles)
@@ -344,6 +350,11 @@ class Gpu::SampledRun {
   }
 
  private:
+  static std::uint64_t kernel_instructions(trace::TraceReader& reader, std::size_t kernel) {
+    std::uint64_t total = 0;
+    for (std::uint64_t w = 0; w < reader.kernel(kernel).total_warps(); ++w) total += reader.warp_records(kernel, w);
+    return total;
+  }
   static std::uint64_t sum(const std::vector<const std::uint64_t*>& values) {
     std::uint64_t total = 0;
     for (const std::uint64_t* v : values) total += *v;
@@ -354,15 +365,149 @@ class Gpu::SampledRun {
     for (const auto& instruction : run_.instructions) all.insert(all.end(), instruction.warp_cycles.begin(), instruction.warp_cycles.end());
     return all;
   }
+
+  // By waves: the dispatcher skips the next CTAs.
+  std::uint64_t skip_ctas(const Sampler::Progress& now) {
+    last_ctas_ = sampler_.ctas_to_skip(now);
+    if (last_ctas_ == 0) return 0;
+    CtaDispatcher& dispatcher = *gpu_.units_->dispatcher;
+    const trace::KernelInfo& info = reader_.kernel(kernel_);
+    const std::uint64_t first = dispatcher.skip(last_ctas_);
+    std::uint64_t instructions = 0;
+    for (std::uint64_t k = first; k < first + last_ctas_; ++k)
+      for (std::uint64_t cta = dispatcher.cta_started(k), i = 0; i < info.warps_per_cta(); ++i) {
+        const std::uint64_t warp = cta * info.warps_per_cta() + i;
+        instructions += reader_.warp_records(kernel_, warp);
+        if (prefetcher_) prefetcher_->discard(warp);
+      }
+    skipped_ctas_ += last_ctas_;
+    return instructions;
+  }
+
+  // Where each issuing warp's stream is, by SM and slot, with its CTA.
+  struct Place {
+    std::uint64_t cta;
+    std::uint64_t position;
+    Cycle launched_at;
+  };
+  std::vector<std::map<std::uint16_t, Place>> positions() const {
+    std::vector<std::map<std::uint16_t, Place>> all(gpu_.units_->sms.size());
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const Sm& sm = *gpu_.units_->sms[i];
+      for (const Sm::IssuingWarp& w : sm.issuing_warps()) all[i][w.slot] = {w.cta, sm.stream(w.slot).position(), w.launched_at};
+    }
+    return all;
+  }
+
+  // Where a stream's current instruction comes again after whole trips of
+  // its loop: the first time it does at least `records` records on, or, with
+  // `barriers` set, the first time after that many barriers. `ended` when the
+  // warp's records end first (its instruction does not come again).
+  struct Trips {
+    trace::WarpStream stream;
+    std::uint64_t records = 0, barriers = 0;
+    bool ended = false;
+  };
+  static Trips trips_on(const trace::WarpStream& from, std::uint64_t records, std::uint64_t barriers,
+                        const std::vector<trace::StaticInst>& program) {
+    Trips t{from.clone()};
+    const std::uint32_t head = from.index();
+    const std::uint64_t start = from.position();
+    for (;;) {
+      if (!t.stream.advance()) {
+        t.ended = true;
+        return t;
+      }
+      t.barriers += program[t.stream.index()].op == trace::OpClass::Barrier;
+      if (t.stream.index() != head) continue;
+      t.records = t.stream.position() - start;
+      if (barriers != kNoBarrierCount ? t.barriers >= barriers : t.records >= records) return t;
+    }
+  }
+  static constexpr std::uint64_t kNoBarrierCount = UINT64_MAX;
+
+  // By loops: each warp moves on by as many trips as it runs in a window at
+  // its rate since it started, times one factor, the same number of trips for
+  // every warp of a CTA with barriers, and none within a window's records of
+  // its end.
+  std::uint64_t skip_loop_trips(const Sampler::Progress& at) {
+    last_ctas_ = 0;
+    const auto now = positions();
+    const double window = static_cast<double>(at.cycle - window_opened_);
+    const auto& program = reader_.kernel(kernel_).program;
+    struct Moving {
+      std::uint16_t slot;
+      std::uint64_t window_records;  // records to move on by: the window's times the factor, short of its end
+    };
+    std::map<std::pair<std::size_t, std::uint64_t>, std::vector<Moving>> by_cta;
+    // Every warp moves on by the same time: the factor is the most that
+    // leaves each warp a window's records before its end (a warp that would
+    // end within the skip would free its place at another time than it does).
+    double factor = sampler_.skip_windows();
+    for (std::size_t i = 0; i < now.size(); ++i)
+      for (const auto& [slot, place] : now[i]) {
+        const std::uint64_t ran = at.cycle > place.launched_at
+                                      ? static_cast<std::uint64_t>(static_cast<double>(place.position) * window /
+                                                                   static_cast<double>(at.cycle - place.launched_at))
+                                      : 0;
+        const std::uint64_t left = gpu_.units_->sms[i]->stream(slot).records() - place.position;
+        if (ran > 0) factor = std::min(factor, static_cast<double>(left) / static_cast<double>(ran) - 1);
+        by_cta[{i, place.cta}].push_back({slot, ran});
+      }
+    if (factor < 1) return 0;
+    for (auto& [key, warps] : by_cta)
+      for (Moving& m : warps) m.window_records = static_cast<std::uint64_t>(factor * static_cast<double>(m.window_records));
+    std::uint64_t skipped = 0;
+    for (auto& [key, warps] : by_cta) {
+      Sm& sm = *gpu_.units_->sms[key.first];
+      const auto target = [](const Moving& m) { return m.window_records; };
+      // With barriers, the CTA's warps pass the same barriers: the fewest any
+      // would pass in its records, each then going on to its instruction.
+      std::uint64_t barriers = kNoBarrierCount;
+      if (barriers_)
+        for (const Moving& m : warps) {
+          const Trips t = target(m) ? trips_on(sm.stream(m.slot), target(m), kNoBarrierCount, program) : Trips{};
+          barriers = std::min(barriers, t.ended ? 0 : t.barriers);
+        }
+      if (barriers == 0) continue;
+      std::vector<std::pair<std::uint16_t, Trips>> moved;
+      bool alike = true;
+      for (const Moving& m : warps) {
+        if (!barriers_ && target(m) == 0) continue;
+        Trips t = trips_on(sm.stream(m.slot), target(m), barriers, program);
+        if (t.ended || t.records == 0) {
+          alike &= !barriers_;
+          continue;
+        }
+        alike &= !barriers_ || t.barriers == barriers;
+        moved.emplace_back(m.slot, std::move(t));
+      }
+      // A CTA whose warps' trips pass different numbers of barriers stays.
+      if (barriers_ && !alike) {
+        sampler_.note_unaligned_cta();
+        continue;
+      }
+      for (auto& [slot, t] : moved) {
+        skipped += t.records;
+        sm.move_stream_on(slot, std::move(t.stream));
+      }
+    }
+    return skipped;
+  }
+
   Gpu& gpu_;
   trace::TraceReader& reader_;
   const std::size_t kernel_;
   KernelRun& run_;
   const std::unique_ptr<trace::WarpPrefetcher>& prefetcher_;
-  WaveSampler sampler_;
+  Sampler sampler_;
   const std::vector<const std::uint64_t*> issued_, awaiting_;
-  std::uint64_t skipped_ = 0;
+  bool barriers_ = false;
+  Cycle stretch_ = 500;
+  Sampler::Progress last_{};
+  std::uint64_t skipped_ctas_ = 0, last_ctas_ = 0;
   std::vector<std::uint64_t> at_open_, instructions_at_open_;
+  Cycle window_opened_ = 0;
   std::vector<double> extra_stats_, extra_instructions_;
 };
 
@@ -378,13 +523,14 @@ void Gpu::simulate_until_done(trace::TraceReader& reader, std::size_t kernel, co
   // Short slices let a long run report progress about once a second, and
   // shorter ones let the sampler's windows open and close near where it asks.
   const sc_core::sc_time slice = sc_core::sc_time::from_value(10000 * kPicosecondsPerCycle);
-  const sc_core::sc_time sampled_slice = sc_core::sc_time::from_value(2000 * kPicosecondsPerCycle);
   do {
     // SC_EXIT_ON_STARVATION leaves time where the last event was (the kernel's
     // end), but returns at once when the next event lies beyond the slice: a
     // slice always reaches the next pending event.
     const bool sampling = sampled && sampled->active();
-    sc_core::sc_start(std::max(sampling ? sampled_slice : slice, sc_core::sc_time_to_pending_activity()),
+    const sc_core::sc_time stretch =
+        sampling ? sc_core::sc_time::from_value(sampled->stretch_cycles() * kPicosecondsPerCycle) : slice;
+    sc_core::sc_start(std::max(stretch, sc_core::sc_time_to_pending_activity()),
                       sc_core::SC_EXIT_ON_STARVATION);
     observations.fold();
     if (sampling) sampled->after_stretch();

@@ -92,7 +92,9 @@ nlohmann::json kernel_json(const KernelRun& run, const GpuParams& params) {
                      {"ctas_skipped", o.ctas_skipped},
                      {"warp_instructions_skipped", o.warp_instructions_skipped},
                      {"cycles_extrapolated", o.cycles_extrapolated},
-                     {"error_estimate", o.error_estimate}};
+                     {"error_estimate", o.error_estimate},
+                     {"mode", o.mode == SampleMode::Loops ? "loops" : o.mode == SampleMode::Waves ? "waves" : "off"},
+                     {"ctas_not_moved", o.ctas_not_moved}};
   if (!run.instructions.empty()) {
     // Per instruction that warps spent time at: warp-cycles by state.
     json per_instruction = json::array();
@@ -294,10 +296,13 @@ void print_kernel_table(std::ostream& out, const KernelRun& run, const GpuParams
                      static_cast<double>(run.cycles) / params.sm_clock_mhz, params.sm_clock_mhz, instructions,
                      run.cycles ? instructions / static_cast<double>(run.cycles) : 0.0);
   if (const SamplingOutcome& o = run.sampling; o.sampled)
-    out << fmt::format("  sampled: {:.1f}% of warp instructions simulated in detail ({} windows, {} CTAs skipped), {:.1f}% of "
+    out << fmt::format("  sampled by {}: {:.1f}% of warp instructions simulated in detail ({} windows, {}), {:.1f}% of "
                        "the cycles extrapolated; estimated error +-{:.2f}% of the cycles\n",
+                       o.mode == SampleMode::Loops ? "loop trips" : "CTA waves",
                        instructions > 0 ? 100 * (1 - static_cast<double>(o.warp_instructions_skipped) / instructions) : 100.0,
-                       o.windows, o.ctas_skipped, run.cycles ? 100 * o.cycles_extrapolated / static_cast<double>(run.cycles) : 0.0,
+                       o.windows,
+                       o.mode == SampleMode::Loops ? fmt::format("{} CTAs left in place", o.ctas_not_moved)
+                                                   : fmt::format("{} CTAs skipped", o.ctas_skipped), run.cycles ? 100 * o.cycles_extrapolated / static_cast<double>(run.cycles) : 0.0,
                        100 * o.error_estimate);
   else if (o.requested)
     out << fmt::format("  not sampled: {}; every CTA simulated\n", o.refused);

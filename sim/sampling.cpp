@@ -13,51 +13,93 @@ std::uint64_t waves_of(double waves, std::uint64_t wave) {
 }
 }  // namespace
 
-WaveSampler::WaveSampler(const SampleParams& p, std::uint64_t wave, std::uint64_t ctas)
-    : p_(p), wave_(std::max<std::uint64_t>(1, wave)), ctas_(ctas) {
+Sampler::Sampler(const SampleParams& p, std::uint64_t wave, std::uint64_t ctas, std::uint64_t instructions)
+    : p_(p), wave_(std::max<std::uint64_t>(1, wave)), ctas_(ctas), instructions_(instructions) {
   outcome_.requested = p.mode != SampleMode::Off;
   if (!outcome_.requested) return;
-  // A window only measures a steady GPU if warm-up, window, one wave skipped
-  // and the tail all fit.
+  // By waves, a window only measures a steady GPU if warm-up, window, one
+  // wave skipped and the tail all fit.
   const double needed = p.warmup_waves + p.window_waves + 1 + p.tail_waves;
   const double waves = static_cast<double>(ctas) / static_cast<double>(wave_);
-  if (waves < needed) {
-    refuse(fmt::format("{:.1f} CTA waves, fewer than the {:.1f} sampling needs", waves, needed));
+  if (p.mode == SampleMode::Waves && waves < needed) {
+    refuse(fmt::format("{:.1f} CTA waves, fewer than the {:.1f} sampling by waves needs", waves, needed));
+    return;
+  }
+  outcome_.mode = p.mode == SampleMode::Auto ? (waves >= needed ? SampleMode::Waves : SampleMode::Loops) : p.mode;
+  // By loops, warm-up, window and a skip of one window take 3 windows' share.
+  if (outcome_.mode == SampleMode::Loops && 3 * p.window_share >= 1) {
+    refuse(fmt::format("windows of {:.0f}% of the instructions leave nothing to skip", 100 * p.window_share));
     return;
   }
   phase_ = Phase::Warmup;
 }
 
-void WaveSampler::refuse(std::string why) {
+double Sampler::window_instructions() const {
+  const double share = outcome_.mode == SampleMode::Loops
+                           ? p_.window_share
+                           : p_.window_waves * static_cast<double>(wave_) / static_cast<double>(std::max<std::uint64_t>(1, ctas_));
+  return share * static_cast<double>(instructions_);
+}
+
+void Sampler::refuse(std::string why) {
   refused_ = std::move(why);
   phase_ = Phase::Done;
 }
 
-WaveSampler::Action WaveSampler::observe(const Progress& now) {
+bool Sampler::warmed_up(const Progress& now) const {
+  if (outcome_.mode == SampleMode::Waves) return now.completed >= completed_mark_ + waves_of(p_.warmup_waves, wave_);
+  return static_cast<double>(now.warp_instructions - issued_mark_) >= p_.window_share * static_cast<double>(instructions_);
+}
+
+bool Sampler::window_done(const Progress& now, bool half) const {
+  if (outcome_.mode == SampleMode::Waves) {
+    const std::uint64_t span = waves_of(p_.window_waves, wave_);
+    return now.completed >= window_start_.completed + (half ? span / 2 : span);
+  }
+  const double span = p_.window_share * static_cast<double>(instructions_) / (half ? 2 : 1);
+  return static_cast<double>(now.warp_instructions - window_start_.warp_instructions) >= span;
+}
+
+bool Sampler::steady(const Progress& end) const {
+  if (!middle_seen_ || window_middle_.warp_instructions <= window_start_.warp_instructions ||
+      end.warp_instructions <= window_middle_.warp_instructions)
+    return false;
+  const auto rate = [](const Progress& a, const Progress& b) {
+    return static_cast<double>(b.cycle - a.cycle) / static_cast<double>(b.warp_instructions - a.warp_instructions);
+  };
+  const double first = rate(window_start_, window_middle_), second = rate(window_middle_, end);
+  return std::abs(first - second) <= p_.steady_tolerance * 0.5 * (first + second);
+}
+
+Sampler::Action Sampler::observe(const Progress& now) {
   switch (phase_) {
     case Phase::Warmup:
-      if (now.completed < completed_mark_ + waves_of(p_.warmup_waves, wave_)) return Action::None;
+      if (!warmed_up(now)) return Action::None;
       phase_ = Phase::Window;
       window_start_ = now;
       middle_seen_ = false;
       return Action::OpenWindow;
-    case Phase::Window: {
-      const std::uint64_t span = waves_of(p_.window_waves, wave_);
-      if (!middle_seen_ && now.completed >= window_start_.completed + span / 2) {
+    case Phase::Window:
+      if (!middle_seen_ && window_done(now, true)) {
         window_middle_ = now;
         middle_seen_ = true;
       }
-      if (now.completed < window_start_.completed + span || now.warp_instructions == window_start_.warp_instructions)
-        return Action::None;
+      if (!window_done(now, false) || now.warp_instructions == window_start_.warp_instructions) return Action::None;
+      // A window measures a steady GPU only if its halves ran at one rate;
+      // otherwise it was warm-up, and the next begins.
+      if (!steady(now)) {
+        window_start_ = now;
+        middle_seen_ = false;
+        return Action::OpenWindow;
+      }
       window_end_ = now;
       return Action::CloseWindow;
-    }
     case Phase::Done: break;
   }
   return Action::None;
 }
 
-std::uint64_t WaveSampler::ctas_to_skip(const Progress& now) const {
+std::uint64_t Sampler::ctas_to_skip(const Progress& now) const {
   const std::uint64_t left = ctas_ - std::min(ctas_, now.dispatched);
   const std::uint64_t kept = waves_of(p_.tail_waves, wave_);
   const std::uint64_t can = left > kept ? left - kept : 0;
@@ -66,9 +108,11 @@ std::uint64_t WaveSampler::ctas_to_skip(const Progress& now) const {
   return n * 4 < wave_ ? 0 : n;
 }
 
-double WaveSampler::account_skip(std::uint64_t ctas, std::uint64_t warp_instructions) {
-  if (ctas == 0) {
-    phase_ = Phase::Done;
+double Sampler::account_skip(std::uint64_t ctas, std::uint64_t warp_instructions) {
+  if (warp_instructions == 0) {
+    // By waves nothing is left to skip; by loops the next window may find room.
+    if (outcome_.mode == SampleMode::Waves) phase_ = Phase::Done;
+    else phase_ = Phase::Warmup, completed_mark_ = window_end_.completed, issued_mark_ = window_end_.warp_instructions;
     return 0;
   }
   const auto rate = [](const Progress& a, const Progress& b) {
@@ -86,11 +130,12 @@ double WaveSampler::account_skip(std::uint64_t ctas, std::uint64_t warp_instruct
   outcome_.warp_instructions_skipped += warp_instructions;
   outcome_.cycles_extrapolated += factor * static_cast<double>(window_end_.cycle - window_start_.cycle);
   completed_mark_ = window_end_.completed;
+  issued_mark_ = window_end_.warp_instructions;
   phase_ = Phase::Warmup;
   return factor;
 }
 
-SamplingOutcome WaveSampler::outcome() const {
+SamplingOutcome Sampler::outcome() const {
   SamplingOutcome o = outcome_;
   o.sampled = o.windows > 0;
   o.refused = refused_;

@@ -162,6 +162,26 @@ WarpStream TraceReader::open_warp(std::size_t kernel, std::uint64_t warp, WarpSe
   return s;
 }
 
+WarpStream WarpStream::clone() const {
+  WarpStream s;
+  s.raw_ = raw_;
+  s.data_ = data_ ? s.raw_.data() : nullptr;
+  s.kernel_ = kernel_;
+  s.size_ = size_;
+  s.pos_ = pos_;
+  s.operand_pos_ = operand_pos_;
+  s.segment_left_ = segment_left_;
+  s.header_ = header_;
+  s.origin_ = origin_;
+  s.file_ = file_;
+  s.records_read_ = records_read_;
+  s.kernel_index_ = kernel_index_;
+  s.warp_id_ = warp_id_;
+  s.expected_records_ = expected_records_;
+  s.next_segment_ = next_segment_;
+  return s;
+}
+
 void WarpStream::load_segment(std::uint64_t offset) { adopt_segment(offset, file_->read_chunk(offset, format::ChunkType::Segment, raw_)); }
 
 void WarpStream::adopt_segment(std::uint64_t offset, const format::ChunkHeader& h) {

@@ -40,6 +40,12 @@ class WarpStream {
   bool advance();
   std::uint32_t index() const { return header_.index; }
   std::uint32_t active_mask() const { return header_.active_mask; }
+  // Records moved to so far, the current one included, and all the warp has.
+  std::uint64_t position() const { return records_read_ - segment_left_; }
+  std::uint64_t records() const { return expected_records_; }
+  // A stream at the same record that moves on by itself (sampled simulation
+  // looks ahead on one before the warp takes it).
+  WarpStream clone() const;
   // Returns the lanes that carry a value (WarpInst::value_lanes).
   std::uint32_t operands(std::array<std::uint64_t, 32>& address, std::array<std::uint64_t, 32>& value) const;
 

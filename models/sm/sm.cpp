@@ -72,6 +72,26 @@ void Sm::launch_cta(std::uint64_t cta, Cycle now) {
   }
 }
 
+std::vector<Sm::IssuingWarp> Sm::issuing_warps() const {
+  std::vector<IssuingWarp> found;
+  for (const CtaSlot& c : ctas_) {
+    if (!c.active) continue;
+    for (std::uint32_t i = 0; i < c.warps.size(); ++i) {
+      const Warp& w = warps_[c.warps[i]];
+      if (w.resident && w.has_inst && !w.exited) found.push_back({c.cta, i, c.warps[i], w.launched_at});
+    }
+  }
+  return found;
+}
+
+void Sm::move_stream_on(std::uint16_t slot, trace::WarpStream stream) {
+  Warp& w = warps_[slot];
+  if (stream.index() != w.stream.index()) throw std::logic_error("Sm::move_stream_on: a stream at another instruction");
+  w.stream = std::move(stream);
+  subcore_of(slot).mark_warp_dirty(slot);
+  wake_at(current_cycle() + 1);
+}
+
 void Sm::warp_exited(Warp& w, Cycle now, Cycle resident_through) {
   CtaSlot& c = ctas_[w.cta_slot];
   --c.live_warps;

@@ -155,6 +155,19 @@ class Sm : public Unit {
   InPort<CtaLaunch>& cta_launch() { return cta_launch_; }
   OutPort<CtaDone>& cta_done() { return cta_done_; }
 
+  // Sampled simulation, between stretches of simulation only: the warps that
+  // have an instruction to issue, each with its CTA and place in it, and a way
+  // to move one's stream on to a later record of the same instruction.
+  struct IssuingWarp {
+    std::uint64_t cta;
+    std::uint32_t index;  // in its CTA
+    std::uint16_t slot;
+    Cycle launched_at;
+  };
+  std::vector<IssuingWarp> issuing_warps() const;
+  const trace::WarpStream& stream(std::uint16_t slot) const { return warps_[slot].stream; }
+  void move_stream_on(std::uint16_t slot, trace::WarpStream stream);
+
   // Set when a trace error stopped the simulation (reported by the top).
   const std::string& error() const { return error_; }
 

@@ -5,7 +5,7 @@ kernels the sampler sampled, their cycles error and speedup error against the
 full simulation, the stall distance sampling adds, and the wall-time ratio,
 each set simulated in full and sampled in one run on this machine.
 
-  tools/bench/sample_validation.py build/atomsim [--jobs 2] [--only REGEX] [--markdown OUT.md]
+  tools/bench/sample_validation.py build/atomsim [--jobs 2] [--only REGEX] [--mode MODE] [--markdown OUT.md]
 
 Targets (docs/performance.md, "Sampled simulation"): on every kernel it
 samples, cycles within 2% (mean at most 1%), speedups within 2%, stall
@@ -25,18 +25,21 @@ D = "traces/datasets"
 COMPARED = [
     ("h100 microbenchmark grid", ["--dataset", f"{D}/h100/microbench/grid"]),
     ("h200 microbenchmark grid", ["--dataset", f"{D}/h200/microbench/grid"]),
-    ("h100 microbenchmark traces", ["--manifest", f"{D}/h100/microbench/traces/manifest.json"]),
+    ("h100 microbenchmark traces", ["--dataset", f"{D}/h100/microbench/traces"]),
     ("h100 PyTorch regressions", ["--manifest", f"{D}/h100/regressions/pytorch/manifest.json"]),
     ("h100 divergence regressions", ["--manifest", f"{D}/h100/regressions/divergence/manifest.json"]),
     ("h100 atomics probe", ["--manifest", f"{D}/h100/probes/atom/manifest.json"]),
     ("h100 LDS-and-RED probe", ["--manifest", f"{D}/h100/probes/lds-red/manifest.json"]),
     ("h200 corpus", ["--manifest", f"{D}/h200/corpus/manifest.json"]),
 ]
-# Generated: the atomics microbenchmark's three variants at 12 and 48 CTA
-# waves of the h100 (1,056 CTAs of 8 warps a wave).
+# Generated: the atomics microbenchmark's three variants at 12 CTA waves of
+# the h100 (1,056 CTAs of 8 warps a wave), and its baseline at 24 waves with
+# 15% of lanes active; for sampling by loop trips, one wave of 8 iterations.
 GENERATED = [
-    ("generated microbenchmark, 12 waves", ["--blocks", "12672", "--iterations", "1"]),
-    ("generated microbenchmark, 48 waves, few lanes", ["--blocks", "50688", "--iterations", "1", "--active-fraction", "0.15"]),
+    ("generated microbenchmark, 12 waves", ["--variant", "all", "--blocks", "12672", "--iterations", "1"]),
+    ("generated baseline, 24 waves, 15% of lanes", ["--variant", "baseline", "--blocks", "25344", "--iterations", "1",
+                                                     "--active-fraction", "0.15"]),
+    ("generated microbenchmark, one wave, 8 iterations", ["--variant", "all", "--blocks", "528", "--iterations", "8"]),
 ]
 
 
@@ -52,9 +55,9 @@ def distance(a, b):
     return sum(abs(a.get(k, 0) - b.get(k, 0)) for k in set(a) | set(b)) / 2
 
 
-def compared_rows(atomsim, args, jobs, tmp):
+def compared_rows(atomsim, args, jobs, tmp, sample):
     runs = {}
-    for mode, extra in (("full", []), ("sampled", ["--sample"])):
+    for mode, extra in (("full", []), ("sampled", sample)):
         out = Path(tmp) / f"{mode}.json"
         seconds = timed([atomsim, "compare", *args, "-j", str(jobs), "-q", "--json", str(out), *extra])
         runs[mode] = (json.loads(out.read_text())["kernels"], seconds)
@@ -67,12 +70,12 @@ def compared_rows(atomsim, args, jobs, tmp):
     return rows, runs["full"][1], runs["sampled"][1]
 
 
-def generated_rows(atomsim, args, tmp):
+def generated_rows(atomsim, args, tmp, sample):
     trace = Path(tmp) / "generated.trace"
-    subprocess.run([atomsim, "gen", "microbench", "--out", str(trace), "--variant", "all", "--params", "9",
+    subprocess.run([atomsim, "gen", "microbench", "--out", str(trace), "--params", "9",
                     "--threshold", "8", "--lanes-per-primitive", "32", *args], check=True, capture_output=True, cwd=ROOT)
     runs = {}
-    for mode, extra in (("full", []), ("sampled", ["--sample"])):
+    for mode, extra in (("full", []), ("sampled", sample)):
         out = Path(tmp) / f"{mode}.json"
         seconds = timed([atomsim, "run", "--trace", str(trace), "--no-check", "-q", "--threads", "1", "--json", str(out), *extra])
         runs[mode] = (json.loads(out.read_text())["kernels"], seconds)
@@ -95,7 +98,9 @@ def main():
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--only", default=".", help="regular expression on the sets' names")
     p.add_argument("--markdown", type=Path, help="also write the table here")
+    p.add_argument("--mode", default="", help="a sample.mode to validate (default: what --sample sets)")
     a = p.parse_args()
+    sample = ["--set", f"sample.mode={a.mode}"] if a.mode else ["--sample"]
     atomsim = str(Path(a.atomsim).resolve())
     lines = ["| set | kernels | sampled | detail share | cycles error mean / worst | speedup error worst | stall distance added worst | wall full / sampled |",
              "|---|---|---|---|---|---|---|---|"]
@@ -104,7 +109,7 @@ def main():
         if not re.search(a.only, name):
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            rows, full_s, sampled_s = compared_rows(atomsim, args, a.jobs, tmp) if kind == "compare" else generated_rows(atomsim, args, tmp)
+            rows, full_s, sampled_s = compared_rows(atomsim, args, a.jobs, tmp, sample) if kind == "compare" else generated_rows(atomsim, args, tmp, sample)
         sampled = [r for r in rows if r["detail_share"] < 1]
         errors = [r["sampled"] / r["full"] - 1 for r in sampled]
         speedups = [r["sampled_speedup"] / r["full_speedup"] - 1 for r in sampled if r["full_speedup"] and r["sampled_speedup"]]

@@ -27,6 +27,20 @@ trace=$dir/microbench-distinct.trace
   --active-fraction 1.0 --lanes-per-primitive 1 --params 9 --primitives 4096 >/dev/null
 echo "trace: memory-bound, 528 CTAs x 8 warps, 2 iterations, baseline, one lane per primitive, $(du -h "$trace" | cut -f1)"
 "$bin" run --quiet --no-check --config h100 --trace "$trace" | grep -E "^simulated"
+# Sampled simulation (--sample): a trace of 12 CTA waves, in full and sampled,
+# cycles beside cycles and wall time beside wall time.
+trace=$dir/microbench-waves.trace
+"$bin" gen microbench --out "$trace" --blocks 12672 --warps-per-block 8 --iterations 1 \
+  --active-fraction 0.5 --lanes-per-primitive 32 --params 9 --threshold 8 --primitives 4096 >/dev/null
+echo "trace: 12672 CTAs (12 waves) x 8 warps, 1 iteration, baseline + SW-B + SW-S, $(du -h "$trace" | cut -f1), in full and sampled"
+for mode in full sampled; do
+  flag=; [ $mode = sampled ] && flag=--sample
+  start=$(date +%s.%N)
+  "$bin" run --quiet --no-check --config h100 --threads 1 --trace "$trace" $flag > "$dir/$mode.txt"
+  end=$(date +%s.%N)
+  echo "$mode: $(grep -E '^microbench' "$dir/$mode.txt" | awk '{printf "%s %s %s  ", $1, $2, $3}')wall $(awk "BEGIN{printf \"%.1f\", $end - $start}") s"
+  grep -E '^  sampled' "$dir/$mode.txt" | sed 's/^  /  /' || true
+done
 cores=$(nproc)
 if [ "$cores" -gt 1 ]; then
   echo "the 4-iteration and the memory-bound traces, 1 and $cores threads:"
