@@ -321,20 +321,27 @@ class Gpu::SampledRun {
       sampler_.refuse("its loads wait for other warps' stores");
       return;
     }
+    const std::vector<std::uint64_t> at_close = gpu_.stats_.snapshot();
+    window_stats_.resize(at_close.size());
+    for (std::size_t i = 0; i < at_close.size(); ++i) window_stats_[i] = static_cast<double>(at_close[i] - at_open_[i]);
+    const auto cycles = warp_cycles();
+    window_instructions_.resize(cycles.size());
+    for (std::size_t i = 0; i < cycles.size(); ++i) window_instructions_[i] = static_cast<double>(cycles[i] - instructions_at_open_[i]);
+    add_window(sampler_.settle_pending(true));
     const std::uint64_t skipped = sampler_.mode() == SampleMode::Waves ? skip_ctas(now) : skip_loop_trips(now);
     const double factor = sampler_.account_skip(last_ctas_, skipped);
-    if (factor == 0) return;
-    const std::vector<std::uint64_t> at_close = gpu_.stats_.snapshot();
-    extra_stats_.resize(at_close.size());
-    for (std::size_t i = 0; i < at_close.size(); ++i) extra_stats_[i] += factor * static_cast<double>(at_close[i] - at_open_[i]);
-    const auto cycles = warp_cycles();
-    extra_instructions_.resize(cycles.size());
-    for (std::size_t i = 0; i < cycles.size(); ++i) extra_instructions_[i] += factor * static_cast<double>(cycles[i] - instructions_at_open_[i]);
+    if (factor > 0) {
+      pending_stats_ = window_stats_;
+      pending_instructions_ = window_instructions_;
+    }
+    add_window(factor);
   }
 
   // The skipped work's share, added to the kernel's statistics (`after`, a
   // snapshot at its end), cycles and instruction profile.
   void finish(std::vector<std::uint64_t>& after) {
+    // A skip no window followed: the window before it gives the other half too.
+    add_window(sampler_.settle_pending(false), pending_stats_, pending_instructions_);
     for (std::size_t i = 0; i < extra_stats_.size(); ++i) after[i] += static_cast<std::uint64_t>(std::llround(extra_stats_[i]));
     SamplingOutcome o = sampler_.outcome();
     run_.cycles += static_cast<Cycle>(std::llround(o.cycles_extrapolated));
@@ -350,6 +357,16 @@ class Gpu::SampledRun {
   }
 
  private:
+  // A window's statistics (the last one's by default), `factor` times, to the skipped work's.
+  void add_window(double factor) { add_window(factor, window_stats_, window_instructions_); }
+  void add_window(double factor, const std::vector<double>& stats, const std::vector<double>& instructions) {
+    if (factor == 0) return;
+    extra_stats_.resize(stats.size());
+    for (std::size_t i = 0; i < stats.size(); ++i) extra_stats_[i] += factor * stats[i];
+    extra_instructions_.resize(instructions.size());
+    for (std::size_t i = 0; i < instructions.size(); ++i) extra_instructions_[i] += factor * instructions[i];
+  }
+
   static std::uint64_t kernel_instructions(trace::TraceReader& reader, std::size_t kernel) {
     std::uint64_t total = 0;
     for (std::uint64_t w = 0; w < reader.kernel(kernel).total_warps(); ++w) total += reader.warp_records(kernel, w);
@@ -508,7 +525,8 @@ class Gpu::SampledRun {
   std::uint64_t skipped_ctas_ = 0, last_ctas_ = 0;
   std::vector<std::uint64_t> at_open_, instructions_at_open_;
   Cycle window_opened_ = 0;
-  std::vector<double> extra_stats_, extra_instructions_;
+  std::vector<double> window_stats_, window_instructions_, extra_stats_, extra_instructions_;
+  std::vector<double> pending_stats_, pending_instructions_;  // the window before the last skip
 };
 
 // Runs the kernel's cycles until nothing is pending, folding the SMs'

@@ -19,7 +19,9 @@ Sampler::Sampler(const SampleParams& p, std::uint64_t wave, std::uint64_t ctas, 
   if (!outcome_.requested) return;
   // By waves, a window only measures a steady GPU if warm-up, window, one
   // wave skipped and the tail all fit.
-  const double needed = p.warmup_waves + p.window_waves + 1 + p.tail_waves;
+  // A skip lies between two windows, so that its CTAs get the mean of the
+  // rates before and after them.
+  const double needed = 2 * (p.warmup_waves + p.window_waves) + 1 + p.tail_waves;
   const double waves = static_cast<double>(ctas) / static_cast<double>(wave_);
   if (p.mode == SampleMode::Waves && waves < needed) {
     refuse(fmt::format("{:.1f} CTA waves, fewer than the {:.1f} sampling by waves needs", waves, needed));
@@ -101,7 +103,8 @@ Sampler::Action Sampler::observe(const Progress& now) {
 
 std::uint64_t Sampler::ctas_to_skip(const Progress& now) const {
   const std::uint64_t left = ctas_ - std::min(ctas_, now.dispatched);
-  const std::uint64_t kept = waves_of(p_.tail_waves, wave_);
+  // What follows a skip: a warm-up, a window and the tail.
+  const std::uint64_t kept = waves_of(p_.warmup_waves + p_.window_waves + p_.tail_waves, wave_);
   const std::uint64_t can = left > kept ? left - kept : 0;
   const std::uint64_t n = std::min(can, waves_of(p_.skip_waves, wave_));
   // Less than a quarter wave saves less than the next warm-up costs.
@@ -123,8 +126,15 @@ double Sampler::account_skip(std::uint64_t ctas, std::uint64_t warp_instructions
     cycles_per_instruction_.push_back(rate(window_start_, window_middle_));
     cycles_per_instruction_.push_back(rate(window_middle_, window_end_));
   }
-  const double factor = static_cast<double>(warp_instructions) /
+  // By waves the window before gives half, the window after the other half (settle_pending).
+  const double share = outcome_.mode == SampleMode::Waves ? 0.5 : 1.0;
+  const double factor = share * static_cast<double>(warp_instructions) /
                         static_cast<double>(window_end_.warp_instructions - window_start_.warp_instructions);
+  if (outcome_.mode == SampleMode::Waves) {
+    pending_instructions_ = warp_instructions;
+    pending_window_start_ = window_start_;
+    pending_window_end_ = window_end_;
+  }
   ++outcome_.windows;
   outcome_.ctas_skipped += ctas;
   outcome_.warp_instructions_skipped += warp_instructions;
@@ -132,6 +142,16 @@ double Sampler::account_skip(std::uint64_t ctas, std::uint64_t warp_instructions
   completed_mark_ = window_end_.completed;
   issued_mark_ = window_end_.warp_instructions;
   phase_ = Phase::Warmup;
+  return factor;
+}
+
+double Sampler::settle_pending(bool window_after) {
+  if (pending_instructions_ == 0) return 0;
+  const Progress& from = window_after ? window_start_ : pending_window_start_;
+  const Progress& to = window_after ? window_end_ : pending_window_end_;
+  const double factor = 0.5 * static_cast<double>(pending_instructions_) / static_cast<double>(to.warp_instructions - from.warp_instructions);
+  outcome_.cycles_extrapolated += factor * static_cast<double>(to.cycle - from.cycle);
+  pending_instructions_ = 0;
   return factor;
 }
 

@@ -47,7 +47,8 @@ struct SampleParams {
              "the window before them; loops: after each window every warp moves on by whole trips of its loop; auto: "
              "waves where a kernel has enough, else loops (docs/architecture.md, \"Sampled simulation\")");
     b.real("warmup_waves", warmup_waves, 0, 1000,
-           "CTA waves (CTAs one GPU holds at once) that finish after the kernel's start, or after a skip, before a window opens");
+           "CTA waves (CTAs one GPU holds at once) that finish after the kernel's start, or after a skip, before a window "
+           "opens; a skip lies between two windows, its CTAs given the mean of their rates");
     b.real("window_waves", window_waves, 0.25, 1000, "CTA waves that finish within a measured window");
     b.real("skip_waves", skip_waves, 1, 1000000, "most CTA waves skipped after each window");
     b.real("tail_waves", tail_waves, 0, 1000, "CTA waves at the kernel's end always simulated in detail");
@@ -106,6 +107,11 @@ class Sampler {
   // sampling ends by waves; by loops it goes on): the factor the window's
   // statistics are added with, skipped instructions over the window's.
   double account_skip(std::uint64_t ctas, std::uint64_t warp_instructions);
+  // By waves, a skip's CTAs get half the window before them and half the one
+  // after: at a window's close (`window_after`), or at the kernel's end with
+  // the window before again, the factor that window's statistics are added
+  // with for the last skip's other half; 0 when none waits.
+  double settle_pending(bool window_after);
   void note_unaligned_cta() { ++outcome_.ctas_not_moved; }
   // After a refusal found during the run (e.g. loads that wait for stores).
   void refuse(std::string why);
@@ -119,6 +125,8 @@ class Sampler {
   SampleParams p_;
   std::uint64_t wave_ = 1, ctas_ = 0, instructions_ = 0;
   std::uint64_t issued_mark_ = 0;
+  std::uint64_t pending_instructions_ = 0;  // by waves: the last skip's, half given
+  Progress pending_window_start_{}, pending_window_end_{};  // the window before it
   Phase phase_ = Phase::Done;
   std::string refused_;
   std::uint64_t completed_mark_ = 0;

@@ -25,13 +25,11 @@ D = "traces/datasets"
 COMPARED = [
     ("h100 microbenchmark grid", ["--dataset", f"{D}/h100/microbench/grid"]),
     ("h200 microbenchmark grid", ["--dataset", f"{D}/h200/microbench/grid"]),
-    ("h100 microbenchmark traces", ["--dataset", f"{D}/h100/microbench/traces"]),
     ("h100 PyTorch regressions", ["--manifest", f"{D}/h100/regressions/pytorch/manifest.json"]),
-    ("h100 divergence regressions", ["--manifest", f"{D}/h100/regressions/divergence/manifest.json"]),
-    ("h100 atomics probe", ["--manifest", f"{D}/h100/probes/atom/manifest.json"]),
-    ("h100 LDS-and-RED probe", ["--manifest", f"{D}/h100/probes/lds-red/manifest.json"]),
     ("h200 corpus", ["--manifest", f"{D}/h200/corpus/manifest.json"]),
 ]
+# Traces without measurements beside them, simulated with `atomsim run`.
+TRACES = [("h100 divergence regressions (traces alone)", f"{D}/h100/regressions/divergence/*/trace.atr")]
 # Generated: the atomics microbenchmark's three variants at 12 CTA waves of
 # the h100 (1,056 CTAs of 8 warps a wave), and its baseline at 24 waves with
 # 15% of lanes active; for sampling by loop trips, one wave of 8 iterations.
@@ -74,14 +72,20 @@ def generated_rows(atomsim, args, tmp, sample):
     trace = Path(tmp) / "generated.trace"
     subprocess.run([atomsim, "gen", "microbench", "--out", str(trace), "--params", "9",
                     "--threshold", "8", "--lanes-per-primitive", "32", *args], check=True, capture_output=True, cwd=ROOT)
-    runs = {}
-    for mode, extra in (("full", []), ("sampled", sample)):
-        out = Path(tmp) / f"{mode}.json"
-        seconds = timed([atomsim, "run", "--trace", str(trace), "--no-check", "-q", "--threads", "1", "--json", str(out), *extra])
-        runs[mode] = (json.loads(out.read_text())["kernels"], seconds)
+    return run_rows(atomsim, [trace], tmp, sample)
+
+
+def run_rows(atomsim, traces, tmp, sample):
+    runs = {"full": ([], 0.0), "sampled": ([], 0.0)}
+    for trace in traces:
+        for mode, extra in (("full", []), ("sampled", sample)):
+            out = Path(tmp) / f"{mode}.json"
+            seconds = timed([atomsim, "run", "--trace", str(trace), "--no-check", "-q", "--threads", "1", "--json", str(out), *extra])
+            runs[mode] = (runs[mode][0] + json.loads(out.read_text())["kernels"], runs[mode][1] + seconds)
     rows = []
     base_full, base_sampled = runs["full"][0][0]["cycles"], runs["sampled"][0][0]["cycles"]
     for i, (f, s) in enumerate(zip(runs["full"][0], runs["sampled"][0])):
+        i = i if len(traces) == 1 else 0  # speedups only within one generated trace
         fractions = lambda k: {n: r["fraction"] for n, r in k["warp_states"]["reasons"].items()}  # noqa: E731
         sampling = s.get("sampling", {})
         share = 1 - sampling.get("warp_instructions_skipped", 0) / s["warp_instructions"] if sampling.get("sampled") else 1.0
@@ -105,11 +109,18 @@ def main():
     lines = ["| set | kernels | sampled | detail share | cycles error mean / worst | speedup error worst | stall distance added worst | wall full / sampled |",
              "|---|---|---|---|---|---|---|---|"]
     worst = []
-    for name, args, kind in [(n, x, "compare") for n, x in COMPARED] + [(n, x, "generated") for n, x in GENERATED]:
+    sets = ([(n, x, "compare") for n, x in COMPARED] + [(n, x, "traces") for n, x in TRACES] +
+            [(n, x, "generated") for n, x in GENERATED])
+    for name, args, kind in sets:
         if not re.search(a.only, name):
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            rows, full_s, sampled_s = compared_rows(atomsim, args, a.jobs, tmp, sample) if kind == "compare" else generated_rows(atomsim, args, tmp, sample)
+            if kind == "compare":
+                rows, full_s, sampled_s = compared_rows(atomsim, args, a.jobs, tmp, sample)
+            elif kind == "traces":
+                rows, full_s, sampled_s = run_rows(atomsim, sorted(ROOT.glob(args)), tmp, sample)
+            else:
+                rows, full_s, sampled_s = generated_rows(atomsim, args, tmp, sample)
         sampled = [r for r in rows if r["detail_share"] < 1]
         errors = [r["sampled"] / r["full"] - 1 for r in sampled]
         speedups = [r["sampled_speedup"] / r["full_speedup"] - 1 for r in sampled if r["full_speedup"] and r["sampled_speedup"]]
