@@ -6,11 +6,13 @@ and the launch's time. To set beside the model's per-slice statistics
 (`atomsim run --json`, units.l2_slice: total and max of atomic_packets,
 atomic_sectors, hits, misses).
 
-  tools/capture/corpus_l2_counters.py OUT.csv [--only REGEX]
+  tools/capture/corpus_l2_counters.py OUT.csv [--only REGEX] [--warm]
 
 Needs ncu and the corpus' Python packages; the case runs as in
 capture_corpus.py, its selected launch (corpus.json's `launch`, else the
-second matching one) profiled alone.
+second matching one) profiled alone. Nsight Compute flushes the caches
+before it (a cold launch); with --warm it does not, and the launch finds the
+L2 as the launches before it left it, as the timing pass's launches do.
 """
 import argparse
 import csv
@@ -40,6 +42,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out", type=Path)
     p.add_argument("--only", default=".", help="regular expression: the case ids to profile")
+    p.add_argument("--warm", action="store_true", help="keep the caches as the launches before left them")
     a = p.parse_args()
     known = known_metrics()
     metrics = ["gpu__time_duration.sum", "lts__cycles_elapsed.avg", "sm__cycles_elapsed.max"]
@@ -59,7 +62,9 @@ def main():
         for case in cases:
             program = [f"{bin_dir}/{w[4:]}" if w.startswith("BIN/") else w for w in case["program"].split()]
             command = ["ncu", "--csv", "--kernel-name", f"regex:{case['kernel']}", "--launch-skip",
-                       str(case.get("launch", 1)), "--launch-count", "1", "--metrics", ",".join(metrics)] + program
+                       str(case.get("launch", 1)), "--launch-count", "1", "--metrics", ",".join(metrics)]
+            command += ["--cache-control", "none"] if a.warm else []
+            command += program
             run = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
             table = run.stdout[run.stdout.find('"ID"'):] if '"ID"' in run.stdout else ""
             got = [r for r in csv.DictReader(io.StringIO(table))] if table else []
