@@ -454,7 +454,7 @@ class Gpu::SampledRun {
     const auto& program = reader_.kernel(kernel_).program;
     struct Moving {
       std::uint16_t slot;
-      std::uint64_t window_records;  // records to move on by: the window's times the factor, short of its end
+      std::uint64_t records;  // a window's at its rate, then the factor's worth: what it moves on by
     };
     std::map<std::pair<std::size_t, std::uint64_t>, std::vector<Moving>> by_cta;
     // Every warp moves on by the same time: the factor is the most that
@@ -473,25 +473,24 @@ class Gpu::SampledRun {
       }
     if (factor < 1) return 0;
     for (auto& [key, warps] : by_cta)
-      for (Moving& m : warps) m.window_records = static_cast<std::uint64_t>(factor * static_cast<double>(m.window_records));
+      for (Moving& m : warps) m.records = static_cast<std::uint64_t>(factor * static_cast<double>(m.records));
     std::uint64_t skipped = 0;
     for (auto& [key, warps] : by_cta) {
       Sm& sm = *gpu_.units_->sms[key.first];
-      const auto target = [](const Moving& m) { return m.window_records; };
       // With barriers, the CTA's warps pass the same barriers: the fewest any
       // would pass in its records, each then going on to its instruction.
       std::uint64_t barriers = kNoBarrierCount;
       if (barriers_)
         for (const Moving& m : warps) {
-          const Trips t = target(m) ? trips_on(sm.stream(m.slot), target(m), kNoBarrierCount, program) : Trips{};
+          const Trips t = m.records ? trips_on(sm.stream(m.slot), m.records, kNoBarrierCount, program) : Trips{};
           barriers = std::min(barriers, t.ended ? 0 : t.barriers);
         }
       if (barriers == 0) continue;
       std::vector<std::pair<std::uint16_t, Trips>> moved;
       bool alike = true;
       for (const Moving& m : warps) {
-        if (!barriers_ && target(m) == 0) continue;
-        Trips t = trips_on(sm.stream(m.slot), target(m), barriers, program);
+        if (!barriers_ && m.records == 0) continue;
+        Trips t = trips_on(sm.stream(m.slot), m.records, barriers, program);
         if (t.ended || t.records == 0) {
           alike &= !barriers_;
           continue;

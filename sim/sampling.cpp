@@ -17,10 +17,8 @@ Sampler::Sampler(const SampleParams& p, std::uint64_t wave, std::uint64_t ctas, 
     : p_(p), wave_(std::max<std::uint64_t>(1, wave)), ctas_(ctas), instructions_(instructions) {
   outcome_.requested = p.mode != SampleMode::Off;
   if (!outcome_.requested) return;
-  // By waves, a window only measures a steady GPU if warm-up, window, one
-  // wave skipped and the tail all fit.
-  // A skip lies between two windows, so that its CTAs get the mean of the
-  // rates before and after them.
+  // By waves, a skip lies between two windows (its CTAs get the mean of the
+  // rates before and after them), and the tail follows.
   const double needed = 2 * (p.warmup_waves + p.window_waves) + 1 + p.tail_waves;
   const double waves = static_cast<double>(ctas) / static_cast<double>(wave_);
   if (p.mode == SampleMode::Waves && waves < needed) {
@@ -44,7 +42,7 @@ double Sampler::window_instructions() const {
 }
 
 void Sampler::refuse(std::string why) {
-  refused_ = std::move(why);
+  outcome_.refused = std::move(why);
   phase_ = Phase::Done;
 }
 
@@ -62,14 +60,18 @@ bool Sampler::window_done(const Progress& now, bool half) const {
   return static_cast<double>(now.warp_instructions - window_start_.warp_instructions) >= span;
 }
 
+bool Sampler::halves_measured(const Progress& end) const {
+  return middle_seen_ && window_middle_.warp_instructions > window_start_.warp_instructions &&
+         end.warp_instructions > window_middle_.warp_instructions;
+}
+
+double Sampler::cycles_per_instruction(const Progress& a, const Progress& b) {
+  return static_cast<double>(b.cycle - a.cycle) / static_cast<double>(b.warp_instructions - a.warp_instructions);
+}
+
 bool Sampler::steady(const Progress& end) const {
-  if (!middle_seen_ || window_middle_.warp_instructions <= window_start_.warp_instructions ||
-      end.warp_instructions <= window_middle_.warp_instructions)
-    return false;
-  const auto rate = [](const Progress& a, const Progress& b) {
-    return static_cast<double>(b.cycle - a.cycle) / static_cast<double>(b.warp_instructions - a.warp_instructions);
-  };
-  const double first = rate(window_start_, window_middle_), second = rate(window_middle_, end);
+  if (!halves_measured(end)) return false;
+  const double first = cycles_per_instruction(window_start_, window_middle_), second = cycles_per_instruction(window_middle_, end);
   return std::abs(first - second) <= p_.steady_tolerance * 0.5 * (first + second);
 }
 
@@ -118,13 +120,9 @@ double Sampler::account_skip(std::uint64_t ctas, std::uint64_t warp_instructions
     else phase_ = Phase::Warmup, completed_mark_ = window_end_.completed, issued_mark_ = window_end_.warp_instructions;
     return 0;
   }
-  const auto rate = [](const Progress& a, const Progress& b) {
-    return static_cast<double>(b.cycle - a.cycle) / static_cast<double>(b.warp_instructions - a.warp_instructions);
-  };
-  if (middle_seen_ && window_middle_.warp_instructions > window_start_.warp_instructions &&
-      window_end_.warp_instructions > window_middle_.warp_instructions) {
-    cycles_per_instruction_.push_back(rate(window_start_, window_middle_));
-    cycles_per_instruction_.push_back(rate(window_middle_, window_end_));
+  if (halves_measured(window_end_)) {
+    cycles_per_instruction_.push_back(cycles_per_instruction(window_start_, window_middle_));
+    cycles_per_instruction_.push_back(cycles_per_instruction(window_middle_, window_end_));
   }
   // By waves the window before gives half, the window after the other half (settle_pending).
   const double share = outcome_.mode == SampleMode::Waves ? 0.5 : 1.0;
@@ -158,7 +156,6 @@ double Sampler::settle_pending(bool window_after) {
 SamplingOutcome Sampler::outcome() const {
   SamplingOutcome o = outcome_;
   o.sampled = o.windows > 0;
-  o.refused = refused_;
   const std::size_t n = cycles_per_instruction_.size();
   if (n >= 2) {
     double mean = 0, spread = 0;

@@ -5,9 +5,9 @@
 //   next ones take their places at once, so the GPU never runs emptier than
 //   it would; the last waves are always simulated, so the kernel's tail is;
 // - by loop trips, for kernels of few waves: every warp on the GPU moves on
-//   by whole trips of the loop it is in, as many as it ran in the window times
-//   the same factor, the warps of a CTA alike, and only while no warp would
-//   reach its end.
+//   by whole trips of the loop it is in, all by the same time at each one's
+//   rate since it started, the warps of a CTA past the same barriers, and
+//   only while no warp would reach its end.
 // docs/architecture.md, "Sampled simulation", gives the assumptions and when
 // it refuses.
 #pragma once
@@ -44,7 +44,7 @@ struct SampleParams {
     b.choice("mode", mode, kSampleModeNames,
              "off: every CTA simulated; waves: a kernel of many CTA waves simulated in detail only in measured windows "
              "and its last waves, the CTAs between the windows skipped and their time and statistics extrapolated from "
-             "the window before them; loops: after each window every warp moves on by whole trips of its loop; auto: "
+             "the windows before and after them; loops: after each window every warp moves on by whole trips of its loop; auto: "
              "waves where a kernel has enough, else loops (docs/architecture.md, \"Sampled simulation\")");
     b.real("warmup_waves", warmup_waves, 0, 1000,
            "CTA waves (CTAs one GPU holds at once) that finish after the kernel's start, or after a skip, before a window "
@@ -87,8 +87,6 @@ class Sampler {
   // By loops, the warp instructions a window spans (by waves, an estimate: a wave's share).
   double window_instructions() const;
   bool active() const { return phase_ != Phase::Done; }
-  // Why it will not sample this kernel; empty when it will.
-  const std::string& refused() const { return refused_; }
 
   struct Progress {
     Cycle cycle;
@@ -121,6 +119,8 @@ class Sampler {
   enum class Phase { Warmup, Window, Done };
   bool warmed_up(const Progress& now) const;
   bool steady(const Progress& end) const;
+  bool halves_measured(const Progress& end) const;
+  static double cycles_per_instruction(const Progress& a, const Progress& b);
   bool window_done(const Progress& now, bool half) const;
   SampleParams p_;
   std::uint64_t wave_ = 1, ctas_ = 0, instructions_ = 0;
@@ -128,7 +128,6 @@ class Sampler {
   std::uint64_t pending_instructions_ = 0;  // by waves: the last skip's, half given
   Progress pending_window_start_{}, pending_window_end_{};  // the window before it
   Phase phase_ = Phase::Done;
-  std::string refused_;
   std::uint64_t completed_mark_ = 0;
   Progress window_start_{}, window_middle_{}, window_end_{};
   bool middle_seen_ = false;

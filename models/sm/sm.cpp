@@ -76,9 +76,9 @@ std::vector<Sm::IssuingWarp> Sm::issuing_warps() const {
   std::vector<IssuingWarp> found;
   for (const CtaSlot& c : ctas_) {
     if (!c.active) continue;
-    for (std::uint32_t i = 0; i < c.warps.size(); ++i) {
-      const Warp& w = warps_[c.warps[i]];
-      if (w.resident && w.has_inst && !w.exited) found.push_back({c.cta, i, c.warps[i], w.launched_at});
+    for (std::uint16_t slot : c.warps) {
+      const Warp& w = warps_[slot];
+      if (w.resident && w.has_inst && !w.exited) found.push_back({c.cta, slot, w.launched_at});
     }
   }
   return found;

@@ -156,11 +156,10 @@ class Sm : public Unit {
   OutPort<CtaDone>& cta_done() { return cta_done_; }
 
   // Sampled simulation, between stretches of simulation only: the warps that
-  // have an instruction to issue, each with its CTA and place in it, and a way
-  // to move one's stream on to a later record of the same instruction.
+  // have an instruction to issue, each with its CTA and launch, and a way to
+  // move one's stream on to a later record of the same instruction.
   struct IssuingWarp {
     std::uint64_t cta;
-    std::uint32_t index;  // in its CTA
     std::uint16_t slot;
     Cycle launched_at;
   };
