@@ -26,7 +26,8 @@
 # scatter loop, lds_stores.cu), convergence.json (what WARPSYNC and a divergent
 # branch's BSSY/BSYNC add to one warp's loop trip, convergence.cu),
 # ncu-match.csv (with latency: the ADU instructions Nsight Compute counts for a
-# MATCH.ANY of 1, 2, 8 and 32 distinct values),
+# MATCH.ANY of 1, 2, 8 and 32 distinct values), constants.json (what an SM's
+# first reads of a launch's constant bank cost, constants.cu),
 # the SASS (to check each chain is what it claims) and the clocks. Names after
 # OUTDIR run those probes only.
 # Usage: workloads/latency/run_h100.sh OUTDIR [PROBE...]
@@ -34,7 +35,7 @@ set -euo pipefail
 out=${1:?usage: run_h100.sh OUTDIR [PROBE...]}
 shift
 probes=("$@")
-[ ${#probes[@]} -gt 0 ] || probes=(latency loaded load_spread shared_banks red_issue pending_line cta_launch stores lds_stores convergence dram_mix)
+[ ${#probes[@]} -gt 0 ] || probes=(latency loaded load_spread shared_banks red_issue pending_line cta_launch stores lds_stores convergence dram_mix constants)
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(mktemp -d)
