@@ -1,12 +1,16 @@
 // What a kernel's first reads of its constant bank cost: the kernel's
 // parameters are fresh in memory at each launch, so an SM's first read of each
 // constant line misses its constant caches. Every warp's lane 0 reads the SM
-// clock, then K parameters `stride` bytes apart (a ULDC, or an operand of an
-// ALU instruction, each), then the clock again, then the same K again (hits)
-// and the clock a third time. The clock reads take the sums as operands, so
-// they follow them; the SASS is listed beside the JSON to check the order.
-//   - "lines": K of 1..32 at 256 bytes apart, one warp a CTA, one CTA an SM:
-//     what a miss costs, per line (cycles / K) against a hit.
+// clock, then K parameters `stride` bytes apart (ULDCs), then the clock again;
+// the clock read takes the sum as an operand, so it follows the ULDCs. A
+// second pass over the same values comes from the uniform registers the
+// compiler keeps them in, so the third clock read gives the floor under the
+// first figure (the barrier and the clock reads; the JSON's again_cycles). constants.sass shows where
+// the ULDCs lie: with K = 1 the compiler moves the one read past the clocks,
+// so that point times no read; 3,840 bytes hold 15 lines 256 bytes apart, so
+// K = 32 reads those 15 again.
+//   - "lines": K of 2..16 at 256 bytes apart, one warp a CTA, one CTA an SM:
+//     what the first miss costs, and each further line.
 //   - "stride": K = 16 at 4..256 bytes apart: how many bytes a miss brings.
 //   - "warps": K = 8 lines, 1..32 warps a CTA: whether the warps that arrive
 //     while a line is on its way wait for the same fill, or each sub-core's
@@ -61,13 +65,13 @@ __global__ void read_constants(Params p, long long* out) {
 using Kernel = void (*)(Params, long long*);
 
 struct Point {
-  double miss_cycles, hit_cycles;
+  double first_cycles, floor_cycles;
 };
 
 // Medians over launches of the per-warp medians, for warps selected by `pick`
 // (0: every warp; 1: the first CTA of each SM; 2: the second).
 Point run(Kernel kernel, int ctas, int warps, int shared, int pick, const Params& params, long long* out) {
-  std::vector<double> miss, hit;
+  std::vector<double> first, floor;
   std::vector<long long> host(4 * ctas * warps);
   if (shared) WORKLOAD_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
   for (int launch = 0; launch < kLaunches; ++launch) {
@@ -75,21 +79,21 @@ Point run(Kernel kernel, int ctas, int warps, int shared, int pick, const Params
     WORKLOAD_CHECK(cudaGetLastError());
     WORKLOAD_CHECK(cudaMemcpy(host.data(), out, host.size() * sizeof(long long), cudaMemcpyDeviceToHost));
     if (launch == 0) continue;
-    std::vector<double> m, h;
+    std::vector<double> f, b;
     std::vector<int> seen(1024, 0);
     for (int c = 0; c < ctas; ++c) {
       const int sm = int(host[4 * c * warps + 2]) % 1024;
       const int order = seen[sm]++;
       if (pick && order != pick - 1) continue;
       for (int w = 0; w < warps; ++w) {
-        m.push_back(double(host[4 * (c * warps + w)]));
-        h.push_back(double(host[4 * (c * warps + w) + 1]));
+        f.push_back(double(host[4 * (c * warps + w)]));
+        b.push_back(double(host[4 * (c * warps + w) + 1]));
       }
     }
-    miss.push_back(median(m));
-    hit.push_back(median(h));
+    first.push_back(median(f));
+    floor.push_back(median(b));
   }
-  return {median(miss), median(hit)};
+  return {median(first), median(floor)};
 }
 
 template <int K, int Stride>
@@ -115,8 +119,8 @@ int main() {
   std::printf("  \"lines\": [");
   for (std::size_t i = 0; i < std::size(lines); ++i) {
     const Point p = run(lines[i].second, sms, 1, one_per_sm, 0, params, out);
-    std::printf("%s\n    {\"lines\": %d, \"first_cycles\": %.1f, \"again_cycles\": %.1f}", i ? "," : "", lines[i].first, p.miss_cycles,
-                p.hit_cycles);
+    std::printf("%s\n    {\"lines\": %d, \"first_cycles\": %.1f, \"again_cycles\": %.1f}", i ? "," : "", lines[i].first, p.first_cycles,
+                p.floor_cycles);
   }
   const std::pair<int, Kernel> strides[] = {{4, kernel_for<16, 4>()},    {16, kernel_for<16, 16>()},   {32, kernel_for<16, 32>()},
                                             {64, kernel_for<16, 64>()},  {128, kernel_for<16, 128>()}, {256, kernel_for<16, 256>()}};
@@ -124,21 +128,21 @@ int main() {
   for (std::size_t i = 0; i < std::size(strides); ++i) {
     const Point p = run(strides[i].second, sms, 1, one_per_sm, 0, params, out);
     std::printf("%s\n    {\"stride_bytes\": %d, \"reads\": 16, \"first_cycles\": %.1f, \"again_cycles\": %.1f}", i ? "," : "",
-                strides[i].first, p.miss_cycles, p.hit_cycles);
+                strides[i].first, p.first_cycles, p.floor_cycles);
   }
   std::printf("\n  ],\n  \"warps\": [");
   bool first = true;
   for (int warps : {1, 2, 4, 8, 16, 32}) {
     const Point p = run(kernel_for<8, 256>(), sms, warps, 0, 0, params, out);
     std::printf("%s\n    {\"warps\": %d, \"lines\": 8, \"first_cycles\": %.1f, \"again_cycles\": %.1f}", first ? "" : ",", warps,
-                p.miss_cycles, p.hit_cycles);
+                p.first_cycles, p.floor_cycles);
     first = false;
   }
   std::printf("\n  ],\n  \"second_wave\": [");
   for (int pick : {1, 2}) {
     const Point p = run(kernel_for<8, 256>(), 2 * sms, 1, one_per_sm, pick, params, out);
     std::printf("%s\n    {\"cta_on_its_sm\": %d, \"lines\": 8, \"first_cycles\": %.1f, \"again_cycles\": %.1f}", pick == 1 ? "" : ",",
-                pick, p.miss_cycles, p.hit_cycles);
+                pick, p.first_cycles, p.floor_cycles);
   }
   std::printf("\n  ]\n}\n");
   return 0;
