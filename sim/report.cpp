@@ -148,7 +148,8 @@ nlohmann::json kernel_json(const KernelRun& run, const GpuParams& params) {
   if (run.measured_costs)
     k["measured_costs"] = {{"shared_instructions", run.measured_costs->shared_instructions},
                            {"match_values", run.measured_costs->match_values},
-                           {"match_executions", run.measured_costs->match_executions}};
+                           {"match_executions", run.measured_costs->match_executions},
+                           {"constant_operands", run.measured_costs->constant_operands}};
   if (run.checked) {
     const FunctionalCheck& c = run.check;
     k["functional_check"] = {{"passed", c.passed()},
@@ -333,9 +334,9 @@ void print_kernel_table(std::ostream& out, const KernelRun& run, const GpuParams
                      util(model::dram_stat::kChannelUtilization));
   if (run.measured_costs)
     out << fmt::format("  measured costs: {} shared-memory instructions' wavefronts; MATCH.ANY {:.2f} distinct values on average "
-                       "({} executions)\n",
+                       "({} executions); {} constant operands from the listing\n",
                        run.measured_costs->shared_instructions, run.measured_costs->match_values,
-                       run.measured_costs->match_executions);
+                       run.measured_costs->match_executions, run.measured_costs->constant_operands);
   if (run.checked) {
     const FunctionalCheck& c = run.check;
     out << fmt::format("  atomic memory image: {} ({} addresses, {} of {} lane updates applied, max rel. error {:.2e})\n",

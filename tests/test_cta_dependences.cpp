@@ -81,7 +81,9 @@ TEST_CASE("Awaited values: a poll that saw another CTA's flag is answered once t
   const double producer_later = static_cast<double>(cta_end(waiting, 0)) - static_cast<double>(cta_end(shorter, 0));
   const double poller_later = static_cast<double>(cta_end(waiting, 1)) - static_cast<double>(cta_end(shorter, 1));
   REQUIRE(producer_later > 2000);
-  REQUIRE(poller_later == Approx(producer_later).epsilon(0.05));
+  // Within 250 cycles: the poller's shift has been the producer's plus 190
+  // whatever the launch and CTA latencies (4534 against 4344, 3972 against 3782).
+  REQUIRE(std::abs(poller_later - producer_later) < 250);
   // The poll's reply leaves the slice after the store's acknowledgement: the
   // poller ends no more than a round trip before the producer.
   REQUIRE(cta_end(waiting, 1) + 1500 > cta_end(waiting, 0));

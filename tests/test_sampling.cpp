@@ -56,8 +56,11 @@ TEST_CASE("sampling by CTA waves keeps a many-wave kernel's cycles, states and s
   REQUIRE(sampled.sampling.sampled);
   REQUIRE(sampled.sampling.windows >= 2);
   INFO(full.cycles << " cycles in full, " << sampled.cycles << " sampled");
-  // Most CTAs were skipped, and their time is within 2% of what simulating them took.
-  REQUIRE(sampled.sampling.ctas_skipped > 64 * 20);
+  // Many CTAs were skipped, and their time is within 2% of what simulating them took.
+  // How many turns on where the windows fall: 1650 of the 2560 without
+  // constant caches, 1515 with them at the old dispatch latencies, 1117 with
+  // today's (docs/notes/2026-12-04-constant-caches.md).
+  REQUIRE(sampled.sampling.ctas_skipped > 64 * 16);
   CHECK(std::abs(double(sampled.cycles) / double(full.cycles) - 1) < 0.02);
   CHECK(state_distance(full, sampled, full_params) < 0.02);
   // Extrapolated counts: the skipped CTAs' instructions and atomics are counted.

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -1173,4 +1174,49 @@ TEST_CASE("SM: a sub-core's limit on MIO-pipe instructions holds the MIO probes'
   INFO("mean stall distance " << mean(unlimited) << " without a limit, " << mean(limited) << " with 8");
   CHECK(mean(limited) <= 0.15);
   CHECK(mean(limited) < mean(unlimited) - 0.1);
+}
+
+TEST_CASE("SM: a launch's first constant reads take the H200's constants-probe time, one fill a line a sub-core",
+          "[models][sm]") {
+  // traces/datasets/h200/latency/constants.json: the reads' cycles, less the
+  // same pass served from registers (again_cycles), as the model's cycles
+  // with the constant caches less those without.
+  const auto measured = nlohmann::json::parse(slurp(std::string(ATOMSIM_SOURCE_DIR) + "/traces/datasets/h200/latency/constants.json"));
+  REQUIRE(measured["device"]["name"] == "NVIDIA H200");
+  auto miss_cycles = [](std::uint32_t lines, std::uint32_t warps, std::uint32_t stride, KernelRun* out = nullptr) {
+    std::vector<std::string> program;
+    for (std::uint32_t i = 0; i < lines; ++i) program.push_back(fmt::format("ULDC UR{}, c[0x0][0x{:x}]", 4 + i, 0x200 + stride * i));
+    auto stream = [&](std::uint64_t) {
+      std::vector<trace::WarpInst> s;
+      for (std::uint32_t i = 0; i < lines; ++i) s.push_back(record(i));
+      return s;
+    };
+    const std::string path = write_kernel("constants", program, 1, warps, stream);
+    KernelRun on = run_one(h100_with(kOneSm), path);
+    auto without = kOneSm;
+    without.push_back("sm.constant_cache.enabled=false");
+    const KernelRun off = run_one(h100_with(without), path);
+    std::remove(path.c_str());
+    require_states_cover_residency(on);
+    if (out) *out = on;
+    return static_cast<double>(on.cycles - off.cycles);
+  };
+  auto near = [](double simulated, const nlohmann::json& point) {
+    const double on_gpu = point["first_cycles"].get<double>() - point["again_cycles"].get<double>();
+    INFO("simulated " << simulated << " against " << on_gpu << " measured");
+    CHECK(std::abs(simulated - on_gpu) <= 0.12 * on_gpu);
+  };
+  // One warp, 2 to 16 lines 256 bytes apart (the point of one line times no read: constants.cu).
+  for (const auto& point : measured["lines"])
+    if (point["lines"].get<int>() >= 2 && point["lines"].get<int>() <= 16) near(miss_cycles(point["lines"], 1, 256), point);
+  // Eight lines from one, two and four warps: each sub-core misses on its own over the shared path.
+  for (const auto& point : measured["warps"])
+    if (point["warps"].get<int>() <= 4) near(miss_cycles(8, point["warps"], 256), point);
+
+  // Sixteen reads 16 bytes apart are four lines; eight warps of one CTA, two a
+  // sub-core: the second warp waits for the first's fills.
+  KernelRun run;
+  miss_cycles(16, 8, 16, &run);
+  REQUIRE(total(run, "smsp", "constant_cache.fills") == 4 * 4);
+  REQUIRE(total(run, "smsp", "stall.imc_miss") > 0);
 }

@@ -459,6 +459,45 @@ TEST_CASE("SASS listings give each instruction the control bits of its encoding 
   REQUIRE_THROWS_WITH(round_trip(program), Catch::Contains("kernel chunk") && Catch::Contains("control bits out of range"));
 }
 
+TEST_CASE("SASS text gives an instruction's constant-bank operand and traces keep it", "[traces][sass]") {
+  const StaticInst uldc = parse_sass_instruction("ULDC.64 UR4, c[0x0][0x210]", 0);
+  REQUIRE(uldc.constant.present);
+  REQUIRE(uldc.constant.bank == 0);
+  REQUIRE(uldc.constant.offset == 0x210);
+  const StaticInst negated = parse_sass_instruction("@P0 FFMA R2, R3, -c[0x3][0x1c], R4", 16);
+  REQUIRE(negated.constant.present);
+  REQUIRE(negated.constant.bank == 3);
+  REQUIRE(negated.constant.offset == 0x1c);
+  // Read through the MIO (LDC) or at an offset a register names: not an issue-time read.
+  REQUIRE_FALSE(parse_sass_instruction("LDC R1, c[0x0][0x28]", 32).constant.present);
+  REQUIRE_FALSE(parse_sass_instruction("IMAD R1, R2, c[0x0][R3+0x4], R5", 48).constant.present);
+  REQUIRE_FALSE(parse_sass_instruction("IADD3 R1, R2, 0x10, RZ", 64).constant.present);
+
+  std::vector<StaticInst> program = {uldc, negated, parse_sass_instruction("EXIT", 32)};
+  auto round_trip = [&](const std::vector<StaticInst>& p) {
+    const std::string path = temp_path("constants.trace");
+    KernelInfo k;
+    k.name = "k";
+    k.program = p;
+    {
+      TraceWriter w(path);
+      w.begin_kernel(k);
+      w.end_kernel();
+      w.finish();
+    }
+    TraceReader reader(path);
+    KernelInfo back = reader.kernel(0);
+    std::remove(path.c_str());
+    return back.program;
+  };
+  const std::vector<StaticInst> back = round_trip(program);
+  REQUIRE(back[0].constant.key() == uldc.constant.key());
+  REQUIRE(back[1].constant.key() == negated.constant.key());
+  REQUIRE_FALSE(back[2].constant.present);
+  program[0].constant.bank = 40;
+  REQUIRE_THROWS_WITH(round_trip(program), Catch::Contains("kernel chunk") && Catch::Contains("constant bank 40 out of range"));
+}
+
 TEST_CASE("An instruction's control bits name what it may wait for: each barrier's nearest setter before it and last after it",
           "[traces][sass]") {
   using atomsim::testing::Control;

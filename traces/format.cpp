@@ -164,6 +164,7 @@ void ByteReader::fail(const std::string& what) const {
 namespace {
 constexpr std::uint8_t kControlSection = 1;
 constexpr std::uint8_t kCtaOrderSection = 2;
+constexpr std::uint8_t kConstantSection = 3;
 constexpr std::uint32_t kNoControl = 0xffffffffu;  // an instruction whose encoding the producer did not know
 }  // namespace
 
@@ -195,6 +196,11 @@ std::vector<unsigned char> encode_kernel(const KernelInfo& k) {
   if (!k.cta_order.empty()) {
     w.u8(kCtaOrderSection);
     for (const std::uint64_t cta : k.cta_order) w.varint(cta);
+  }
+  // Version 1.4: the constant-bank operands, where the producer knew them.
+  if (std::any_of(k.program.begin(), k.program.end(), [](const StaticInst& s) { return s.constant.present; })) {
+    w.u8(kConstantSection);
+    for (const auto& s : k.program) w.varint(s.constant.present ? std::uint64_t(s.constant.key()) + 1 : 0);
   }
   return w.bytes;
 }
@@ -253,6 +259,14 @@ KernelInfo decode_kernel(ByteReader& in) {
         cta = in.varint();
         if (cta >= ctas || named[cta]) in.fail(fmt::format("CTA order names CTA {} twice or outside the grid of {}", cta, ctas));
         named[cta] = true;
+      }
+    } else if (section == kConstantSection) {
+      for (auto& s : k.program) {
+        const std::uint64_t stored = in.varint();
+        if (stored == 0) continue;
+        const std::uint64_t key = stored - 1;
+        if ((key >> 16) > ConstantOperand::kMaxBank) in.fail(fmt::format("constant bank {} out of range", key >> 16));
+        s.constant = ConstantOperand::from_key(static_cast<std::uint32_t>(key));
       }
     } else {
       in.fail(fmt::format("unknown section {} after the program", section));

@@ -15,7 +15,7 @@ namespace atomsim::trace::format {
 inline constexpr char kFileMagic[8] = {'A', 'T', 'O', 'M', 'T', 'R', 'C', '\x1a'};
 inline constexpr char kTrailerMagic[8] = {'A', 'T', 'O', 'M', 'E', 'N', 'D', '\x1a'};
 inline constexpr std::uint16_t kVersionMajor = 1;
-inline constexpr std::uint16_t kVersionMinor = 3;  // 1.1: the kernel chunk's control-bit section; 1.2: values on loads and stores; 1.3: masks on WARPSYNCs
+inline constexpr std::uint16_t kVersionMinor = 4;  // 1.1: the kernel chunk's control-bit section; 1.2: values on loads and stores; 1.3: masks on WARPSYNCs; 1.4: constant operands
 inline constexpr std::uint32_t kChunkMagic = 0x4B484341;  // "ACHK"
 inline constexpr std::size_t kFileHeaderSize = 32;
 inline constexpr std::size_t kChunkHeaderSize = 48;

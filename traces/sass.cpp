@@ -82,6 +82,30 @@ bool writes_nothing(OpClass op, std::string_view base) {
   }
 }
 
+std::optional<std::uint32_t> hex_literal(std::string_view text) {
+  if (!text.starts_with("0x") || text.size() < 3) return std::nullopt;
+  std::uint32_t value = 0;
+  auto [p, ec] = std::from_chars(text.data() + 2, text.data() + text.size(), value, 16);
+  if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// `c[0x0][0x210]`, perhaps negated or taken absolute (`-c[..]`, `|c[..]|`);
+// not a bank or offset named by a register.
+ConstantOperand constant_operand(std::string_view operand) {
+  while (!operand.empty() && (operand.front() == '-' || operand.front() == '|' || operand.front() == '~' || operand.front() == '!'))
+    operand.remove_prefix(1);
+  if (!operand.starts_with("c[")) return {};
+  const std::size_t bank_end = operand.find(']');
+  if (bank_end == std::string_view::npos || operand.substr(bank_end + 1, 1) != "[") return {};
+  const std::size_t offset_end = operand.find(']', bank_end + 2);
+  if (offset_end == std::string_view::npos) return {};
+  const auto bank = hex_literal(operand.substr(2, bank_end - 2));
+  const auto offset = hex_literal(operand.substr(bank_end + 2, offset_end - bank_end - 2));
+  if (!bank || !offset || *bank > ConstantOperand::kMaxBank || *offset > ConstantOperand::kMaxOffset) return {};
+  return {static_cast<std::uint8_t>(*bank), static_cast<std::uint16_t>(*offset), true};
+}
+
 }  // namespace
 
 std::string_view opcode_base(std::string_view mnemonic) { return mnemonic.substr(0, mnemonic.find('.')); }
@@ -191,7 +215,10 @@ StaticInst parse_sass_instruction(std::string_view text, std::uint64_t pc) {
     add_unique(dst6, ndst, id);
     if (id >= 0 && id < 255 && wide_dst && i == num_dst - 1) add_unique(dst6, ndst, id + 1);
   }
-  for (std::size_t i = num_dst; i < operands.size(); ++i) collect_registers(operands[i], src, nsrc);
+  for (std::size_t i = num_dst; i < operands.size(); ++i) {
+    collect_registers(operands[i], src, nsrc);
+    if (base != "LDC" && !s.constant.present) s.constant = constant_operand(operands[i]);
+  }
   s.num_dst = std::min<std::uint8_t>(ndst, 2);
   for (int i = 0; i < s.num_dst; ++i) s.dst[i] = dst6[i];
   s.num_src = nsrc;

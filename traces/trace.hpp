@@ -92,6 +92,22 @@ struct ControlBits {
   std::uint8_t wait_mask() const { return (raw >> 11) & 0x3f; }
 };
 
+// An operand read straight from a constant bank, `c[0x0][0x210]`: the
+// instruction issues only once its sub-core's constant cache holds the line.
+// Register-indexed reads (LDC) go through the MIO instead and are not these.
+struct ConstantOperand {
+  static constexpr std::uint32_t kMaxBank = 31;
+  static constexpr std::uint32_t kMaxOffset = 0xffff;
+  std::uint8_t bank = 0;
+  std::uint16_t offset = 0;
+  bool present = false;
+  // One number for the bank and offset (the trace's constant-operand section stores it plus one).
+  std::uint32_t key() const { return (std::uint32_t(bank) << 16) | offset; }
+  static ConstantOperand from_key(std::uint32_t key) {
+    return {static_cast<std::uint8_t>(key >> 16), static_cast<std::uint16_t>(key & 0xffff), true};
+  }
+};
+
 struct StaticInst {
   std::uint64_t pc = 0;
   OpClass op = OpClass::Misc;
@@ -104,6 +120,7 @@ struct StaticInst {
   AtomicOp atomic_op = AtomicOp::None;
   DataType atomic_type = DataType::None;
   ControlBits control;
+  ConstantOperand constant;
   // Costs the GPU measured that a trace's records cannot carry, set from a
   // capture's counters pass (sim/compare/measured_costs.hpp); 0: not measured.
   float shared_wavefronts = 0;  // shared memory: mean wavefronts an execution took (bank conflicts)

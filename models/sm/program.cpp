@@ -44,6 +44,7 @@ std::vector<InstTiming> decode_timing(const trace::KernelInfo& k, const SmParams
     if (s.op == OpClass::Shared) t.shared_bytes_per_lane = trace::access_width(s.mnemonic);
     t.coherent_load = trace::is_coherent_load(s);
     t.measured_mio_units = s.op == OpClass::Shared ? s.shared_wavefronts : s.match_values;
+    if (p.constant_cache.enabled && s.constant.present) t.constant_line = constant_line(s.constant, p.constant_cache.line_bytes);
     for (int i = 0; i < s.num_src; ++i) t.src_set.add(t.src[i]), t.operands_in_sets &= t.src[i] < RegSet::kLimit;
     for (int i = 0; i < s.num_dst; ++i) t.dst_set.add(t.dst[i]), t.operands_in_sets &= t.dst[i] < RegSet::kLimit;
     auto pipe = [&](PipeIndex i, const PipeParams& pp) { t.route = Route::Pipe; t.pipe = i; t.latency = pp.latency; };

@@ -16,6 +16,7 @@ using trace::OpClass;
 // LsuReduced: a RED that the warp-reduction unit combines on its way to the LG queue.
 enum class Route : std::uint8_t { Pipe, Mio, Lsu, LsuReduced, Barrier, Membar };
 constexpr int kGeneralRegisters = 255;  // R0..R254; RZ is not a register
+inline constexpr std::uint32_t kNoConstantLine = UINT32_MAX;
 enum PipeIndex : std::uint8_t { kIntAlu, kFpAlu, kFma, kVote, kBranch, kMisc, kPipeCount };
 
 // What the SM needs of a static instruction, compactly. Registers are renumbered
@@ -35,6 +36,7 @@ struct alignas(64) InstTiming {
   bool coherent_load = false;              // served by the L2, past the L1 (trace::is_coherent_load)
   MioPipe mio_pipe = MioPipe::Shuffle;     // MIO instructions: which of the MIO's pipes
   float measured_mio_units = 0;            // what the GPU measured of MioOp::units (0: not measured)
+  std::uint32_t constant_line = kNoConstantLine;  // its constant-bank operand's line (sm.constant_cache)
   std::array<std::uint16_t, 6> src{};
   std::array<std::uint16_t, kMaxDestinations> dst{};
   std::uint16_t latency = 1;

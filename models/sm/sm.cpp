@@ -5,7 +5,7 @@
 namespace atomsim::model {
 
 Sm::Sm(const sc_core::sc_module_name& name, const SmParams& p, std::uint64_t placement_offset, StatRegistry& stats)
-    : Unit(name), params_(p), placement_offset_(placement_offset), warps_(p.max_warps),
+    : Unit(name), params_(p), placement_offset_(placement_offset), constant_fills_(params_.constant_cache), warps_(p.max_warps),
       subcore_due_(p.subcores, kNever), credits_(p.subcores),
       ctas_(p.max_ctas), lsu_completions_(*this, 4096), mio_completions_(*this, 4096), cta_launch_(*this, 256),
       cta_done_(*this) {
@@ -33,7 +33,9 @@ Sm::Subcore& Sm::subcore_of(std::uint16_t slot) { return *subcores_[slot % param
 void Sm::begin_kernel(const KernelContext& kernel) {
   kernel_ = kernel;
   if (!kernel.program) throw std::logic_error("Sm::begin_kernel: the kernel's program was not decoded");
-  for (auto& sc : subcores_) sc->set_program(&kernel_.program->timing);
+  // A launch writes its parameters afresh: no constant line carries over.
+  constant_fills_.begin_kernel();
+  for (auto& sc : subcores_) sc->begin_kernel(&kernel_.program->timing);
 }
 
 void Sm::launch_cta(std::uint64_t cta, Cycle now) {

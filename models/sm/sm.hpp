@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "models/messages.hpp"
+#include "models/sm/constant_cache.hpp"
 #include "models/sm/scheduler.hpp"
 #include "models/sm/stall.hpp"
 #include "models/sm/warp.hpp"
@@ -73,6 +74,7 @@ struct SmParams {
   std::uint32_t mio_pipe_limit = 64;
   PipeParams int_alu, fp_alu, fma, vote, branch, misc;
   WarpReductionParams warp_reduction;
+  ConstantCacheParams constant_cache;
 
   void declare(ParamBinder b) {
     b.integer("subcores", subcores, 1, 16, "sub-cores (SMSPs), each with its own warp scheduler");
@@ -109,6 +111,7 @@ struct SmParams {
     branch.declare(pipes.sub("branch"));
     misc.declare(pipes.sub("misc"));
     warp_reduction.declare(b.sub("warp_reduction"));
+    constant_cache.declare(b.sub("constant_cache"));
   }
 };
 
@@ -197,6 +200,7 @@ class Sm : public Unit {
   const std::uint64_t placement_offset_;
   KernelContext kernel_;
   SmHooks hooks_;
+  ConstantFillPath constant_fills_;
   std::vector<Warp> warps_;
   std::vector<std::unique_ptr<Subcore>> subcores_;
   // Per sub-core, kept here so that an evaluation touches idle sub-cores not at all:

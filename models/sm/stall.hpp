@@ -22,15 +22,16 @@ enum class WarpState : std::uint8_t {
   BranchResolving,
   NoInstructions,
   Sleeping,
+  ImcMiss,  // its instruction's constant-bank line is being filled
   Misc,
 };
-inline constexpr int kWarpStateCount = 16;
+inline constexpr int kWarpStateCount = 17;
 
 inline const char* warp_state_name(WarpState s) {
   static const char* names[kWarpStateCount] = {
       "selected",         "not_selected", "lg_throttle", "mio_throttle", "long_scoreboard", "short_scoreboard",
       "wait",             "math_pipe_throttle", "barrier", "membar",   "drain",           "dispatch_stall",
-      "branch_resolving", "no_instructions",    "sleeping", "misc"};
+      "branch_resolving", "no_instructions",    "sleeping", "imc_miss", "misc"};
   return names[static_cast<int>(s)];
 }
 

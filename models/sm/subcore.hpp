@@ -21,6 +21,7 @@ struct WarpHot {
   bool ready_when_timer_expires = false;  // a Wait/BranchResolving warp needs only its resource afterwards
   Route route = Route::Pipe;  // what its next instruction needs, once dependences are met
   std::uint8_t pipe = 0;
+  std::uint32_t constant_line = kNoConstantLine;
   WarpState state = WarpState::NoInstructions;
   Cycle unblock_at = kNever;
   std::uint64_t age = 0;
@@ -52,7 +53,7 @@ class Sm::Subcore {
  public:
   Subcore(Sm& sm, std::uint32_t index, StatGroup& stats)
       : sm_(sm), index_(index), scheduler_(make_scheduler(sm.params_.scheduler)),
-        lg_payloads_(sm.params_.mio_queue_depth), lg_(sm), mio_(sm) {
+        lg_payloads_(sm.params_.mio_queue_depth), lg_(sm), mio_(sm), constants_(sm.params_.constant_cache) {
     const SmParams& p = sm.params_;
     mio_queue_.reserve(p.mio_queue_depth);
     const PipeParams* pipes[kPipeCount] = {&p.int_alu, &p.fp_alu, &p.fma, &p.vote, &p.branch, &p.misc};
@@ -73,6 +74,8 @@ class Sm::Subcore {
       stats.add_counter("warp_reduction.instructions", &reduced_instructions_, "RED instructions the warp-reduction unit took");
       stats.add_counter("warp_reduction.lanes_combined", &lanes_combined_, "lanes it folded into another lane of the same word");
     }
+    if (p.constant_cache.enabled)
+      stats.add_counter("constant_cache.fills", constants_.fills_counter(), "constant lines this sub-core's cache asked for");
   }
 
   OutPort<LsuOp>& lg() { return lg_; }
@@ -114,7 +117,10 @@ class Sm::Subcore {
     mark_dirty();
   }
 
-  void set_program(const std::vector<InstTiming>* timing) { timing_ = timing; }
+  void begin_kernel(const std::vector<InstTiming>* timing) {
+    timing_ = timing;
+    constants_.clear();
+  }
 
   // The L1's LG queue or the MIO's input freed slots: throttled warps and the
   // MIO queue's head may move.
@@ -251,7 +257,7 @@ class Sm::Subcore {
         // The LG queue's credits wake a warp it holds; a busy warp-reduction unit frees up at a known cycle.
         case WarpState::LgThrottle: (h.unblock_at == kNever ? lg_bits_ : timer_bits_) |= bit; break;
         case WarpState::MioThrottle: mio_bits_ |= bit; break;
-        case WarpState::Wait: case WarpState::BranchResolving: case WarpState::MathPipeThrottle:
+        case WarpState::Wait: case WarpState::BranchResolving: case WarpState::MathPipeThrottle: case WarpState::ImcMiss:
           timer_bits_ |= bit;
           break;
         default:
@@ -278,10 +284,13 @@ class Sm::Subcore {
       case WarpState::NotSelected: case WarpState::LgThrottle: case WarpState::MioThrottle:
         if (!h.dirty) { structural(h, t); return; }
         break;
-      case WarpState::Wait: case WarpState::BranchResolving: case WarpState::MathPipeThrottle:
+      case WarpState::Wait: case WarpState::BranchResolving: case WarpState::MathPipeThrottle: case WarpState::ImcMiss:
         if (h.dirty) break;
         if (t < h.unblock_at) return;
-        if (h.ready_when_timer_expires || h.state == WarpState::MathPipeThrottle) { structural(h, t); return; }
+        if (h.ready_when_timer_expires || h.state == WarpState::MathPipeThrottle || h.state == WarpState::ImcMiss) {
+          structural(h, t);
+          return;
+        }
         break;
       default:
         if (!h.dirty) return;
@@ -294,6 +303,14 @@ class Sm::Subcore {
   void structural(WarpHot& h, Cycle t) {
     h.unblock_at = kNever;
     h.state = WarpState::NotSelected;
+    if (h.constant_line != kNoConstantLine) {
+      const Cycle held = constants_.ready_at(h.constant_line, t, sm_.constant_fills_);
+      if (held > t) {
+        h.state = WarpState::ImcMiss;
+        h.unblock_at = held;
+        return;
+      }
+    }
     switch (h.route) {
       case Route::Pipe:
         if (!pipes_[h.pipe].free(t)) {
@@ -368,6 +385,7 @@ class Sm::Subcore {
     }
     h.route = tm.route;
     h.pipe = tm.pipe;
+    h.constant_line = tm.constant_line;
     if (t < w.next_issue) {
       h.state = w.resolving_branch ? WarpState::BranchResolving : WarpState::Wait;
       h.unblock_at = w.next_issue;
@@ -631,6 +649,7 @@ class Sm::Subcore {
   RingBuffer<LsuOp> lg_payloads_;  // of the LG instructions in mio_queue_, oldest first
   OutPort<LsuOp> lg_;
   OutPort<MioOp> mio_;
+  ConstantCache constants_;  // SmParams::constant_cache
   std::vector<SchedulerCandidate> eligible_;
   struct StateTally {  // one state's warps and warp-cycles, in one place as they change together
     std::uint64_t warps = 0;

@@ -282,7 +282,7 @@ std::string stall_plot_svg(const Comparison& c) {
       {"mio_throttle", "#c5b0d5"}, {"math_pipe_throttle", "#8c564b"}, {"barrier", "#e377c2"},
       {"membar", "#f7b6d2"}, {"drain", "#bcbd22"}, {"dispatch_stall", "#dbdb8d"},
       {"branch_resolving", "#17becf"}, {"no_instructions", "#9edae5"}, {"sleeping", "#ff7f0e"},
-      {"misc", "#ffbb78"}};
+      {"imc_miss", "#aec7e8"}, {"misc", "#ffbb78"}};
   std::set<std::string> others;
   for (const auto& r : c.rows)
     for (const auto* m : {&r.measured.stall_fractions, &r.simulated.stall_fractions})

@@ -51,6 +51,10 @@ MeasuredCosts apply_measured_costs(const std::filesystem::path& counters_json, t
     if (!s.mnemonic.empty() && opcode != trace::opcode_base(s.mnemonic))
       throw DatasetError(fmt::format("{}: {} is {} there but {} in the trace: another program", counters_json.string(), where,
                                      opcode, trace::opcode_base(s.mnemonic)));
+    if (!s.constant.present && !sass.empty()) {
+      s.constant = trace::parse_sass_instruction(sass, offset).constant;
+      costs.constant_operands += s.constant.present;
+    }
     const double executed = number_at(pc, "warp_instructions", counters_json, where);
     if (executed <= 0) continue;
     if (s.op == trace::OpClass::Shared) {

@@ -7,6 +7,8 @@
 //    ADU count, less what other instructions take of it, over its MATCH.ANY
 //    executions is their mean. Per kernel, not per instruction: no counter
 //    separates them.
+// It also gives each instruction the constant-bank operand its SASS names
+// there, where the trace does not carry it (traces written before version 1.4).
 #pragma once
 
 #include <filesystem>
@@ -21,6 +23,7 @@ struct MeasuredCosts {
   std::size_t shared_instructions = 0;  // shared-memory instructions given a measured cost
   double match_values = 0;              // mean distinct values set on every MATCH.ANY (0: none executed)
   std::uint64_t match_executions = 0;
+  std::size_t constant_operands = 0;    // instructions given their constant operand from the listing
 };
 
 // Sets trace::StaticInst::shared_wavefronts and match_values of `kernel` from
