@@ -16,8 +16,10 @@
 //     while a line is on its way wait for the same fill, or each sub-core's
 //     cache misses on its own.
 //   - "second_wave": two CTAs an SM one after the other (the second starts
-//     when the first ends): whether the SM's caches keep the lines for the
-//     next CTA of the same launch.
+//     when the first ends), of one warp and of four (one on each sub-core):
+//     whether the SM's caches keep the lines for the next CTA of the same
+//     launch, and whether a CTA that follows misses because it lands on
+//     another sub-core or because its sub-core's cache starts empty.
 // Medians over SMs and over eight launches after a warm-up.
 #include <cuda_runtime.h>
 
@@ -139,11 +141,15 @@ int main() {
     first = false;
   }
   std::printf("\n  ],\n  \"second_wave\": [");
-  for (int pick : {1, 2}) {
-    const Point p = run(kernel_for<8, 256>(), 2 * sms, 1, one_per_sm, pick, params, out);
-    std::printf("%s\n    {\"cta_on_its_sm\": %d, \"lines\": 8, \"first_cycles\": %.1f, \"again_cycles\": %.1f}", pick == 1 ? "" : ",",
-                pick, p.first_cycles, p.floor_cycles);
-  }
+  const int four_per_sm = one_cta_per_sm(reinterpret_cast<const void*>(kernel_for<8, 256>()), 4, "read_constants");
+  first = true;
+  for (const auto& [warps, shared] : {std::pair{1, one_per_sm}, std::pair{4, four_per_sm}})
+    for (int pick : {1, 2}) {
+      const Point p = run(kernel_for<8, 256>(), 2 * sms, warps, shared, pick, params, out);
+      std::printf("%s\n    {\"warps_per_cta\": %d, \"cta_on_its_sm\": %d, \"lines\": 8, \"first_cycles\": %.1f, \"again_cycles\": %.1f}",
+                  first ? "" : ",", warps, pick, p.first_cycles, p.floor_cycles);
+      first = false;
+    }
   std::printf("\n  ]\n}\n");
   return 0;
 }
