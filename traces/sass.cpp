@@ -82,9 +82,10 @@ bool writes_nothing(OpClass op, std::string_view base) {
   }
 }
 
-std::optional<std::uint32_t> hex_literal(std::string_view text) {
+// "0x..." as a whole, in 64 bits.
+std::optional<std::uint64_t> hex_literal(std::string_view text) {
   if (!text.starts_with("0x") || text.size() < 3) return std::nullopt;
-  std::uint32_t value = 0;
+  std::uint64_t value = 0;
   auto [p, ec] = std::from_chars(text.data() + 2, text.data() + text.size(), value, 16);
   if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
   return value;
@@ -252,11 +253,8 @@ std::optional<std::uint64_t> encoding_word(std::string_view line) {
   line = trim(line);
   if (!line.starts_with("/*") || !line.ends_with("*/")) return std::nullopt;
   std::string_view word = trim(line.substr(2, line.size() - 4));
-  if (word.size() != 18 || !word.starts_with("0x")) return std::nullopt;
-  std::uint64_t value = 0;
-  auto [p, ec] = std::from_chars(word.data() + 2, word.data() + word.size(), value, 16);
-  if (ec != std::errc() || p != word.data() + word.size()) return std::nullopt;
-  return value;
+  if (word.size() != 18) return std::nullopt;
+  return hex_literal(word);
 }
 }  // namespace
 

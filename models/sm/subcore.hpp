@@ -310,6 +310,8 @@ class Sm::Subcore {
         h.unblock_at = held;
         return;
       }
+      // Held: an eligible warp need not look again each pass until it issues.
+      h.constant_line = kNoConstantLine;
     }
     switch (h.route) {
       case Route::Pipe:

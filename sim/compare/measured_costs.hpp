@@ -26,7 +26,7 @@ struct MeasuredCosts {
   std::size_t constant_operands = 0;    // instructions given their constant operand from the listing
 };
 
-// Sets trace::StaticInst::shared_wavefronts and match_values of `kernel` from
+// Sets trace::StaticInst::shared_wavefronts, match_values and (where absent) constant of `kernel` from
 // `counters_json`. Throws DatasetError naming the file (and pc) when it cannot be
 // read or does not describe this kernel's program.
 MeasuredCosts apply_measured_costs(const std::filesystem::path& counters_json, trace::KernelInfo& kernel);
