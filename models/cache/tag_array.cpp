@@ -44,6 +44,17 @@ std::optional<SectorMask> TagArray::access_sectors(std::uint64_t line) {
 
 bool TagArray::contains(std::uint64_t line) const { return find(line) != kAbsent; }
 
+bool TagArray::invalidate(std::uint64_t line) {
+  const std::size_t i = find(line);
+  if (i == kAbsent) return false;
+  dirty_lines_ -= dirty_[i] != 0;
+  lines_[i] = kEmpty;
+  last_use_[i] = 0;
+  valid_[i] = 0;
+  dirty_[i] = 0;
+  return true;
+}
+
 std::size_t TagArray::make_room(std::uint64_t line, std::optional<Victim>& evicted) {
   const std::size_t start = set_start(line);
   std::size_t victim = start;

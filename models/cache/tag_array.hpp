@@ -23,6 +23,8 @@ class TagArray {
   // The same, returning the sectors of the line that hold data (nothing when absent).
   std::optional<SectorMask> access_sectors(std::uint64_t line);
   bool contains(std::uint64_t line) const;
+  // Drops the line, clean or not (no write-back); returns whether it was present.
+  bool invalidate(std::uint64_t line);
   struct Victim {
     std::uint64_t line;
     SectorMask dirty;  // sectors to write back

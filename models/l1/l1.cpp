@@ -39,6 +39,7 @@ L1::L1(const sc_core::sc_module_name& name, const L1Params& p, std::uint16_t sm,
   g.add_counter("atomic_packets_to_l2", &atomic_packets_to_l2_, "atomic packets leaving the L1");
   g.add_counter(l1_stat::kAtomicBufferCombines, &buffered_combines_, "updates combined into a buffered entry");
   g.add_counter("atomic_buffer_evictions", &buffer_evictions_, "entries sent to L2 to make room");
+  g.add_counter("atomic_invalidations", &atomic_invalidations_, "lines dropped because an atomic or reduction updated them in the L2");
   g.add_counter("backpressure_cycles", &stall_cycles_, "cycles the pipeline waited on the interconnect");
   g.add_integral("inflight_instructions", &inflight_integral_, "time-averaged instructions awaiting L2");
   g.add_busy(l1_stat::kPipelineUtilization, pipeline_.busy_scaled(), "busy fraction of the L1 pipeline");
@@ -284,6 +285,9 @@ void L1::issue_atomics(LsuOp& op, std::uint32_t slot, Cycle now) {
   for (std::uint32_t i = 0; i < n;) {
     const std::uint64_t key = by_key[i].key;
     const std::uint64_t line = map_.line_of(key);
+    // The update is made in the L2: a copy of the line here would be stale to
+    // the same thread's next load, which must see it.
+    if (tags_.invalidate(line)) ++atomic_invalidations_;
     MemPacket p;
     p.kind = op.op == OpClass::Atom ? MemPacket::Kind::Atomic : MemPacket::Kind::Reduction;
     p.source = sm_;

@@ -250,7 +250,7 @@ class L1 : public Unit {
   std::uint64_t instructions_ = 0, load_sectors_ = 0, load_hits_ = 0, load_misses_ = 0, load_pending_hits_ = 0, coherent_load_lines_ = 0,
                 store_sectors_ = 0,
                 atomic_lane_ops_in_ = 0, atomic_ops_to_l2_ = 0, atomic_packets_to_l2_ = 0, buffered_combines_ = 0,
-                buffer_evictions_ = 0, stall_cycles_ = 0, inflight_level_ = 0, inflight_integral_ = 0;
+                buffer_evictions_ = 0, atomic_invalidations_ = 0, stall_cycles_ = 0, inflight_level_ = 0, inflight_integral_ = 0;
   Cycle inflight_changed_ = 0;
 };
 

@@ -38,6 +38,7 @@ L2Slice::L2Slice(const sc_core::sc_module_name& name, const L2Params& p, std::ui
                 "ATOM replies of this partition's SMs that came back over the link between the partitions, passed to the SM");
   g.add_counter("passed_on", &passed_on_, "atomics, and loads and stores that missed the copy here, passed on to their home slice in the other partition");
   g.add_counter("near_copy_hits", &near_copy_hits_, "loads of the other partition's lines served from the copy here");
+  g.add_counter("near_copies_dropped", &near_copies_dropped_, "copies of the other partition's lines dropped as an atomic to the line passed on");
   g.add_counter("near_copy_misses", &near_copy_misses_, "loads and stores of the other partition's lines passed on (their lines copied here)");
   g.add_counter("writebacks", &writebacks_, "dirty lines written back to DRAM");
   g.add_counter("cleanings", &cleanings_, "of those, lines written back and kept, past the share of dirty lines a slice keeps");
@@ -259,6 +260,10 @@ bool L2Slice::pass_on(const MemPacket& packet, Cycle now) {
   if (!to_other_partition_.try_send(onward)) return false;  // woken by the link's credit
   lookups_.occupy(now, packet.sectors, params_.far_partition_extra_lookups);
   ++passed_on_;
+  // The home slice updates the line: a copy kept here is stale, and this
+  // partition's next load of it goes to the home slice (corpus, fit half:
+  // loads of lines that atomics update miss their near copies, lts__t_sectors_op_read_lookup_miss).
+  if (params_.far_lines_cached_near && tags_.invalidate(packet.line)) ++near_copies_dropped_;
   return true;
 }
 

@@ -228,7 +228,7 @@ class L2Slice : public Unit {
 
   std::uint64_t hits_ = 0, misses_ = 0, reads_ = 0, writes_ = 0, atomic_packets_ = 0, atomic_ops_ = 0, atomic_sectors_ = 0,
                 replies_passed_back_ = 0, atomic_updates_ = 0, far_requests_ = 0, passed_on_ = 0, writebacks_ = 0, cleanings_ = 0, rop_busy_scaled_ = 0,
-                rop_return_busy_scaled_ = 0, near_copy_hits_ = 0, near_copy_misses_ = 0, awaiting_reads_count_ = 0, await_cycles_ = 0, awaits_released_ = 0;
+                rop_return_busy_scaled_ = 0, near_copy_hits_ = 0, near_copy_misses_ = 0, near_copies_dropped_ = 0, awaiting_reads_count_ = 0, await_cycles_ = 0, awaits_released_ = 0;
 };
 
 }  // namespace atomsim::model
