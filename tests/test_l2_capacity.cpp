@@ -129,3 +129,46 @@ TEST_CASE("L2 capacity: with near copies an SM's loads of the other partition's 
   REQUIRE(total(near, "dram", "reads") == total(home_only, "dram", "reads"));
   REQUIRE(near.cycles < home_only.cycles);
 }
+
+TEST_CASE("L2 capacity: an atomic drops the copies of its line that it makes stale, in the L1 and near the SM", "[models][memory]") {
+  // The SM of partition 1 loads 64 lines of partition 0's slice, sends a RED
+  // to a word of each that adds the loaded value (so the line is in its L1
+  // when the RED leaves), then loads them again: the second pass finds neither
+  // its L1's copies nor its own partition's, and goes to the home slice.
+  const GpuParams params = h100_with({"gpu.sms=2", "l2.slices=2", "l2.partitions=2", "l2.far_lines_cached_near=true"});
+  const model::AddressMap map(params.l2.address_map());
+  std::vector<std::uint64_t> lines;
+  for (std::uint64_t line = 0x7f0000000000ull; lines.size() < 64; line += 128)
+    if (map.partition_of_slice(map.slice_of(line)) == 0) lines.push_back(line);
+  const std::vector<std::string> program = {"LDG.E R4, desc[UR4][R2.64]", "REDG.E.ADD.STRONG.GPU desc[UR4][R2.64], R4", "EXIT"};
+  auto run_with_reds = [&](bool reds) {
+    auto path = write_kernel(reds ? "stale-copies" : "kept-copies", program, 2, 1, [&](std::uint64_t warp) {
+      std::vector<trace::WarpInst> s;
+      if (warp == 1)
+        for (int pass = 0; pass < 2; ++pass)
+          for (std::uint64_t line : lines) {
+            auto load = record(0, 1);
+            load.address[0] = line;
+            s.push_back(load);
+            if (pass == 0 && reds) {
+              auto red = record(1, 1);
+              red.address[0] = line;
+              red.value[0] = 1;
+              s.push_back(red);
+            }
+          }
+      s.push_back(record(2, 1));
+      return s;
+    });
+    KernelRun run = run_one(params, path);
+    std::remove(path.c_str());
+    return run;
+  };
+  const KernelRun kept = run_with_reds(false), stale = run_with_reds(true);
+  REQUIRE(total(kept, "l1", "load_line_hits") == 64);
+  REQUIRE(total(stale, "l1", "atomic_invalidations") == 64);
+  REQUIRE(total(stale, "l1", "load_line_hits") == 0);
+  REQUIRE(total(stale, "l2_slice", "near_copies_dropped") == 64);
+  REQUIRE(total(stale, "l2_slice", "near_copy_hits") == 0);
+  REQUIRE(total(stale, "l2_slice", "near_copy_misses") == 128);
+}

@@ -103,7 +103,7 @@ struct L2Params {
     b.boolean("far_lines_cached_near", far_lines_cached_near,
               "a load or store enters the L2 at a slice of its SM's partition, which keeps a copy of a line of the other "
               "partition: it serves it when it holds it, else passes the request on to the home slice over the link between "
-              "the partitions (a store updates a near copy the slice holds, clean, but makes none)");
+              "the partitions (a store updates a near copy the slice holds, clean, but makes none; an atomic passed on drops it)");
     b.real("dirty_fraction", dirty_fraction, 0.001, 1,
            "share of a slice's lines that may hold dirty data: past it, a dirty line drawn at random is written back "
            "and kept, clean (1: dirty lines are written back only when evicted)");
