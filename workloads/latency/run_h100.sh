@@ -27,7 +27,10 @@
 # branch's BSSY/BSYNC add to one warp's loop trip, convergence.cu),
 # ncu-match.csv (with latency: the ADU instructions Nsight Compute counts for a
 # MATCH.ANY of 1, 2, 8 and 32 distinct values), constants.json (what an SM's
-# first reads of a launch's constant bank cost, constants.cu),
+# first reads of a launch's constant bank cost, constants.cu), red_scope.json
+# with ncu-red-scope.csv (float REDs of GPU and system scope and Triton's
+# acquire-release form, spread, on one line and on one word, in one burst and
+# steady, with the L2's counts of each, red_scope.cu),
 # the SASS (to check each chain is what it claims) and the clocks. Names after
 # OUTDIR run those probes only.
 # Usage: workloads/latency/run_h100.sh OUTDIR [PROBE...]
@@ -35,7 +38,7 @@ set -euo pipefail
 out=${1:?usage: run_h100.sh OUTDIR [PROBE...]}
 shift
 probes=("$@")
-[ ${#probes[@]} -gt 0 ] || probes=(latency loaded load_spread shared_banks red_issue pending_line cta_launch stores lds_stores convergence dram_mix constants)
+[ ${#probes[@]} -gt 0 ] || probes=(latency loaded load_spread shared_banks red_issue pending_line cta_launch stores lds_stores convergence dram_mix constants red_scope)
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(mktemp -d)
@@ -57,6 +60,14 @@ if [[ " ${probes[*]} " == *" pending_line "* ]]; then
     ncu --kernel-name regex:pending_loads --csv --metrics "$metric" "$bin/pending_line" ncu | sed -n '/^"ID"/,$p' |
       { [ -s "$out/ncu-pending-line.csv" ] && sed 1d || cat; } >> "$out/ncu-pending-line.csv" || true
   done
+fi
+if [[ " ${probes[*]} " == *" red_scope "* ]]; then
+  # Each point once, after its warm-up launch: how long the busiest slice is
+  # busy for its requests, and its atomic unit's input.
+  ncu --kernel-name regex:red_scope --csv --metrics gpu__time_duration.sum,sm__cycles_elapsed.max,lts__cycles_elapsed.avg,\
+lts__cycles_active.max,lts__cycles_active.avg,lts__t_requests_op_red.max,lts__t_requests_op_red.sum,lts__t_sectors_op_red.max,\
+lts__d_atomic_input_cycles_active.max,lts__t_requests_srcunit_ltcfabric.sum "$bin/red_scope" ncu |
+    sed -n '/^"ID"/,$p' > "$out/ncu-red-scope.csv" || true
 fi
 if [[ " ${probes[*]} " == *" stores "* ]]; then
   # Each point launched twice (the second finds the L2 as the first left it, so
