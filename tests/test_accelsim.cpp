@@ -6,6 +6,7 @@
 #include "sim_helpers.hpp"
 #include "traces/accelsim.hpp"
 #include "traces/reader.hpp"
+#include "traces/xz_text.hpp"
 #include "sim/run.hpp"
 #include "workloads/microbench/generator.hpp"
 
@@ -112,6 +113,72 @@ TEST_CASE("Accel-Sim export and import again simulate alike", "[traces][accelsim
   REQUIRE(rb.cycles == Approx(ra.cycles).epsilon(0.02));
   // The simulator reads the Accel-Sim files themselves as well.
   REQUIRE(simulate_trace(params, (dir / "kernelslist.g").string(), {}).front().cycles == rb.cycles);
+}
+
+TEST_CASE("Accel-Sim traces compressed with xz read as the plain ones", "[traces][accelsim]") {
+  workloads::MicrobenchParams p;
+  p.variant = workloads::MicrobenchVariant::Baseline;
+  p.blocks = 66;
+  p.warps_per_block = 4;
+  p.iterations = 2;
+  const std::string original = temp_trace("accelsim-xz-original.trace");
+  write_microbench_trace({p}, original);
+  const fs::path plain = temp_trace("accelsim-xz-plain"), xz = temp_trace("accelsim-xz-compressed");
+  fs::remove_all(plain);
+  fs::remove_all(xz);
+  trace::accelsim::export_traces(original, plain);
+  trace::accelsim::export_traces(original, xz, 90, true);
+  REQUIRE(fs::exists(xz / "kernel-1.traceg.xz"));
+  REQUIRE_FALSE(fs::exists(xz / "kernel-1.traceg"));
+  REQUIRE(fs::file_size(xz / "kernel-1.traceg.xz") * 4 < fs::file_size(plain / "kernel-1.traceg"));
+  // The decompressed text is the plain export's, line for line.
+  trace::TextLines a(plain / "kernel-1.traceg"), b(xz / "kernel-1.traceg.xz");
+  std::uint64_t lines = 0;
+  for (std::string la, lb; a.next(la);) {
+    REQUIRE(b.next(lb));
+    REQUIRE(la == lb);
+    ++lines;
+  }
+  std::string after;
+  REQUIRE_FALSE(b.next(after));
+  REQUIRE(lines > 1000);
+  const GpuParams params = h100_with({"sm.dependences=registers"});
+  REQUIRE(simulate_trace(params, (xz / "kernelslist.g").string(), {}).front().cycles ==
+          simulate_trace(params, (plain / "kernelslist.g").string(), {}).front().cycles);
+  // A kernel file named alone, as the tracer's post-processing names it.
+  REQUIRE(trace::accelsim::is_accelsim_path(xz / "kernel-1.traceg.xz"));
+  REQUIRE(trace::accelsim::import_traces(xz / "kernel-1.traceg.xz", temp_trace("accelsim-xz-one.trace")).kernels == 1);
+}
+
+TEST_CASE("Accel-Sim import: compressed data that is cut short, corrupt or not xz is one line naming the file", "[traces][accelsim][errors]") {
+  const fs::path good = temp_trace("accelsim-good-kernel-1.traceg.xz");
+  {
+    trace::TextFileWriter out(good);
+    std::string all;
+    trace::TextLines lines(kHandMade.parent_path() / "kernel-1.traceg");
+    for (std::string line; lines.next(line);) all += line + "\n";
+    out.write(all);
+    out.commit();
+  }
+  REQUIRE(trace::accelsim::import_traces(good, temp_trace("accelsim-good.trace")).warp_instructions == 11);
+  std::ifstream in(good, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto error = [](const std::string& name, const std::string& content) {
+    const fs::path file = temp_trace(name);
+    std::ofstream(file, std::ios::binary) << content;
+    try {
+      trace::accelsim::import_traces(file, temp_trace("accelsim-bad.trace"));
+    } catch (const trace::TraceError& e) {
+      REQUIRE(std::string(e.what()).starts_with(file.string() + ": "));
+      return std::string(e.what()).substr(file.string().size());
+    }
+    return std::string("no error");
+  };
+  REQUIRE(error("cut-kernel-1.traceg.xz", bytes.substr(0, bytes.size() / 2)).ends_with("the compressed data ends early"));
+  std::string corrupt = bytes;
+  for (std::size_t i = corrupt.size() / 2; i < corrupt.size() / 2 + 8; ++i) corrupt[i] = static_cast<char>(~corrupt[i]);
+  REQUIRE(error("corrupt-kernel-1.traceg.xz", corrupt).ends_with("the compressed data is corrupt"));
+  REQUIRE(error("text-kernel-1.traceg.xz", "-kernel name = k\n") == ": byte 12 of the compressed file: not in the xz format");
 }
 
 TEST_CASE("Accel-Sim import: a malformed file is one line naming its line and field", "[traces][accelsim][errors]") {

@@ -5,7 +5,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 packages=(build-essential cmake ninja-build pkg-config libsystemc-dev libfmt-dev
-          libcli11-dev libtoml11-dev libzstd-dev zstd nlohmann-json3-dev catch2
+          libcli11-dev libtoml11-dev libzstd-dev zstd liblzma-dev nlohmann-json3-dev catch2
           libboost-dev libboost-filesystem-dev libxxhash-dev
           clang libclang-rt-14-dev)  # clang and libFuzzer: `make fuzz`
 # Slurm's Debian packages recommend dozens of plugins that a single-node test

@@ -8,7 +8,6 @@
 #include <optional>
 #include <bit>
 #include <charconv>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <sstream>
@@ -17,6 +16,7 @@
 #include "traces/reader.hpp"
 #include "traces/sass.hpp"
 #include "traces/writer.hpp"
+#include "traces/xz_text.hpp"
 
 namespace fs = std::filesystem;
 
@@ -31,16 +31,13 @@ constexpr std::size_t kMostDestinations = 1, kMostSources = 4;
 // Warps of a grid an import takes: some 2^27 threads, a text trace of gigabytes.
 constexpr std::uint64_t kMostWarps = std::uint64_t(1) << 22;
 
-// One file read line by line, naming its place in every error.
+// One file read line by line (decompressed when it is .xz), naming its place in every error.
 class LineReader {
  public:
-  explicit LineReader(const fs::path& path) : path_(path), in_(path) {
-    if (!in_) throw TraceError(fmt::format("{}: cannot open the file", path.string()));
-  }
+  explicit LineReader(const fs::path& path) : path_(path), lines_(path) {}
   bool next(std::string& line) {
-    if (!std::getline(in_, line)) return false;
+    if (!lines_.next(line)) return false;
     ++number_;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
     return true;
   }
   [[noreturn]] void fail(std::string_view field, std::string_view problem) const {
@@ -50,7 +47,7 @@ class LineReader {
 
  private:
   fs::path path_;
-  std::ifstream in_;
+  TextLines lines_;
   std::uint64_t number_ = 0;
 };
 
@@ -304,7 +301,7 @@ std::vector<fs::path> kernel_files(const fs::path& path) {
 
 bool is_accelsim_path(const fs::path& path) {
   const std::string name = path.filename().string();
-  return name == "kernelslist.g" || name.ends_with(".traceg");
+  return name == "kernelslist.g" || name.ends_with(".traceg") || name.ends_with(".traceg.xz");
 }
 
 ImportSummary import_traces(const fs::path& path, const std::string& out) {
@@ -380,24 +377,22 @@ std::string simulation_trace(const std::string& path) {
   return imported.string();
 }
 
-void export_traces(const std::string& trace, const fs::path& dir, unsigned binary_version) {
+void export_traces(const std::string& trace, const fs::path& dir, unsigned binary_version, bool compress) {
   TraceReader reader(trace);
   fs::create_directories(dir);
   std::ostringstream list;
   for (std::size_t k = 0; k < reader.kernel_count(); ++k) {
     const KernelInfo& info = reader.kernel(k);
-    const std::string file = fmt::format("kernel-{}.traceg", k + 1);
-    const fs::path partial = dir / (file + ".partial");
-    std::ofstream out(partial);
-    if (!out) throw TraceError(fmt::format("{}: cannot write the file", partial.string()));
-    out << fmt::format("-kernel name = {}\n-kernel id = {}\n-grid dim = ({},{},{})\n-block dim = ({},{},{})\n"
+    const std::string file = fmt::format("kernel-{}.traceg{}", k + 1, compress ? ".xz" : "");
+    TextFileWriter out(dir / file);
+    out.write(fmt::format("-kernel name = {}\n-kernel id = {}\n-grid dim = ({},{},{})\n-block dim = ({},{},{})\n"
                        "-shmem = {}\n-nregs = {}\n-binary version = {}\n-cuda stream id = 0\n"
                        "-shmem base_addr = 0x0\n-local mem base_addr = 0x0\n-nvbit version = atomsim\n"
                        "-accelsim tracer version = 5\n-enable lineinfo = 0\n\n"
                        "#traces format = PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width "
                        "[adrrescompress?] [mem_addresses] immediate\n\n",
                        info.name, k + 1, info.grid.x, info.grid.y, info.grid.z, info.block.x, info.block.y,
-                       info.block.z, info.shared_bytes, info.registers_per_thread, binary_version);
+                       info.block.z, info.shared_bytes, info.registers_per_thread, binary_version));
     // Accel-Sim names general registers only, and reads at most one
     // destination and four sources, as its tracer writes them.
     const auto registers = [](const auto& regs, std::uint8_t n, std::size_t most) {
@@ -412,7 +407,7 @@ void export_traces(const std::string& trace, const fs::path& dir, unsigned binar
     for (std::uint64_t cta = 0; cta < info.grid.count(); ++cta) {
       const std::uint64_t x = cta % info.grid.x, y = (cta / info.grid.x) % info.grid.y,
                           z = cta / (std::uint64_t(info.grid.x) * info.grid.y);
-      out << fmt::format("#BEGIN_TB\n\nthread block = {},{},{}\n\n", x, y, z);
+      out.write(fmt::format("#BEGIN_TB\n\nthread block = {},{},{}\n\n", x, y, z));
       for (std::uint32_t w = 0; w < warps_per_cta; ++w) {
         std::string records;
         std::uint64_t count = 0;
@@ -431,22 +426,18 @@ void export_traces(const std::string& trace, const fs::path& dir, unsigned binar
           records += " 0\n";
           ++count;
         }
-        out << fmt::format("warp = {}\ninsts = {}\n", w, count) << records << "\n";
+        out.write(fmt::format("warp = {}\ninsts = {}\n", w, count));
+        out.write(records);
+        out.write("\n");
       }
-      out << "#END_TB\n\n";
+      out.write("#END_TB\n\n");
     }
-    out.close();
-    if (!out) throw TraceError(fmt::format("{}: writing failed", partial.string()));
-    fs::rename(partial, dir / file);
+    out.commit();
     list << file << "\n";
   }
-  const fs::path partial = dir / "kernelslist.g.partial";
-  {
-    std::ofstream out(partial);
-    out << list.str();
-    if (!out) throw TraceError(fmt::format("{}: cannot write the file", partial.string()));
-  }
-  fs::rename(partial, dir / "kernelslist.g");
+  TextFileWriter kernels_list(dir / "kernelslist.g");
+  kernels_list.write(list.str());
+  kernels_list.commit();
 }
 
 }  // namespace atomsim::trace::accelsim

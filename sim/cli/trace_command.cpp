@@ -230,8 +230,9 @@ class TraceCommand final : public Command {
     export_->add_option("--binary-version", binary_version_,
                         "compute capability the header names (Accel-Sim picks its opcode map by it)")
         ->capture_default_str();
+    export_->add_flag("--xz", export_xz_, "write kernel-N.traceg.xz, xz-compressed, as the tracer does with TRACE_FILE_COMPRESS=1");
     import_ = trace->add_subcommand("import", "read Accel-Sim traces (kernelslist.g or a .traceg) into a trace file");
-    import_->add_option("input", path_, "kernelslist.g or kernel-N.traceg")->required();
+    import_->add_option("input", path_, "kernelslist.g, kernel-N.traceg or kernel-N.traceg.xz")->required();
     import_->add_option("--out", out_, "trace file to write")->required();
 
     rejoin_ = trace->add_subcommand("rejoin", "run a failed trace-pass join again from its saved join-input.json");
@@ -253,7 +254,7 @@ class TraceCommand final : public Command {
     if (dump_->parsed()) trace_dump(path_, kernel_, dump_warp_, dump_limit_, std::cout);
     if (rejoin_->parsed()) trace_rejoin(path_, rejoin_warp_, rejoin_threads_, std::cout);
     if (export_->parsed()) {
-      trace::accelsim::export_traces(path_, out_, binary_version_);
+      trace::accelsim::export_traces(path_, out_, binary_version_, export_xz_);
       std::cout << fmt::format("{}: written as Accel-Sim traces in {} (kernelslist.g)\n", path_, out_);
     }
     if (import_->parsed()) {
@@ -274,6 +275,7 @@ class TraceCommand final : public Command {
   std::vector<std::string> counts_again_;
   std::size_t kernel_ = 0;
   unsigned binary_version_ = 90;
+  bool export_xz_ = false;
   std::uint64_t dump_warp_ = 0, dump_limit_ = 100;
   std::optional<std::uint64_t> rejoin_warp_;
   unsigned rejoin_threads_ = std::max(1u, std::thread::hardware_concurrency());

@@ -109,10 +109,19 @@ void accelsim_trace(Input input) {
   }
 }
 
+// The same through the xz decoder, as the tracer writes kernel-N.traceg.xz.
+void accelsim_xz(Input input) {
+  const auto path = write_scratch("kernel-1.traceg.xz", input);
+  try {
+    trace::accelsim::import_traces(path, (path.parent_path() / "imported.trace").string());
+  } catch (const trace::TraceError&) {
+  }
+}
+
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
       {"trace_file", trace_file}, {"gpu_config", gpu_config}, {"join_input", join_input}, {"sweep_spec", sweep_spec},
-      {"accelsim_trace", accelsim_trace}};
+      {"accelsim_trace", accelsim_trace}, {"accelsim_xz", accelsim_xz}};
   return all;
 }
 
