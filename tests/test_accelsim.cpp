@@ -36,6 +36,18 @@ std::string import_error(const std::string& text) {
   return "no error";
 }
 
+// A baseline microbenchmark trace of `blocks` CTAs of 4 warps, 2 iterations.
+std::string baseline_trace(const std::string& name, std::uint32_t blocks) {
+  workloads::MicrobenchParams p;
+  p.variant = workloads::MicrobenchVariant::Baseline;
+  p.blocks = blocks;
+  p.warps_per_block = 4;
+  p.iterations = 2;
+  const std::string path = temp_trace(name);
+  write_microbench_trace({p}, path);
+  return path;
+}
+
 }  // namespace
 
 // tests/data/accelsim/kernel-1.traceg: two CTAs of two warps, addresses in all
@@ -76,13 +88,7 @@ TEST_CASE("Accel-Sim import: a tracer's kernel becomes a trace of the same recor
 }
 
 TEST_CASE("Accel-Sim export and import again simulate alike", "[traces][accelsim]") {
-  workloads::MicrobenchParams p;
-  p.variant = workloads::MicrobenchVariant::Baseline;
-  p.blocks = 132;
-  p.warps_per_block = 4;
-  p.iterations = 2;
-  const std::string original = temp_trace("accelsim-original.trace");
-  write_microbench_trace({p}, original);
+  const std::string original = baseline_trace("accelsim-original.trace", 132);
   const fs::path dir = temp_trace("accelsim-exported");
   fs::remove_all(dir);
   trace::accelsim::export_traces(original, dir);
@@ -116,13 +122,7 @@ TEST_CASE("Accel-Sim export and import again simulate alike", "[traces][accelsim
 }
 
 TEST_CASE("Accel-Sim traces compressed with xz read as the plain ones", "[traces][accelsim]") {
-  workloads::MicrobenchParams p;
-  p.variant = workloads::MicrobenchVariant::Baseline;
-  p.blocks = 66;
-  p.warps_per_block = 4;
-  p.iterations = 2;
-  const std::string original = temp_trace("accelsim-xz-original.trace");
-  write_microbench_trace({p}, original);
+  const std::string original = baseline_trace("accelsim-xz-original.trace", 66);
   const fs::path plain = temp_trace("accelsim-xz-plain"), xz = temp_trace("accelsim-xz-compressed");
   fs::remove_all(plain);
   fs::remove_all(xz);

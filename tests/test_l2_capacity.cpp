@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+
 #include "models/interconnect/address_map.hpp"
 #include "sim_helpers.hpp"
 
@@ -59,6 +61,34 @@ std::pair<double, double> second_pass_dram(const GpuParams& params, bool write, 
   return {(total(second, "dram", "bytes") - written) / 32, written / 32};
 }
 
+// Lines whose home slice is in partition 0, from 0x7f0000000000 on.
+std::vector<std::uint64_t> lines_of_partition_zero(const GpuParams& params, std::size_t count) {
+  const model::AddressMap map(params.l2.address_map());
+  std::vector<std::uint64_t> lines;
+  for (std::uint64_t line = 0x7f0000000000ull; lines.size() < count; line += 128)
+    if (map.partition_of_slice(map.slice_of(line)) == 0) lines.push_back(line);
+  return lines;
+}
+
+// A kernel of two one-warp CTAs: warp 1, on the SM of partition 1, makes two
+// passes over `lines`, `visit` appending its records for each line; then both
+// warps run the program's last instruction (EXIT).
+KernelRun two_passes(const GpuParams& params, const std::string& name, const std::vector<std::string>& program,
+                     const std::vector<std::uint64_t>& lines,
+                     const std::function<void(int pass, std::uint64_t line, std::vector<trace::WarpInst>&)>& visit) {
+  auto path = write_kernel(name, program, 2, 1, [&](std::uint64_t warp) {
+    std::vector<trace::WarpInst> s;
+    if (warp == 1)
+      for (int pass = 0; pass < 2; ++pass)
+        for (std::uint64_t line : lines) visit(pass, line, s);
+    s.push_back(record(static_cast<std::uint32_t>(program.size() - 1), 1));
+    return s;
+  });
+  KernelRun run = run_one(params, path);
+  std::remove(path.c_str());
+  return run;
+}
+
 }  // namespace
 
 TEST_CASE("L2 capacity: what the probe's second pass moves to and from DRAM, simulated beside the H100", "[.][l2-capacity-table]") {
@@ -100,26 +130,13 @@ TEST_CASE("L2 capacity: with near copies an SM's loads of the other partition's 
     auto overrides = small;
     overrides.push_back(std::string("l2.far_lines_cached_near=") + (near ? "true" : "false"));
     const GpuParams params = h100_with(overrides);
-    const model::AddressMap map(params.l2.address_map());
-    std::vector<std::uint64_t> lines;
-    for (std::uint64_t line = 0x7f0000000000ull; lines.size() < 2048; line += 128)
-      if (map.partition_of_slice(map.slice_of(line)) == 0) lines.push_back(line);
     const std::vector<std::string> program = {"LDG.E R4, desc[UR4][R2.64]", "EXIT"};
-    auto path = write_kernel(near ? "near-copies" : "home-only", program, 2, 1, [&](std::uint64_t warp) {
-      std::vector<trace::WarpInst> s;
-      if (warp == 1)
-        for (int pass = 0; pass < 2; ++pass)
-          for (std::uint64_t line : lines) {
-            auto load = record(0, 1);
-            load.address[0] = line;
-            s.push_back(load);
-          }
-      s.push_back(record(1, 1));
-      return s;
-    });
-    KernelRun run = run_one(params, path);
-    std::remove(path.c_str());
-    return run;
+    return two_passes(params, near ? "near-copies" : "home-only", program, lines_of_partition_zero(params, 2048),
+                      [](int, std::uint64_t line, auto& s) {
+                        auto load = record(0, 1);
+                        load.address[0] = line;
+                        s.push_back(load);
+                      });
   };
   const KernelRun home_only = read_twice(false), near = read_twice(true);
   REQUIRE(total(home_only, "l2_slice", "near_copy_hits") == 0);
@@ -136,33 +153,20 @@ TEST_CASE("L2 capacity: an atomic drops the copies of its line that it makes sta
   // when the RED leaves), then loads them again: the second pass finds neither
   // its L1's copies nor its own partition's, and goes to the home slice.
   const GpuParams params = h100_with({"gpu.sms=2", "l2.slices=2", "l2.partitions=2", "l2.far_lines_cached_near=true"});
-  const model::AddressMap map(params.l2.address_map());
-  std::vector<std::uint64_t> lines;
-  for (std::uint64_t line = 0x7f0000000000ull; lines.size() < 64; line += 128)
-    if (map.partition_of_slice(map.slice_of(line)) == 0) lines.push_back(line);
+  const std::vector<std::uint64_t> lines = lines_of_partition_zero(params, 64);
   const std::vector<std::string> program = {"LDG.E R4, desc[UR4][R2.64]", "REDG.E.ADD.STRONG.GPU desc[UR4][R2.64], R4", "EXIT"};
   auto run_with_reds = [&](bool reds) {
-    auto path = write_kernel(reds ? "stale-copies" : "kept-copies", program, 2, 1, [&](std::uint64_t warp) {
-      std::vector<trace::WarpInst> s;
-      if (warp == 1)
-        for (int pass = 0; pass < 2; ++pass)
-          for (std::uint64_t line : lines) {
-            auto load = record(0, 1);
-            load.address[0] = line;
-            s.push_back(load);
-            if (pass == 0 && reds) {
-              auto red = record(1, 1);
-              red.address[0] = line;
-              red.value[0] = 1;
-              s.push_back(red);
-            }
-          }
-      s.push_back(record(2, 1));
-      return s;
+    return two_passes(params, reds ? "stale-copies" : "kept-copies", program, lines, [&](int pass, std::uint64_t line, auto& s) {
+      auto load = record(0, 1);
+      load.address[0] = line;
+      s.push_back(load);
+      if (pass == 0 && reds) {
+        auto red = record(1, 1);
+        red.address[0] = line;
+        red.value[0] = 1;
+        s.push_back(red);
+      }
     });
-    KernelRun run = run_one(params, path);
-    std::remove(path.c_str());
-    return run;
   };
   const KernelRun kept = run_with_reds(false), stale = run_with_reds(true);
   REQUIRE(total(kept, "l1", "load_line_hits") == 64);
