@@ -7,12 +7,12 @@
 
 #include <lzma.h>
 
-#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace atomsim::trace {
 
@@ -38,8 +38,8 @@ class TextLines {
   std::ifstream in_;
   bool xz_ = false, input_ended_ = false, stream_ended_ = false;
   lzma_stream stream_ = LZMA_STREAM_INIT;
-  std::array<std::uint8_t, 1 << 16> compressed_{};
-  std::array<char, 1 << 16> decoded_{};
+  std::vector<std::uint8_t> compressed_ = std::vector<std::uint8_t>(1 << 16);  // on the heap: readers live on stacks
+  std::vector<char> decoded_ = std::vector<char>(1 << 16);
   std::size_t decoded_begin_ = 0, decoded_end_ = 0;
 };
 
@@ -62,7 +62,7 @@ class TextFileWriter {
   std::ofstream out_;
   bool xz_ = false, committed_ = false;
   lzma_stream stream_ = LZMA_STREAM_INIT;
-  std::array<std::uint8_t, 1 << 16> encoded_{};
+  std::vector<std::uint8_t> encoded_ = std::vector<std::uint8_t>(1 << 16);
 };
 
 }  // namespace atomsim::trace
