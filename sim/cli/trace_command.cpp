@@ -231,7 +231,7 @@ class TraceCommand final : public Command {
                         "compute capability the header names (Accel-Sim picks its opcode map by it)")
         ->capture_default_str();
     export_->add_flag("--xz", export_xz_, "write kernel-N.traceg.xz, xz-compressed, as the tracer does with TRACE_FILE_COMPRESS=1");
-    import_ = trace->add_subcommand("import", "read Accel-Sim traces (kernelslist.g or a .traceg) into a trace file");
+    import_ = trace->add_subcommand("import", "read Accel-Sim traces (kernelslist.g, a .traceg or a .traceg.xz) into a trace file");
     import_->add_option("input", path_, "kernelslist.g, kernel-N.traceg or kernel-N.traceg.xz")->required();
     import_->add_option("--out", out_, "trace file to write")->required();
 

@@ -109,7 +109,6 @@ void accelsim_trace(Input input) {
   }
 }
 
-// The same through the xz decoder, as the tracer writes kernel-N.traceg.xz.
 void accelsim_xz(Input input) {
   const auto path = write_scratch("kernel-1.traceg.xz", input);
   try {

@@ -30,6 +30,9 @@ void sweep_spec(Input input);
 // The bytes as one kernel's Accel-Sim trace (kernel-1.traceg), imported as
 // `atomsim trace import` imports it.
 void accelsim_trace(Input input);
+// The same bytes as an xz-compressed kernel file (kernel-1.traceg.xz),
+// imported through the decoder.
+void accelsim_xz(Input input);
 
 struct Target {
   const char* name;
