@@ -16,6 +16,7 @@ namespace {
 // What a header may ask the decoder for: xz -9 needs 65 MiB, the tracer's xz -1
 // a few; past this a file is refused rather than allowed gigabytes.
 constexpr std::uint64_t kDecoderMemoryLimit = std::uint64_t(512) << 20;
+constexpr std::size_t kBufferBytes = std::size_t(1) << 16;
 
 std::string_view lzma_problem(lzma_ret r) {
   switch (r) {
@@ -36,8 +37,11 @@ bool is_xz_path(const fs::path& path) { return path.extension() == ".xz"; }
 
 TextLines::TextLines(const fs::path& path) : path_(path), in_(path, std::ios::binary), xz_(is_xz_path(path)) {
   if (!in_) throw TraceError(fmt::format("{}: cannot open the file", path.string()));
+  if (!xz_) return;
+  compressed_.resize(kBufferBytes);
+  decoded_.resize(kBufferBytes);
   // Concatenated streams as well: a multi-threaded xz (xz -T0) may write several.
-  if (xz_ && lzma_stream_decoder(&stream_, kDecoderMemoryLimit, LZMA_CONCATENATED) != LZMA_OK)
+  if (lzma_stream_decoder(&stream_, kDecoderMemoryLimit, LZMA_CONCATENATED) != LZMA_OK)
     throw TraceError(fmt::format("{}: cannot start the xz decoder", path.string()));
 }
 
@@ -96,7 +100,9 @@ bool TextLines::next(std::string& line) {
 TextFileWriter::TextFileWriter(const fs::path& path)
     : path_(path), partial_(path.string() + ".partial"), out_(partial_, std::ios::binary), xz_(is_xz_path(path)) {
   if (!out_) throw TraceError(fmt::format("{}: cannot write the file", partial_.string()));
-  if (xz_ && lzma_easy_encoder(&stream_, 1, LZMA_CHECK_CRC64) != LZMA_OK)
+  if (!xz_) return;
+  encoded_.resize(kBufferBytes);
+  if (lzma_easy_encoder(&stream_, 1, LZMA_CHECK_CRC64) != LZMA_OK)
     throw TraceError(fmt::format("{}: cannot start the xz encoder", path.string()));
 }
 

@@ -38,8 +38,8 @@ class TextLines {
   std::ifstream in_;
   bool xz_ = false, input_ended_ = false, stream_ended_ = false;
   lzma_stream stream_ = LZMA_STREAM_INIT;
-  std::vector<std::uint8_t> compressed_ = std::vector<std::uint8_t>(1 << 16);  // on the heap: readers live on stacks
-  std::vector<char> decoded_ = std::vector<char>(1 << 16);
+  std::vector<std::uint8_t> compressed_;  // for xz only; on the heap, since readers live on stacks
+  std::vector<char> decoded_;
   std::size_t decoded_begin_ = 0, decoded_end_ = 0;
 };
 
@@ -62,7 +62,7 @@ class TextFileWriter {
   std::ofstream out_;
   bool xz_ = false, committed_ = false;
   lzma_stream stream_ = LZMA_STREAM_INIT;
-  std::vector<std::uint8_t> encoded_ = std::vector<std::uint8_t>(1 << 16);
+  std::vector<std::uint8_t> encoded_;  // for xz only
 };
 
 }  // namespace atomsim::trace

@@ -101,21 +101,19 @@ void sweep_spec(Input input) {
   }
 }
 
-void accelsim_trace(Input input) {
-  const auto path = write_scratch("kernel-1.traceg", input);
+// The bytes as the kernel file `name`, imported; the name's .xz, if any,
+// sends them through the decoder, as Accel-Sim's own parser does.
+void import_kernel_file(const char* name, Input input) {
+  const auto path = write_scratch(name, input);
   try {
     trace::accelsim::import_traces(path, (path.parent_path() / "imported.trace").string());
   } catch (const trace::TraceError&) {
   }
 }
 
-void accelsim_xz(Input input) {
-  const auto path = write_scratch("kernel-1.traceg.xz", input);
-  try {
-    trace::accelsim::import_traces(path, (path.parent_path() / "imported.trace").string());
-  } catch (const trace::TraceError&) {
-  }
-}
+void accelsim_trace(Input input) { import_kernel_file("kernel-1.traceg", input); }
+
+void accelsim_xz(Input input) { import_kernel_file("kernel-1.traceg.xz", input); }
 
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
