@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
-"""Accel-Sim beside atomsim and the H100, on the microbenchmark grid.
+"""Accel-Sim beside atomsim and the GPU, on the microbenchmark grid or on captures.
 
 Builds Accel-Sim from its public source trees (its framework and its GPGPU-Sim,
 BSD-licensed; nothing of them enters this repository) against a CUDA 11
 toolkit. Then, for each kernel of the H100 grid
-(traces/datasets/h100/microbench/grid), it:
+(traces/datasets/h100/microbench/grid), or of a compare manifest's captures
+(`--manifest`: the corpus, the regressions, the full-size workloads where
+their traces were captured), it:
 
-- generates the kernel's trace as `atomsim compare` simulates it;
+- takes the kernel's trace: generated as `atomsim compare` simulates it, or the capture's trace/trace.atr;
 - times atomsim on it, with one thread;
 - exports it as Accel-Sim traces;
 - runs Accel-Sim's SM90_H100 configuration on those traces, with a time limit per kernel.
 
 It prints the kernels' cycles and speedups, measured and simulated by both,
 and both simulators' host seconds, measured in the same run on the same
-machine.
+machine. atomsim simulates each capture with the configuration `atomsim
+compare` takes for it (the bundled one of the device it was captured on,
+unless --config); Accel-Sim has one Hopper configuration, SM90_H100, which it
+runs for every kernel, H200 captures included.
 
 Two adaptations are needed for Accel-Sim's public release to run at all:
 - It reads Hopper SASS only under Ampere's opcode map. The traces say binary
@@ -24,7 +29,10 @@ Two adaptations are needed for Accel-Sim's public release to run at all:
   on its command line.
 
   tools/peer/accelsim_peer.py --accelsim-src DIR --gpgpusim-src DIR --cuda DIR --work DIR
-      [--atomsim build/atomsim] [--limit SECONDS] [--jobs N] [--only REGEX]
+      [--manifest FILE [--config NAME]] [--atomsim build/atomsim] [--limit SECONDS] [--jobs N] [--only REGEX]
+
+Building GPGPU-Sim takes, besides the toolkit, bison, flex, zlib and makedepend
+(Debian: bison flex zlib1g-dev xutils-dev).
 
 --cuda: a CUDA 11 toolkit's root (bin/nvcc, include/), e.g. /usr with
 Debian's nvidia-cuda-toolkit (11.8, non-free). GPGPU-Sim does not build
@@ -80,23 +88,27 @@ def generate(args, shape, config, trace):
                    check=True, stdout=subprocess.DEVNULL)
 
 
-def run_kernel(args, tree, shape, config):
+def run_kernel(args, tree, kernel):
+    """kernel: (id, trace or None, grid configuration or None, atomsim configuration)."""
+    kernel_id, capture_trace, grid_config, atomsim_config = kernel
     with tempfile.TemporaryDirectory(dir=args.work) as scratch:
         scratch = Path(scratch)
-        trace = scratch / "kernel.trace"
-        generate(args, shape, config, trace)
+        trace = capture_trace
+        if trace is None:
+            trace = scratch / "kernel.trace"
+            generate(args, args.grid_shape, grid_config, trace)
         start = time.monotonic()
-        subprocess.run([str(args.atomsim), "run", "--quiet", "--no-check", "--threads", "1", "--config", "h100",
+        subprocess.run([str(args.atomsim), "run", "--quiet", "--no-check", "--threads", "1", "--config", atomsim_config,
                         "--trace", str(trace)], check=True, stdout=subprocess.DEVNULL)
         atomsim_seconds = time.monotonic() - start
         traces = scratch / "accelsim"
         subprocess.run([str(args.atomsim), "trace", "export", str(trace), "--format", "accelsim", "--out", str(traces),
                         "--binary-version", "80"], check=True, stdout=subprocess.DEVNULL)
-        for kernel in traces.glob("*.traceg"):
-            text = kernel.read_text()
+        for f in traces.glob("*.traceg"):
+            text = f.read_text()
             for pattern, replacement in HOPPER_OPCODES_AMPERE_LACKS:
                 text = pattern.sub(replacement, text)
-            kernel.write_text(text)
+            f.write_text(text)
         configs = tree / "gpu-simulator/gpgpu-sim/configs/tested-cfgs/SM90_H100"
         for f in configs.iterdir():
             shutil.copy(f, scratch)
@@ -113,7 +125,46 @@ def run_kernel(args, tree, shape, config):
             result = int(cycles[-1]) if done.returncode == 0 and cycles else f"failed ({output.strip().splitlines()[-1][:80]})"
         except subprocess.TimeoutExpired:
             result = f"past {args.limit:.0f} s"
-        return config["id"], result, atomsim_seconds, time.monotonic() - start
+        return kernel_id, result, atomsim_seconds, time.monotonic() - start
+
+
+def grid_kernels(args):
+    """The grid's kernels, atomsim's comparison of them, and each one's baseline."""
+    manifest = json.loads((GRID / "manifest.json").read_text())
+    args.grid_shape = manifest["shape"]
+    configs = [c for c in manifest["configurations"] if re.search(args.only, c["id"])]
+    compared = args.work / "atomsim-compare.json"
+    subprocess.run([str(args.atomsim), "compare", "--dataset", str(GRID), "--config", args.config or "h100",
+                    "--only", args.only, "-q", "--json", str(compared)], check=True, stdout=subprocess.DEVNULL)
+    kernels = [(c["id"], None, c, args.config or "h100") for c in configs]
+    baselines = {c["id"]: re.sub(r"^(swb|sws)-", "baseline-", c["id"]) for c in configs}
+    return kernels, compared, baselines
+
+
+def manifest_kernels(args):
+    """A compare manifest's captures, atomsim's comparison of them, and each one's baseline."""
+    manifest = json.loads(args.manifest.read_text())
+    entries = [k for k in manifest["kernels"] if re.search(args.only, k["id"])]
+    chosen = args.work / "manifest.json"
+    base = args.manifest.parent.resolve()
+    ids = {k["id"] for k in entries}
+    # A baseline left out by --only is left out of the speedups too.
+    chosen.write_text(json.dumps({"kernels": [
+        {key: value for key, value in dict(k, capture=str(base / k["capture"])).items()
+         if key != "baseline" or value in ids} for k in entries]}))
+    compared = args.work / "atomsim-compare.json"
+    command = [str(args.atomsim), "compare", "--manifest", str(chosen), "-q", "--json", str(compared), "--jobs", str(args.jobs)]
+    if args.config:
+        command += ["--config", args.config]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    config = json.loads(compared.read_text())["config"]
+    kernels = []
+    for k in entries:
+        trace = base / k["capture"] / "trace/trace.atr"
+        if not trace.exists():
+            sys.exit(f"accelsim_peer: {trace}: no trace in this capture (its kernel cannot be run by either simulator)")
+        kernels.append((k["id"], trace, None, config))
+    return kernels, compared, {k["id"]: k.get("baseline", k["id"]) if k.get("baseline") in ids else k["id"] for k in entries}
 
 
 def main():
@@ -123,38 +174,39 @@ def main():
     p.add_argument("--cuda", type=Path, required=True)
     p.add_argument("--work", type=Path, required=True)
     p.add_argument("--atomsim", type=Path, default=ROOT / "build/atomsim")
+    p.add_argument("--manifest", type=Path, help="a compare manifest of captures with traces, instead of the H100 grid")
+    p.add_argument("--config", help="atomsim's configuration (default: h100 on the grid; compare's choice for captures)")
     p.add_argument("--limit", type=float, default=1800, help="seconds Accel-Sim may take per kernel")
     p.add_argument("--jobs", type=int, default=1, help="kernels run at once (each simulator has one thread)")
-    p.add_argument("--only", default=".", help="regular expression on the grid's kernel ids")
+    p.add_argument("--only", default=".", help="regular expression on the kernel ids")
     args = p.parse_args()
     args.work = args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
     args.atomsim = args.atomsim.resolve()
     if not (args.cuda / "bin/nvcc").exists():
         sys.exit(f"accelsim_peer: {args.cuda}/bin/nvcc not found (--cuda: a CUDA 11 toolkit's root)")
+    if args.manifest and not args.manifest.is_file():
+        sys.exit(f"accelsim_peer: {args.manifest}: no such manifest")
     tree = build(args)
-    manifest = json.loads((GRID / "manifest.json").read_text())
-    configs = [c for c in manifest["configurations"] if re.search(args.only, c["id"])]
-    compared = args.work / "atomsim-grid.json"
-    subprocess.run([str(args.atomsim), "compare", "--dataset", str(GRID), "--config", "h100", "--only", args.only, "-q",
-                    "--json", str(compared)], check=True, stdout=subprocess.DEVNULL)
-    atomsim = {k["id"]: k for k in json.loads(compared.read_text())["kernels"]}
+    kernels, compared, baselines = manifest_kernels(args) if args.manifest else grid_kernels(args)
+    report = json.loads(compared.read_text())
+    atomsim = {k["id"]: k for k in report["kernels"]}
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        results = {r[0]: r[1:] for r in pool.map(lambda c: run_kernel(args, tree, manifest["shape"], c), configs)}
+        results = {r[0]: r[1:] for r in pool.map(lambda k: run_kernel(args, tree, k), kernels)}
 
-    def baseline_of(kernel_id):
-        return re.sub(r"^(swb|sws)-", "baseline-", kernel_id)
-
-    lines = [f"{'kernel':<28}{'H100':>9}{'atomsim':>9}{'error':>8}{'Accel-Sim':>11}{'error':>8}"
-             f"{'speedup H100 / atomsim / Accel-Sim':>36}{'host s atomsim':>16}{'Accel-Sim':>11}{'ratio':>8}"]
+    device = report.get("device", "GPU")
+    lines = [f"measured on {device}; atomsim with {report['config']}, Accel-Sim with SM90_H100",
+             f"{'kernel':<34}{'GPU':>9}{'atomsim':>9}{'error':>8}{'Accel-Sim':>11}{'error':>8}"
+             f"{'speedup GPU / atomsim / Accel-Sim':>36}{'host s atomsim':>16}{'Accel-Sim':>11}{'ratio':>8}"]
     errors = {"atomsim": [], "accelsim": []}
-    for c in configs:
-        k = atomsim[c["id"]]
+    ratios = []
+    for kernel_id, *_ in kernels:
+        k = atomsim[kernel_id]
         measured, ours = k["measured"]["cycles"], k["simulated"]["cycles"]
-        peer, atomsim_s, peer_s = results[c["id"]]
-        base = baseline_of(c["id"])
+        peer, atomsim_s, peer_s = results[kernel_id]
+        base = baselines[kernel_id]
         speedups = "-"
-        if base != c["id"] and base in atomsim and base in results:
+        if base != kernel_id and base in atomsim and base in results:
             b = atomsim[base]
             peer_base = results[base][0]
             peer_speedup = f"{peer_base / peer:.2f}" if isinstance(peer, int) and isinstance(peer_base, int) else "-"
@@ -165,11 +217,16 @@ def main():
         if isinstance(peer, int):
             errors["accelsim"].append(abs(peer / measured - 1))
             peer_error = f"{100 * (peer / measured - 1):+.1f}%"
-        lines.append(f"{c['id']:<28}{measured:>9.0f}{ours:>9}{100 * (ours / measured - 1):>+7.1f}%{peer_text:>11}"
+            ratios.append(peer_s / atomsim_s)
+        lines.append(f"{kernel_id:<34}{measured:>9.0f}{ours:>9.0f}{100 * (ours / measured - 1):>+7.1f}%{peer_text:>11}"
                      f"{peer_error:>8}{speedups:>36}{atomsim_s:>16.1f}{peer_s:>11.1f}{peer_s / atomsim_s:>7.0f}x")
     mean = lambda v: f"{100 * sum(v) / len(v):.1f}%" if v else "-"  # noqa: E731
     lines.append(f"mean |cycle error|: atomsim {mean(errors['atomsim'])} over {len(errors['atomsim'])} kernels, "
                  f"Accel-Sim {mean(errors['accelsim'])} over the {len(errors['accelsim'])} it finished")
+    if ratios:
+        ratios.sort()
+        lines.append(f"host time, Accel-Sim to atomsim, on the kernels it finished: median {ratios[len(ratios) // 2]:.0f}x, "
+                     f"{ratios[0]:.0f}-{ratios[-1]:.0f}x")
     text = "\n".join(lines) + "\n"
     (args.work / "peer.txt").write_text(text)
     print(text, end="")
