@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 
@@ -119,6 +121,41 @@ TEST_CASE("Accel-Sim export and import again simulate alike", "[traces][accelsim
   REQUIRE(rb.cycles == Approx(ra.cycles).epsilon(0.02));
   // The simulator reads the Accel-Sim files themselves as well.
   REQUIRE(simulate_trace(params, (dir / "kernelslist.g").string(), {}).front().cycles == rb.cycles);
+}
+
+// Accel-Sim's parser asserts a width on every load, store and atomic, shared
+// ones and those whose lanes are all off included.
+TEST_CASE("Accel-Sim export: every memory instruction has a width, shared ones a word per lane", "[traces][accelsim]") {
+  const fs::path kernel = temp_trace("widths-kernel-1.traceg");
+  std::ofstream(kernel) << "-kernel name = k\n-grid dim = (1,1,1)\n-block dim = (32,1,1)\n-accelsim tracer version = 5\n\n#traces format = PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width\n\n"
+                           "#BEGIN_TB\n\nthread block = 0,0,0\n\nwarp = 0\ninsts = 4\n"
+                           "0000 ffffffff 1 R4 LDS.64 1 R2 0 0\n"
+                           "0010 00000000 1 R6 LDG.E 1 R2 0 0\n"
+                           "0020 00000005 0 STS 2 R2 R4 0 0\n"
+                           "0030 ffffffff 0 EXIT 0 0 0\n\n#END_TB\n";
+  const std::string imported = temp_trace("widths.trace");
+  trace::accelsim::import_traces(kernel, imported);
+  const fs::path dir = temp_trace("widths-exported");
+  fs::remove_all(dir);
+  trace::accelsim::export_traces(imported, dir);
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(dir / "kernel-1.traceg");
+    for (std::string line; std::getline(in, line);)
+      if (line.size() > 4 && std::isxdigit(static_cast<unsigned char>(line[0])) && line[4] == ' ') lines.push_back(line);
+  }
+  REQUIRE(lines.size() == 4);
+  std::string lds = " LDS.64 1 R2 8 0";
+  for (int lane = 0; lane < 32; ++lane) lds += fmt::format(" 0x{:016x}", lane * 8);
+  REQUIRE(lines[0] == "0000 ffffffff 1 R4" + lds + " 0");
+  REQUIRE(lines[1] == "0010 00000000 1 R6 LDG.E 1 R2 4 0 0");
+  REQUIRE(lines[2] == "0020 00000005 0 STS 2 R2 R4 4 0 0x0000000000000000 0x0000000000000008 0");
+  // and it reads back as the records it was made from
+  const std::string back = temp_trace("widths-back.trace");
+  trace::accelsim::import_traces(dir / "kernelslist.g", back);
+  trace::TraceReader a(imported), b(back);
+  REQUIRE(records(a, 0).size() == records(b, 0).size());
+  REQUIRE(records(b, 0)[2].active_mask == 5);
 }
 
 TEST_CASE("Accel-Sim traces compressed with xz read as the plain ones", "[traces][accelsim]") {

@@ -416,10 +416,19 @@ void export_traces(const std::string& trace, const fs::path& dir, unsigned binar
           const StaticInst& s = info.program[inst.index];
           records += fmt::format("{:04x} {:08x} {} {} {}", s.pc, inst.active_mask, registers(s.dst, s.num_dst, kMostDestinations),
                                  s.mnemonic.empty() ? op_class_name(s.op) : s.mnemonic, registers(s.src, s.num_src, kMostSources));
-          if (is_global_memory(s.op) && inst.active_mask) {
+          // Accel-Sim takes every memory instruction with a width, even one
+          // whose lanes are all off (it then lists no address).
+          if (is_global_memory(s.op)) {
             records += fmt::format(" {} {}", std::max<std::uint32_t>(s.access_bytes, 1), static_cast<int>(kListAll));
             for (std::uint32_t m = inst.active_mask; m; m &= m - 1)
               records += fmt::format(" 0x{:016x}", inst.address[std::countr_zero(m)]);
+          } else if (s.op == OpClass::Shared) {
+            // An atomsim trace holds no shared-memory addresses: each lane is
+            // given a word of its own, in lane order (no bank conflict).
+            const std::uint32_t width = access_width(s.mnemonic.empty() ? std::string_view("LDS") : std::string_view(s.mnemonic));
+            records += fmt::format(" {} {}", width, static_cast<int>(kListAll));
+            for (std::uint32_t m = inst.active_mask; m; m &= m - 1)
+              records += fmt::format(" 0x{:016x}", std::uint64_t(std::countr_zero(m)) * width);
           } else {
             records += " 0";
           }

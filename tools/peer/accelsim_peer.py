@@ -22,8 +22,9 @@ runs for every kernel, H200 captures included.
 
 Two adaptations are needed for Accel-Sim's public release to run at all:
 - It reads Hopper SASS only under Ampere's opcode map. The traces say binary
-  version 80, and the two opcodes that map lacks are renamed: REDG to RED,
-  VIADD to IADD3.
+  version 80, and the opcodes that map lacks are renamed: REDG to RED,
+  VIADD to IADD3, VIMNMX to IMNMX, and ACQBULK (which waits for bulk copies,
+  of which the traces hold none) to NOP.
 - Its SM90_H100 configuration hashes 80 memory channels with a function that
   takes 16, 32 or 64, and asserts. `-gpgpu_memory_partition_indexing 0` is set
   on its command line.
@@ -52,7 +53,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 GRID = ROOT / "traces/datasets/h100/microbench/grid"
-HOPPER_OPCODES_AMPERE_LACKS = [(re.compile(r" REDG\."), " RED."), (re.compile(r" VIADD "), " IADD3 ")]
+HOPPER_OPCODES_AMPERE_LACKS = [(re.compile(r" REDG\."), " RED."), (re.compile(r" VIADD "), " IADD3 "),
+                                (re.compile(r" VIMNMX(?=[. ])"), " IMNMX"), (re.compile(r" ACQBULK(?=[. ])"), " NOP")]
 
 
 def build(args):
